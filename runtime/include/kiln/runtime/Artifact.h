@@ -1,0 +1,109 @@
+//===- Artifact.h - The on-disk format of a compiled Kiln graph ----------===//
+//
+// This header is the single declaration of the artifact format: the compiler
+// builds an Artifact and calls writeArtifactFile, the runtime reads it back.
+//
+// Encoding (little-endian):
+//   header  (kArtifactHeaderSize bytes)
+//     u8[8]  magic "KILNART\0"
+//     u32    format version (kArtifactFormatVersion)
+//     u32    flags (0)
+//     u64    payload size in bytes
+//     u64    FNV-1a-64 checksum of the payload
+//   payload, the Artifact fields in declaration order:
+//     string target, string graphName
+//     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset }
+//     u32 n, n x launch  { u32 kernel, u32 workgroups, u32 n, n x u32 }
+//     u32 n, n x u32 output buffer id
+//     u32 n, n x kernel  { string symbol, u32 numBindings, string name }
+//     u64 n, n x u8 library
+//     string metadata
+//   where string = u32 length + bytes, desc = u8 dtype + u32 rank + rank x i64.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_ARTIFACT_H
+#define KILN_RUNTIME_ARTIFACT_H
+
+#include "kiln/runtime/DType.h"
+#include "kiln/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+/// Bump on any change to the encoding; readers reject other versions.
+inline constexpr uint32_t kArtifactFormatVersion = 1;
+inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
+                                           'A', 'R', 'T', '\0'};
+inline constexpr size_t kArtifactHeaderSize = 32;
+
+struct KernelInfo {
+  std::string symbol;   // exported by `library`
+  uint32_t numBindings; // length of the bindings array it expects
+  std::string name;     // human name for messages, e.g. "kernel_3_softmax"
+};
+
+/// Values are part of the format: never renumber.
+enum class BufferKind : uint8_t { Input = 0, Alloc = 1, View = 2 };
+
+struct BufferDesc {
+  BufferKind kind;
+  TensorDesc type;
+  /// Input: graph input index. View: id of the aliased buffer, which must be
+  /// smaller than this buffer's id. Alloc: unused (0).
+  uint32_t source = 0;
+  /// View only (0 otherwise): where the view starts within its source.
+  int64_t byteOffset = 0;
+};
+
+struct LaunchCmd {
+  uint32_t kernel;
+  /// The kernel runs once per workgroup id in [0, workgroups); 0 skips it.
+  uint32_t workgroups;
+  /// Buffer ids, inputs then outputs; as many as the kernel's numBindings.
+  std::vector<uint32_t> bindings;
+};
+
+struct Artifact {
+  std::string target; // e.g. "cpu-x86_64"
+  std::string graphName;
+  std::vector<BufferDesc> buffers;
+  std::vector<LaunchCmd> launches; // executed in order
+  std::vector<uint32_t> outputs;   // buffer ids
+  std::vector<KernelInfo> kernels;
+  std::vector<uint8_t> library; // the kernels' shared object (ELF .so) bytes
+  std::string metadata; // free text (JSON) for tools; the runtime ignores it
+
+  /// Number of Input buffers, i.e. of graph inputs.
+  uint32_t numInputs() const;
+};
+
+/// FNV-1a-64, the payload checksum stored in the header.
+uint64_t artifactChecksum(const uint8_t *data, size_t size);
+
+/// Encodes `artifact`; it should satisfy verifyArtifact (writeArtifactFile
+/// checks that, this function does not).
+std::vector<uint8_t> serializeArtifact(const Artifact &artifact);
+
+/// Decodes and verifies an artifact. Any byte string is safe to pass: bad
+/// input yields an error naming the problem and its byte offset.
+Status parseArtifact(const uint8_t *data, size_t size, Artifact &out);
+
+Status readArtifactFile(const std::string &path, Artifact &out);
+
+/// Verifies, then writes to a temporary file beside `path` and renames it, so
+/// readers never see a partially written artifact.
+Status writeArtifactFile(const std::string &path, const Artifact &artifact);
+
+/// Semantic checks that the runtime relies on: ids in range, views alias
+/// earlier buffers and fit inside them, binding counts match the kernels,
+/// graph input indices are exactly 0..n-1, kernels have symbols, etc.
+Status verifyArtifact(const Artifact &artifact);
+
+} // namespace kiln::runtime
+
+#endif // KILN_RUNTIME_ARTIFACT_H

@@ -1,0 +1,88 @@
+//===- Program.h - Running a loaded artifact on the CPU -------------------===//
+
+#ifndef KILN_RUNTIME_PROGRAM_H
+#define KILN_RUNTIME_PROGRAM_H
+
+#include "kiln/runtime/Allocator.h"
+#include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/Executable.h"
+#include "kiln/runtime/Status.h"
+#include "kiln/runtime/ThreadPool.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace kiln::runtime {
+
+/// The host CPU as a device: the threads that run workgroups. Programs keep a
+/// reference to it, so it must outlive them.
+class CpuDevice {
+public:
+  explicit CpuDevice(int numThreads = defaultThreadCount())
+      : pool_(numThreads) {}
+  ThreadPool &pool() { return pool_; }
+
+private:
+  ThreadPool pool_;
+};
+
+/// Where a graph output lives after Program::run. Exactly one of `buffer` and
+/// `input` is >= 0; byteOffset is from the start of that root buffer, with
+/// chains of views already followed.
+struct OutputRef {
+  int64_t buffer = -1; // index into run()'s `allocated`, or -1
+  int64_t input = -1;  // graph input index when the output aliases an input
+  int64_t byteOffset = 0;
+  TensorDesc type;
+};
+
+/// A loaded artifact, ready to run many times. run() is const and may be
+/// called from several threads at once; launches of concurrent runs are
+/// interleaved on the device's pool.
+class Program {
+public:
+  static StatusOr<std::unique_ptr<Program>> load(Artifact artifact,
+                                                 CpuDevice &device);
+
+  const Artifact &artifact() const { return artifact_; }
+  /// Expected descs of the graph inputs, by input index.
+  const std::vector<TensorDesc> &inputDescs() const { return inputDescs_; }
+
+  /// Runs the graph once. `inputs[i]` points at graph input i, whose desc must
+  /// equal inputDescs()[i] exactly. Alloc buffers come from `allocator`, in
+  /// buffer order, into `allocated`; `outputs` says where each output is.
+  /// Both vectors are replaced, and left empty on error.
+  Status run(const std::vector<void *> &inputs,
+             const std::vector<TensorDesc> &inputDescs, Allocator &allocator,
+             std::vector<std::shared_ptr<Buffer>> &allocated,
+             std::vector<OutputRef> &outputs) const;
+
+private:
+  /// The Input or Alloc buffer a buffer's bytes belong to.
+  struct Root {
+    BufferKind kind;    // Input or Alloc
+    uint32_t index;     // graph input index or Alloc slot
+    int64_t byteOffset; // summed over the chain of views
+  };
+
+  Program(Artifact artifact, CpuDevice &device,
+          std::unique_ptr<CpuExecutable> executable);
+  void plan();
+  Status checkInputs(const std::vector<void *> &inputs,
+                     const std::vector<TensorDesc> &inputDescs) const;
+  Status runImpl(const std::vector<void *> &inputs, Allocator &allocator,
+                 std::vector<std::shared_ptr<Buffer>> &allocated,
+                 std::vector<OutputRef> &outputs) const;
+
+  Artifact artifact_;
+  CpuDevice &device_;
+  std::unique_ptr<CpuExecutable> executable_;
+  std::vector<Root> roots_;             // by buffer id
+  std::vector<uint32_t> allocBuffers_;  // buffer id of each Alloc slot
+  std::vector<TensorDesc> inputDescs_;  // by graph input index
+};
+
+} // namespace kiln::runtime
+
+#endif // KILN_RUNTIME_PROGRAM_H

@@ -1,0 +1,320 @@
+//===- Artifact.cpp - Encoding, decoding and files for artifacts ---------===//
+
+#include "kiln/runtime/Artifact.h"
+
+#include "ByteIO.h"
+#include "FileUtil.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kiln::runtime {
+
+// Smallest encodings of repeated records, used to reject element counts that
+// cannot possibly fit in the bytes that remain.
+static constexpr size_t kMinBufferBytes = 1 + 1 + 4 + 4 + 8;
+static constexpr size_t kMinLaunchBytes = 4 + 4 + 4;
+static constexpr size_t kMinKernelBytes = 4 + 4 + 4;
+
+uint32_t Artifact::numInputs() const {
+  uint32_t count = 0;
+  for (const BufferDesc &buffer : buffers)
+    count += buffer.kind == BufferKind::Input;
+  return count;
+}
+
+uint64_t artifactChecksum(const uint8_t *data, size_t size) {
+  uint64_t hash = 14695981039346656037ull;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+//===----------------------------------------------------------------------===//
+// Encoding
+//===----------------------------------------------------------------------===//
+
+static void writeDesc(ByteWriter &w, const TensorDesc &desc) {
+  w.u8(static_cast<uint8_t>(desc.dtype));
+  w.u32(static_cast<uint32_t>(desc.shape.size()));
+  for (int64_t dim : desc.shape)
+    w.i64(dim);
+}
+
+static std::vector<uint8_t> serializePayload(const Artifact &a) {
+  ByteWriter w;
+  w.string(a.target);
+  w.string(a.graphName);
+  w.u32(static_cast<uint32_t>(a.buffers.size()));
+  for (const BufferDesc &buffer : a.buffers) {
+    w.u8(static_cast<uint8_t>(buffer.kind));
+    writeDesc(w, buffer.type);
+    w.u32(buffer.source);
+    w.i64(buffer.byteOffset);
+  }
+  w.u32(static_cast<uint32_t>(a.launches.size()));
+  for (const LaunchCmd &launch : a.launches) {
+    w.u32(launch.kernel);
+    w.u32(launch.workgroups);
+    w.u32(static_cast<uint32_t>(launch.bindings.size()));
+    for (uint32_t binding : launch.bindings)
+      w.u32(binding);
+  }
+  w.u32(static_cast<uint32_t>(a.outputs.size()));
+  for (uint32_t output : a.outputs)
+    w.u32(output);
+  w.u32(static_cast<uint32_t>(a.kernels.size()));
+  for (const KernelInfo &kernel : a.kernels) {
+    w.string(kernel.symbol);
+    w.u32(kernel.numBindings);
+    w.string(kernel.name);
+  }
+  w.blob(a.library);
+  w.string(a.metadata);
+  return std::move(w.bytes());
+}
+
+std::vector<uint8_t> serializeArtifact(const Artifact &artifact) {
+  std::vector<uint8_t> payload = serializePayload(artifact);
+  ByteWriter w;
+  w.bytes().reserve(kArtifactHeaderSize + payload.size());
+  w.raw(kArtifactMagic, sizeof(kArtifactMagic));
+  w.u32(kArtifactFormatVersion);
+  w.u32(/*flags=*/0);
+  w.u64(payload.size());
+  w.u64(artifactChecksum(payload.data(), payload.size()));
+  w.raw(payload.data(), payload.size());
+  return std::move(w.bytes());
+}
+
+//===----------------------------------------------------------------------===//
+// Decoding
+//===----------------------------------------------------------------------===//
+
+/// Validates the header and returns the payload bounds through `payloadSize`.
+static Status parseHeader(const uint8_t *data, size_t size,
+                          uint64_t &payloadSize) {
+  size_t magicBytes = std::min(size, sizeof(kArtifactMagic));
+  if (magicBytes && std::memcmp(data, kArtifactMagic, magicBytes) != 0)
+    return Status::error("not a Kiln artifact (bad magic bytes at byte "
+                         "offset 0)");
+  if (size < kArtifactHeaderSize)
+    return Status::error("artifact truncated: " + std::to_string(size) +
+                         " bytes is shorter than the " +
+                         std::to_string(kArtifactHeaderSize) +
+                         "-byte header");
+
+  ByteReader r(data, kArtifactHeaderSize);
+  r.u64("magic");
+  uint32_t version = r.u32("format version");
+  uint32_t flags = r.u32("flags");
+  payloadSize = r.u64("payload size");
+  uint64_t checksum = r.u64("checksum");
+  if (version != kArtifactFormatVersion)
+    return Status::error("artifact format version " + std::to_string(version) +
+                         ", this runtime reads version " +
+                         std::to_string(kArtifactFormatVersion) +
+                         "; recompile");
+  if (flags != 0)
+    return Status::error("unsupported artifact flags " +
+                         std::to_string(flags) + " at byte offset 12");
+
+  uint64_t available = size - kArtifactHeaderSize;
+  if (payloadSize > available)
+    return Status::error("artifact truncated: the header at byte offset 16 "
+                         "announces a " +
+                         std::to_string(payloadSize) + "-byte payload but only " +
+                         std::to_string(available) + " bytes follow");
+  if (payloadSize < available)
+    return Status::error(std::to_string(available - payloadSize) +
+                         " bytes of trailing garbage after the payload at "
+                         "byte offset " +
+                         std::to_string(kArtifactHeaderSize + payloadSize));
+  uint64_t actual = artifactChecksum(data + kArtifactHeaderSize, payloadSize);
+  if (actual != checksum)
+    return Status::error("artifact corrupted: payload checksum mismatch (the "
+                         "header at byte offset 24 says " +
+                         std::to_string(checksum) + ", the payload hashes to " +
+                         std::to_string(actual) + ")");
+  return Status::OK();
+}
+
+static TensorDesc readDesc(ByteReader &r) {
+  TensorDesc desc;
+  size_t at = r.offset();
+  uint8_t dtype = r.u8("dtype");
+  if (r.ok() && !isKnownDType(dtype))
+    r.fail(at, "unknown dtype " + std::to_string(dtype));
+  desc.dtype = static_cast<DType>(dtype);
+  uint32_t rank = r.count("tensor rank", sizeof(int64_t));
+  desc.shape.reserve(rank);
+  for (uint32_t i = 0; i < rank && r.ok(); ++i)
+    desc.shape.push_back(r.i64("dimension"));
+  return desc;
+}
+
+static BufferDesc readBuffer(ByteReader &r) {
+  BufferDesc buffer;
+  size_t at = r.offset();
+  uint8_t kind = r.u8("buffer kind");
+  if (r.ok() && kind > static_cast<uint8_t>(BufferKind::View))
+    r.fail(at, "unknown buffer kind " + std::to_string(kind));
+  buffer.kind = static_cast<BufferKind>(kind);
+  buffer.type = readDesc(r);
+  buffer.source = r.u32("buffer source");
+  buffer.byteOffset = r.i64("buffer byte offset");
+  return buffer;
+}
+
+static LaunchCmd readLaunch(ByteReader &r) {
+  LaunchCmd launch;
+  launch.kernel = r.u32("launch kernel");
+  launch.workgroups = r.u32("launch workgroups");
+  uint32_t count = r.count("launch binding count", sizeof(uint32_t));
+  launch.bindings.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    launch.bindings.push_back(r.u32("launch binding"));
+  return launch;
+}
+
+static KernelInfo readKernel(ByteReader &r) {
+  KernelInfo kernel;
+  kernel.symbol = r.string("kernel symbol");
+  kernel.numBindings = r.u32("kernel binding count");
+  kernel.name = r.string("kernel name");
+  return kernel;
+}
+
+static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
+  ByteReader r(data, size, kArtifactHeaderSize);
+  a.target = r.string("target");
+  a.graphName = r.string("graph name");
+
+  uint32_t count = r.count("buffer count", kMinBufferBytes);
+  a.buffers.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.buffers.push_back(readBuffer(r));
+
+  count = r.count("launch count", kMinLaunchBytes);
+  a.launches.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.launches.push_back(readLaunch(r));
+
+  count = r.count("output count", sizeof(uint32_t));
+  a.outputs.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.outputs.push_back(r.u32("output buffer id"));
+
+  count = r.count("kernel count", kMinKernelBytes);
+  a.kernels.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.kernels.push_back(readKernel(r));
+
+  a.library = r.blob("kernel library");
+  a.metadata = r.string("metadata");
+
+  if (!r.ok())
+    return r.status();
+  if (r.remaining() != 0)
+    return Status::error(std::to_string(r.remaining()) +
+                         " unexpected bytes after the last field at byte "
+                         "offset " +
+                         std::to_string(r.offset()));
+  return Status::OK();
+}
+
+Status parseArtifact(const uint8_t *data, size_t size, Artifact &out) {
+  if (!data && size != 0)
+    return Status::error("parseArtifact: null data");
+  uint64_t payloadSize = 0;
+  KILN_RETURN_IF_ERROR(parseHeader(data, size, payloadSize));
+  // Decode into a fresh value so `out` never holds a half-parsed artifact.
+  Artifact artifact;
+  KILN_RETURN_IF_ERROR(parsePayload(data + kArtifactHeaderSize,
+                                    static_cast<size_t>(payloadSize),
+                                    artifact));
+  KILN_RETURN_IF_ERROR(
+      verifyArtifact(artifact).withContext("invalid artifact"));
+  out = std::move(artifact);
+  return Status::OK();
+}
+
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
+
+static Status readFile(const std::string &path, std::vector<uint8_t> &bytes) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0)
+    return Status::error("cannot open: " + errnoMessage());
+  struct stat info;
+  if (::fstat(fd.get(), &info) != 0)
+    return Status::error("cannot stat: " + errnoMessage());
+  if (!S_ISREG(info.st_mode))
+    return Status::error("not a regular file");
+  bytes.resize(static_cast<size_t>(info.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t got = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return Status::error("read failed: " + errnoMessage());
+    if (got == 0)
+      break; // The file shrank while we read it; parsing reports truncation.
+    done += static_cast<size_t>(got);
+  }
+  bytes.resize(done);
+  return Status::OK();
+}
+
+Status readArtifactFile(const std::string &path, Artifact &out) {
+  std::vector<uint8_t> bytes;
+  std::string context = "artifact '" + path + "'";
+  KILN_RETURN_IF_ERROR(readFile(path, bytes).withContext(context));
+  return parseArtifact(bytes.data(), bytes.size(), out).withContext(context);
+}
+
+static Status writeFileAtomically(const std::string &path,
+                                  const std::vector<uint8_t> &bytes) {
+  // The temporary lives beside `path` so that rename() stays within one file
+  // system and is atomic.
+  std::string tmpPath = path + ".tmp-XXXXXX";
+  ScopedFd fd(::mkstemp(tmpPath.data()));
+  if (fd.get() < 0)
+    return Status::error("cannot create temporary file '" + tmpPath +
+                         "': " + errnoMessage());
+  Status status = Status::OK();
+  // mkstemp creates 0600 files; artifacts are meant to be shared like any
+  // other build output.
+  if (::fchmod(fd.get(), 0644) != 0)
+    status = Status::error("chmod failed: " + errnoMessage());
+  if (status.ok())
+    status = writeAll(fd.get(), bytes.data(), bytes.size());
+  if (status.ok() && ::fsync(fd.get()) != 0)
+    status = Status::error("fsync failed: " + errnoMessage());
+  if (status.ok())
+    status = fd.close();
+  if (status.ok() && ::rename(tmpPath.c_str(), path.c_str()) != 0)
+    status = Status::error("cannot rename '" + tmpPath +
+                           "' into place: " + errnoMessage());
+  if (!status.ok())
+    ::unlink(tmpPath.c_str());
+  return status;
+}
+
+Status writeArtifactFile(const std::string &path, const Artifact &artifact) {
+  std::string context = "writing artifact '" + path + "'";
+  KILN_RETURN_IF_ERROR(verifyArtifact(artifact).withContext(
+      context + ": refusing to write an invalid artifact"));
+  return writeFileAtomically(path, serializeArtifact(artifact))
+      .withContext(context);
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,159 @@
+//===- ArtifactVerifier.cpp - Semantic checks on artifacts ---------------===//
+//
+// Everything Program relies on when it turns ids into pointers is checked
+// here, so a corrupt or mis-built artifact fails with a message instead of
+// making a kernel read out of bounds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/Artifact.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace kiln::runtime {
+
+static std::string str(uint64_t value) { return std::to_string(value); }
+
+/// The encoding stores string lengths and element counts as u32.
+static Status checkU32Size(size_t size, const std::string &what) {
+  if (size > std::numeric_limits<uint32_t>::max())
+    return Status::error(what + " has " + str(size) +
+                         " entries; the format allows at most 2^32 - 1");
+  return Status::OK();
+}
+
+static Status verifyView(const Artifact &a, size_t id) {
+  const BufferDesc &view = a.buffers[id];
+  if (view.source >= id)
+    return Status::error("views buffer " + str(view.source) +
+                         ", but a view may only alias an earlier buffer");
+  const BufferDesc &source = a.buffers[view.source];
+  int64_t size = view.type.byteSize();
+  int64_t end = 0;
+  if (view.byteOffset < 0 ||
+      __builtin_add_overflow(view.byteOffset, size, &end) ||
+      end > source.type.byteSize())
+    return Status::error(
+        "view of " + std::to_string(size) + " bytes at byte offset " +
+        std::to_string(view.byteOffset) + " does not fit in source buffer " +
+        str(view.source) + " (" +
+        source.type.str() + ", " + std::to_string(source.type.byteSize()) +
+        " bytes)");
+  // Kernels access elements with aligned loads.
+  if (view.byteOffset % static_cast<int64_t>(dtypeSize(view.type.dtype)))
+    return Status::error("view byte offset " +
+                         std::to_string(view.byteOffset) +
+                         " is not a multiple of the " +
+                         dtypeName(view.type.dtype) + " element size");
+  return Status::OK();
+}
+
+static Status verifyBuffer(const Artifact &a, size_t id, uint32_t numInputs,
+                           std::vector<int64_t> &bufferOfInput) {
+  const BufferDesc &buffer = a.buffers[id];
+  KILN_RETURN_IF_ERROR(validateTensorDesc(buffer.type));
+  switch (buffer.kind) {
+  case BufferKind::Input: {
+    if (buffer.source >= numInputs)
+      return Status::error(
+          "graph input index " + str(buffer.source) + " is out of range: " +
+          "with " + str(numInputs) + " Input buffers the indices must be 0.." +
+          std::to_string(static_cast<int64_t>(numInputs) - 1));
+    int64_t &owner = bufferOfInput[buffer.source];
+    if (owner >= 0)
+      return Status::error("graph input " + str(buffer.source) +
+                           " is already bound by buffer " +
+                           std::to_string(owner));
+    owner = static_cast<int64_t>(id);
+    break;
+  }
+  case BufferKind::Alloc:
+    if (buffer.source != 0)
+      return Status::error("Alloc buffers must have source 0, got " +
+                           str(buffer.source));
+    break;
+  case BufferKind::View:
+    return verifyView(a, id);
+  default:
+    return Status::error("unknown buffer kind " +
+                         str(static_cast<uint8_t>(buffer.kind)));
+  }
+  if (buffer.byteOffset != 0)
+    return Status::error("only View buffers may have a byte offset, got " +
+                         std::to_string(buffer.byteOffset));
+  return Status::OK();
+}
+
+static Status verifyLaunch(const Artifact &a, const LaunchCmd &launch) {
+  if (launch.kernel >= a.kernels.size())
+    return Status::error("kernel " + str(launch.kernel) +
+                         " is out of range: the artifact has " +
+                         str(a.kernels.size()) + " kernels");
+  const KernelInfo &kernel = a.kernels[launch.kernel];
+  if (launch.bindings.size() != kernel.numBindings)
+    return Status::error("kernel '" + kernel.name + "' takes " +
+                         str(kernel.numBindings) + " bindings, the launch " +
+                         "passes " + str(launch.bindings.size()));
+  for (size_t i = 0; i < launch.bindings.size(); ++i) {
+    if (launch.bindings[i] >= a.buffers.size())
+      return Status::error("binding " + str(i) + " refers to buffer " +
+                           str(launch.bindings[i]) + ", but there are only " +
+                           str(a.buffers.size()) + " buffers");
+  }
+  return Status::OK();
+}
+
+static Status verifySizes(const Artifact &a) {
+  KILN_RETURN_IF_ERROR(checkU32Size(a.target.size(), "target"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.graphName.size(), "graph name"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.metadata.size(), "metadata"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.buffers.size(), "buffer list"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.launches.size(), "launch list"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.outputs.size(), "output list"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.kernels.size(), "kernel list"));
+  for (const BufferDesc &buffer : a.buffers)
+    KILN_RETURN_IF_ERROR(checkU32Size(buffer.type.shape.size(), "shape"));
+  for (const LaunchCmd &launch : a.launches)
+    KILN_RETURN_IF_ERROR(checkU32Size(launch.bindings.size(), "binding list"));
+  for (const KernelInfo &kernel : a.kernels) {
+    KILN_RETURN_IF_ERROR(checkU32Size(kernel.symbol.size(), "kernel symbol"));
+    KILN_RETURN_IF_ERROR(checkU32Size(kernel.name.size(), "kernel name"));
+  }
+  return Status::OK();
+}
+
+Status verifyArtifact(const Artifact &a) {
+  if (a.target.empty())
+    return Status::error("the artifact names no target");
+  KILN_RETURN_IF_ERROR(verifySizes(a));
+
+  uint32_t numInputs = a.numInputs();
+  std::vector<int64_t> bufferOfInput(numInputs, -1);
+  for (size_t id = 0; id < a.buffers.size(); ++id)
+    KILN_RETURN_IF_ERROR(verifyBuffer(a, id, numInputs, bufferOfInput)
+                             .withContext("buffer " + str(id)));
+
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    if (a.kernels[i].symbol.empty())
+      return Status::error("kernel " + str(i) + " ('" + a.kernels[i].name +
+                           "') has an empty symbol name");
+  }
+  if (!a.kernels.empty() && a.library.empty())
+    return Status::error("the artifact declares " + str(a.kernels.size()) +
+                         " kernels but carries no kernel library");
+
+  for (size_t i = 0; i < a.launches.size(); ++i)
+    KILN_RETURN_IF_ERROR(
+        verifyLaunch(a, a.launches[i]).withContext("launch " + str(i)));
+
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    if (a.outputs[i] >= a.buffers.size())
+      return Status::error("output " + str(i) + " refers to buffer " +
+                           str(a.outputs[i]) + ", but there are only " +
+                           str(a.buffers.size()) + " buffers");
+  }
+  return Status::OK();
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,38 @@
+//===- FileUtil.h - POSIX file helpers shared by the runtime -------------===//
+
+#ifndef KILN_RUNTIME_SRC_FILEUTIL_H
+#define KILN_RUNTIME_SRC_FILEUTIL_H
+
+#include "kiln/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kiln::runtime {
+
+/// strerror(errno) as a std::string, read before anything can clobber errno.
+std::string errnoMessage();
+
+/// Writes all of `data` to `fd`, retrying short writes and EINTR.
+Status writeAll(int fd, const uint8_t *data, size_t size);
+
+/// Closes `fd` on scope exit unless released.
+class ScopedFd {
+public:
+  explicit ScopedFd(int fd = -1) : fd_(fd) {}
+  ~ScopedFd();
+  ScopedFd(const ScopedFd &) = delete;
+  ScopedFd &operator=(const ScopedFd &) = delete;
+
+  int get() const { return fd_; }
+  /// Closes now and reports the error, which matters after writes.
+  Status close();
+
+private:
+  int fd_;
+};
+
+} // namespace kiln::runtime
+
+#endif // KILN_RUNTIME_SRC_FILEUTIL_H

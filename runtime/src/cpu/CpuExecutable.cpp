@@ -1,0 +1,126 @@
+//===- CpuExecutable.cpp - dlopen a kernel library from memory -----------===//
+//
+// The artifact carries its kernels as .so bytes. We hand them to the dynamic
+// loader through an anonymous memfd, so nothing is written to disk; where
+// memfd or /proc is unavailable we fall back to a temporary file that is
+// unlinked as soon as it is loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/Executable.h"
+
+#include "../FileUtil.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace kiln::runtime {
+
+const char *hostCpuTarget() {
+#if defined(__x86_64__)
+  return "cpu-x86_64";
+#elif defined(__aarch64__)
+  return "cpu-aarch64";
+#else
+  return "cpu-unknown";
+#endif
+}
+
+static std::string dlerrorMessage() {
+  const char *message = dlerror();
+  return message ? message : "unknown dynamic loader error";
+}
+
+static StatusOr<void *> dlopenPath(const std::string &path) {
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return Status::error("dlopen failed: " + dlerrorMessage());
+  return handle;
+}
+
+/// Sets `unavailable` when this system cannot load through a memfd (no
+/// memfd_create, no /proc), so the caller can fall back to a file.
+static StatusOr<void *> loadViaMemfd(const std::vector<uint8_t> &library,
+                                     bool &unavailable) {
+  unavailable = true;
+#ifdef MFD_CLOEXEC
+  ScopedFd fd(memfd_create("kiln-kernels", MFD_CLOEXEC));
+  if (fd.get() < 0)
+    return Status::error("memfd_create failed: " + errnoMessage());
+  std::string path = "/proc/self/fd/" + std::to_string(fd.get());
+  if (::access(path.c_str(), R_OK) != 0)
+    return Status::error("/proc is not mounted");
+  unavailable = false;
+  KILN_RETURN_IF_ERROR(writeAll(fd.get(), library.data(), library.size())
+                           .withContext("writing the kernel library to a "
+                                        "memfd"));
+  // The loader maps the file, so the descriptor can be closed once loaded.
+  return dlopenPath(path);
+#else
+  (void)library;
+  return Status::error("memfd_create is not available");
+#endif
+}
+
+static StatusOr<void *> loadViaTempFile(const std::vector<uint8_t> &library) {
+  const char *dir = std::getenv("TMPDIR");
+  std::string path =
+      std::string(dir && *dir ? dir : "/tmp") + "/kiln-kernels-XXXXXX";
+  ScopedFd fd(::mkstemp(path.data()));
+  if (fd.get() < 0)
+    return Status::error("cannot create temporary file '" + path +
+                         "' for the kernel library: " + errnoMessage());
+  Status status = writeAll(fd.get(), library.data(), library.size());
+  if (status.ok())
+    status = fd.close();
+  StatusOr<void *> handle =
+      status.ok() ? dlopenPath(path) : StatusOr<void *>(status);
+  ::unlink(path.c_str());
+  return handle;
+}
+
+static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library) {
+  bool memfdUnavailable = false;
+  StatusOr<void *> handle = loadViaMemfd(library, memfdUnavailable);
+  if (handle.ok() || !memfdUnavailable)
+    return handle;
+  return loadViaTempFile(library);
+}
+
+StatusOr<std::unique_ptr<CpuExecutable>>
+CpuExecutable::load(const std::vector<uint8_t> &library,
+                    const std::vector<KernelInfo> &kernels) {
+  if (kernels.empty())
+    return std::unique_ptr<CpuExecutable>(new CpuExecutable(nullptr, {}));
+  if (library.empty())
+    return Status::error("cannot load kernels: the kernel library is empty");
+
+  StatusOr<void *> handle = loadLibrary(library);
+  if (!handle.ok())
+    return handle.status().withContext("cannot load the kernel library");
+  // Owns the handle from here on, so early returns dlclose it.
+  std::unique_ptr<CpuExecutable> executable(new CpuExecutable(*handle, {}));
+
+  executable->kernels_.reserve(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelInfo &info = kernels[i];
+    dlerror(); // Clear any stale error so the message below is ours.
+    void *symbol = dlsym(*handle, info.symbol.c_str());
+    if (!symbol)
+      return Status::error("kernel " + std::to_string(i) + " ('" + info.name +
+                           "'): the kernel library has no symbol '" +
+                           info.symbol + "': " + dlerrorMessage());
+    executable->kernels_.push_back(reinterpret_cast<KernelFn>(symbol));
+  }
+  return executable;
+}
+
+CpuExecutable::~CpuExecutable() {
+  if (handle_)
+    dlclose(handle_);
+}
+
+} // namespace kiln::runtime

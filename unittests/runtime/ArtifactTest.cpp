@@ -1,0 +1,348 @@
+//===- ArtifactTest.cpp - Encoding, decoding and verifying artifacts -----===//
+
+#include "kiln/runtime/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+using namespace kiln::runtime;
+
+namespace {
+
+Artifact sampleArtifact() {
+  Artifact a;
+  a.target = "cpu-x86_64";
+  a.graphName = "sample";
+  a.buffers = {
+      {BufferKind::Input, {DType::F32, {8, 256}}, 0, 0},
+      {BufferKind::Input, {DType::I64, {4}}, 1, 0},
+      {BufferKind::Alloc, {DType::F32, {8, 256}}, 0, 0},
+      {BufferKind::View, {DType::F32, {256}}, 2, 1024},
+      {BufferKind::Alloc, {DType::Bool, {}}, 0, 0},
+  };
+  a.kernels = {{"k0", 3, "kernel_0_add"}, {"k1", 1, "kernel_1_scale"}};
+  a.launches = {{0, 8, {0, 1, 2}}, {1, 1, {3}}, {1, 0, {4}}};
+  a.outputs = {2, 3};
+  a.library = {0x7f, 'E', 'L', 'F', 1, 2, 3};
+  a.metadata = R"({"note": "not interpreted"})";
+  return a;
+}
+
+Status parse(const std::vector<uint8_t> &bytes, Artifact &out) {
+  return parseArtifact(bytes.data(), bytes.size(), out);
+}
+
+/// Recomputes the header checksum after a test edits the payload, so that
+/// the check under test is the one that fails.
+void reseal(std::vector<uint8_t> &bytes) {
+  uint64_t sum = artifactChecksum(bytes.data() + kArtifactHeaderSize,
+                                  bytes.size() - kArtifactHeaderSize);
+  for (int i = 0; i < 8; ++i)
+    bytes[24 + i] = static_cast<uint8_t>(sum >> (8 * i));
+}
+
+void putU32(std::vector<uint8_t> &bytes, size_t at, uint32_t value) {
+  for (int i = 0; i < 4; ++i)
+    bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
+}
+
+/// Byte offset of the buffer count: header, then the two strings.
+size_t bufferCountOffset(const Artifact &a) {
+  return kArtifactHeaderSize + 4 + a.target.size() + 4 + a.graphName.size();
+}
+
+#define EXPECT_ERROR_HAS(status, text)                                         \
+  do {                                                                         \
+    Status s_ = (status);                                                      \
+    EXPECT_FALSE(s_.ok());                                                     \
+    EXPECT_NE(s_.message().find(text), std::string::npos)                      \
+        << "message: " << s_.message();                                        \
+  } while (0)
+
+} // namespace
+
+TEST(ArtifactTest, RoundTrip) {
+  Artifact a = sampleArtifact();
+  std::vector<uint8_t> bytes = serializeArtifact(a);
+  ASSERT_EQ(std::memcmp(bytes.data(), "KILNART\0", 8), 0);
+
+  Artifact b;
+  Status status = parse(bytes, b);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(b.target, a.target);
+  EXPECT_EQ(b.graphName, a.graphName);
+  ASSERT_EQ(b.buffers.size(), a.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    EXPECT_EQ(b.buffers[i].kind, a.buffers[i].kind) << i;
+    EXPECT_EQ(b.buffers[i].type, a.buffers[i].type) << i;
+    EXPECT_EQ(b.buffers[i].source, a.buffers[i].source) << i;
+    EXPECT_EQ(b.buffers[i].byteOffset, a.buffers[i].byteOffset) << i;
+  }
+  ASSERT_EQ(b.launches.size(), a.launches.size());
+  for (size_t i = 0; i < a.launches.size(); ++i) {
+    EXPECT_EQ(b.launches[i].kernel, a.launches[i].kernel) << i;
+    EXPECT_EQ(b.launches[i].workgroups, a.launches[i].workgroups) << i;
+    EXPECT_EQ(b.launches[i].bindings, a.launches[i].bindings) << i;
+  }
+  EXPECT_EQ(b.outputs, a.outputs);
+  ASSERT_EQ(b.kernels.size(), a.kernels.size());
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    EXPECT_EQ(b.kernels[i].symbol, a.kernels[i].symbol) << i;
+    EXPECT_EQ(b.kernels[i].numBindings, a.kernels[i].numBindings) << i;
+    EXPECT_EQ(b.kernels[i].name, a.kernels[i].name) << i;
+  }
+  EXPECT_EQ(b.library, a.library);
+  EXPECT_EQ(b.metadata, a.metadata);
+  EXPECT_EQ(b.numInputs(), 2u);
+  EXPECT_EQ(serializeArtifact(b), bytes);
+}
+
+TEST(ArtifactTest, EmptyArtifactRoundTrips) {
+  Artifact a;
+  a.target = "cpu-x86_64";
+  Artifact b;
+  Status status = parse(serializeArtifact(a), b);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(b.numInputs(), 0u);
+  EXPECT_TRUE(b.library.empty());
+}
+
+TEST(ArtifactTest, RejectsEveryTruncation) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    // A copy of exactly `size` bytes lets sanitizers catch any over-read.
+    std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + size);
+    Artifact out;
+    Status status = parse(prefix, out);
+    EXPECT_FALSE(status.ok()) << "accepted a " << size << "-byte prefix";
+    EXPECT_NE(status.message().find("truncated"), std::string::npos)
+        << size << ": " << status.message();
+  }
+}
+
+TEST(ArtifactTest, RejectsEveryFlippedByte) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xff}) {
+      std::vector<uint8_t> corrupt = bytes;
+      corrupt[i] ^= mask;
+      Artifact out;
+      EXPECT_FALSE(parse(corrupt, out).ok())
+          << "accepted byte " << i << " xor " << int(mask);
+    }
+  }
+}
+
+TEST(ArtifactTest, RejectsTrailingGarbage) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  bytes.push_back(0);
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(bytes, out), "trailing");
+}
+
+TEST(ArtifactTest, RejectsTrailingBytesInsidePayload) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  bytes.push_back(0);
+  uint64_t payload = bytes.size() - kArtifactHeaderSize;
+  for (int i = 0; i < 8; ++i)
+    bytes[16 + i] = static_cast<uint8_t>(payload >> (8 * i));
+  reseal(bytes);
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(bytes, out), "1 unexpected bytes after the last field");
+}
+
+TEST(ArtifactTest, RejectsWrongMagic) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  bytes[0] = 'X';
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(bytes, out), "not a Kiln artifact");
+
+  const char text[] = "#!/bin/sh\necho hello\n";
+  EXPECT_ERROR_HAS(parseArtifact(reinterpret_cast<const uint8_t *>(text),
+                                 sizeof(text), out),
+                   "not a Kiln artifact");
+}
+
+TEST(ArtifactTest, RejectsWrongVersion) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  putU32(bytes, 8, kArtifactFormatVersion + 1);
+  reseal(bytes);
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(bytes, out),
+                   "artifact format version 2, this runtime reads version 1; "
+                   "recompile");
+}
+
+TEST(ArtifactTest, RejectsChecksumMismatch) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleArtifact());
+  bytes.back() ^= 1;
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(bytes, out), "corrupted");
+}
+
+TEST(ArtifactTest, RejectsHugeCountWithoutAllocating) {
+  Artifact a = sampleArtifact();
+  std::vector<uint8_t> bytes = serializeArtifact(a);
+  size_t at = bufferCountOffset(a);
+  putU32(bytes, at, 1u << 31);
+  reseal(bytes);
+  Artifact out;
+  Status status = parse(bytes, out);
+  EXPECT_ERROR_HAS(status, "buffer count 2147483648");
+  EXPECT_ERROR_HAS(status, "at byte offset " + std::to_string(at));
+}
+
+TEST(ArtifactTest, RejectsUnknownEnums) {
+  Artifact a = sampleArtifact();
+  std::vector<uint8_t> bytes = serializeArtifact(a);
+  size_t kindAt = bufferCountOffset(a) + 4;
+  bytes[kindAt] = 9;
+  reseal(bytes);
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(bytes, out), "unknown buffer kind 9 at byte offset " +
+                                          std::to_string(kindAt));
+
+  bytes = serializeArtifact(a);
+  bytes[kindAt + 1] = 42;
+  reseal(bytes);
+  EXPECT_ERROR_HAS(parse(bytes, out), "unknown dtype 42");
+}
+
+TEST(ArtifactTest, ParseRunsVerifier) {
+  Artifact a = sampleArtifact();
+  a.outputs.push_back(77);
+  Artifact out;
+  EXPECT_ERROR_HAS(parse(serializeArtifact(a), out),
+                   "invalid artifact: output 2 refers to buffer 77");
+}
+
+TEST(ArtifactTest, VerifyAcceptsSample) {
+  Status status = verifyArtifact(sampleArtifact());
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+TEST(ArtifactTest, VerifyRejectsViewOverflowingSource) {
+  Artifact a = sampleArtifact();
+  a.buffers[3].byteOffset = 8 * 256 * 4 - 512; // 1024-byte view, 512 left
+  EXPECT_ERROR_HAS(verifyArtifact(a),
+                   "buffer 3: view of 1024 bytes at byte offset 7680 does not "
+                   "fit in source buffer 2 (float32[8x256], 8192 bytes)");
+
+  a.buffers[3].byteOffset = INT64_MAX - 4; // offset + size overflows int64
+  EXPECT_ERROR_HAS(verifyArtifact(a), "does not fit");
+  a.buffers[3].byteOffset = -4;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "does not fit");
+}
+
+TEST(ArtifactTest, VerifyRejectsForwardOrMisalignedView) {
+  Artifact a = sampleArtifact();
+  a.buffers[3].source = 3;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "may only alias an earlier buffer");
+
+  a = sampleArtifact();
+  a.buffers[3].byteOffset = 2;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "not a multiple");
+}
+
+TEST(ArtifactTest, VerifyRejectsOutOfRangeBinding) {
+  Artifact a = sampleArtifact();
+  a.launches[0].bindings[2] = 99;
+  EXPECT_ERROR_HAS(verifyArtifact(a),
+                   "launch 0: binding 2 refers to buffer 99, but there are "
+                   "only 5 buffers");
+}
+
+TEST(ArtifactTest, VerifyRejectsBindingCountMismatch) {
+  Artifact a = sampleArtifact();
+  a.launches[1].bindings.push_back(0);
+  EXPECT_ERROR_HAS(verifyArtifact(a),
+                   "launch 1: kernel 'kernel_1_scale' takes 1 bindings, the "
+                   "launch passes 2");
+}
+
+TEST(ArtifactTest, VerifyRejectsBadKernelReferences) {
+  Artifact a = sampleArtifact();
+  a.launches[0].kernel = 2;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "launch 0: kernel 2 is out of range");
+
+  a = sampleArtifact();
+  a.kernels[1].symbol.clear();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "empty symbol");
+
+  a = sampleArtifact();
+  a.library.clear();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "no kernel library");
+}
+
+TEST(ArtifactTest, VerifyRequiresDenseInputIndices) {
+  Artifact a = sampleArtifact();
+  a.buffers[1].source = 2;
+  EXPECT_ERROR_HAS(verifyArtifact(a),
+                   "buffer 1: graph input index 2 is out of range");
+
+  a.buffers[1].source = 0;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "graph input 0 is already bound");
+}
+
+TEST(ArtifactTest, VerifyRejectsBadTensorsAndFields) {
+  Artifact a = sampleArtifact();
+  a.buffers[2].type.shape = {-1};
+  EXPECT_ERROR_HAS(verifyArtifact(a), "negative dimension");
+
+  a = sampleArtifact();
+  a.buffers[2].type.shape = {INT64_MAX / 2, 4};
+  EXPECT_ERROR_HAS(verifyArtifact(a), "overflows");
+
+  a = sampleArtifact();
+  a.buffers[2].byteOffset = 8;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "only View buffers");
+
+  a = sampleArtifact();
+  a.target.clear();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "no target");
+}
+
+TEST(ArtifactTest, FileRoundTrip) {
+  std::string path = ::testing::TempDir() + "kiln_artifact_test.kart";
+  Artifact a = sampleArtifact();
+  Status status = writeArtifactFile(path, a);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  Artifact b;
+  status = readArtifactFile(path, b);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(serializeArtifact(b), serializeArtifact(a));
+  std::remove(path.c_str());
+}
+
+TEST(ArtifactTest, WriteRefusesInvalidArtifact) {
+  std::string path = ::testing::TempDir() + "kiln_artifact_invalid.kart";
+  std::remove(path.c_str());
+  Artifact a = sampleArtifact();
+  a.outputs = {100};
+  EXPECT_ERROR_HAS(writeArtifactFile(path, a), "refusing to write");
+  Artifact b;
+  EXPECT_FALSE(readArtifactFile(path, b).ok());
+}
+
+TEST(ArtifactTest, MissingFileNamesPath) {
+  std::string path = ::testing::TempDir() + "kiln_no_such_artifact.kart";
+  Artifact out;
+  Status status = readArtifactFile(path, out);
+  EXPECT_ERROR_HAS(status, path);
+  EXPECT_ERROR_HAS(status, "No such file");
+}
+
+TEST(ArtifactTest, CorruptFileNamesPath) {
+  std::string path = ::testing::TempDir() + "kiln_corrupt_artifact.kart";
+  FILE *file = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  std::fputs("hello", file);
+  std::fclose(file);
+  Artifact out;
+  Status status = readArtifactFile(path, out);
+  EXPECT_ERROR_HAS(status, "artifact '" + path + "': not a Kiln artifact");
+  std::remove(path.c_str());
+}

@@ -1,0 +1,303 @@
+//===- ProgramTest.cpp - Loading and running artifacts with real kernels -===//
+//
+// test_kernels.c is built as a real shared object; its bytes go into an
+// artifact exactly as the compiler would put them there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+using namespace kiln::runtime;
+
+namespace {
+
+constexpr int64_t kN = 1000; // elements per kernel call, fixed in the kernels
+
+std::vector<uint8_t> readKernelLibrary() {
+  std::ifstream file(KILN_TEST_KERNELS_PATH, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(file), {});
+}
+
+TensorDesc f32(std::vector<int64_t> shape) {
+  return TensorDesc{DType::F32, std::move(shape)};
+}
+
+/// out = 2 * (x + y), computed into the second half of a scratch buffer, with
+/// views of views and an output that aliases an input.
+Artifact sampleArtifact() {
+  Artifact a;
+  a.target = hostCpuTarget();
+  a.graphName = "add_then_double";
+  a.buffers = {
+      {BufferKind::Input, f32({kN}), 0, 0},        // 0: x
+      {BufferKind::Input, f32({kN}), 1, 0},        // 1: y
+      {BufferKind::Alloc, f32({2 * kN}), 0, 0},    // 2: scratch
+      {BufferKind::View, f32({kN}), 2, 4 * kN},    // 3: second half of 2
+      {BufferKind::View, f32({10, 10}), 3, 400},   // 4: 3[100:200]
+      {BufferKind::View, f32({10, 100}), 1, 0},    // 5: y reshaped
+  };
+  a.kernels = {{"add_f32", 3, "kernel_0_add"},
+               {"double_f32", 1, "kernel_1_double"},
+               {"poison_f32", 1, "kernel_2_poison"}};
+  a.launches = {{0, 4, {0, 1, 3}}, {1, 3, {3}}, {2, 0, {3}}};
+  a.outputs = {3, 4, 5};
+  a.library = readKernelLibrary();
+  a.metadata = "{}";
+  return a;
+}
+
+/// Sends the artifact through the encoder and decoder, as a file would.
+Artifact roundTrip(const Artifact &artifact) {
+  std::vector<uint8_t> bytes = serializeArtifact(artifact);
+  Artifact parsed;
+  Status status = parseArtifact(bytes.data(), bytes.size(), parsed);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return parsed;
+}
+
+std::unique_ptr<Program> loadSample(CpuDevice &device) {
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(roundTrip(sampleArtifact()), device);
+  EXPECT_TRUE(program.ok()) << program.status().message();
+  return program.ok() ? std::move(*program) : nullptr;
+}
+
+struct Inputs {
+  std::vector<float> x, y;
+  explicit Inputs(float seed) : x(kN), y(kN) {
+    for (int64_t i = 0; i < kN; ++i) {
+      x[i] = seed + static_cast<float>(i);
+      y[i] = 0.5f * static_cast<float>(i);
+    }
+  }
+  std::vector<void *> pointers() { return {x.data(), y.data()}; }
+  std::vector<TensorDesc> descs() const { return {f32({kN}), f32({kN})}; }
+};
+
+const float *at(const std::shared_ptr<Buffer> &buffer, int64_t byteOffset) {
+  return reinterpret_cast<const float *>(
+      static_cast<const char *>(buffer->data()) + byteOffset);
+}
+
+/// Runs once and checks every output.
+void runAndCheck(const Program &program, float seed) {
+  Inputs in(seed);
+  HostAllocator allocator;
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+  Status status =
+      program.run(in.pointers(), in.descs(), allocator, allocated, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(allocated.size(), 1u);
+  ASSERT_EQ(outputs.size(), 3u);
+
+  EXPECT_EQ(outputs[0].buffer, 0);
+  EXPECT_EQ(outputs[0].input, -1);
+  EXPECT_EQ(outputs[0].byteOffset, 4 * kN);
+  EXPECT_EQ(outputs[0].type, f32({kN}));
+  const float *out = at(allocated[0], outputs[0].byteOffset);
+  for (int64_t i = 0; i < kN; ++i)
+    ASSERT_FLOAT_EQ(out[i], 2.0f * (in.x[i] + in.y[i])) << "element " << i;
+
+  EXPECT_EQ(outputs[1].buffer, 0);
+  EXPECT_EQ(outputs[1].input, -1);
+  EXPECT_EQ(outputs[1].byteOffset, 4 * kN + 400);
+  EXPECT_EQ(outputs[1].type, f32({10, 10}));
+  EXPECT_EQ(at(allocated[0], outputs[1].byteOffset)[0], out[100]);
+
+  EXPECT_EQ(outputs[2].buffer, -1);
+  EXPECT_EQ(outputs[2].input, 1);
+  EXPECT_EQ(outputs[2].byteOffset, 0);
+  EXPECT_EQ(outputs[2].type, f32({10, 100}));
+}
+
+#define EXPECT_ERROR_HAS(status, text)                                         \
+  do {                                                                         \
+    Status s_ = (status);                                                      \
+    EXPECT_FALSE(s_.ok());                                                     \
+    EXPECT_NE(s_.message().find(text), std::string::npos)                      \
+        << "message: " << s_.message();                                        \
+  } while (0)
+
+/// Hands out host memory but records what it was asked for, or fails.
+class RecordingAllocator : public Allocator {
+public:
+  std::vector<TensorDesc> requests;
+  bool fail = false;
+  StatusOr<std::shared_ptr<Buffer>> allocate(const TensorDesc &desc) override {
+    requests.push_back(desc);
+    if (fail)
+      return Status::error("pool exhausted");
+    return host.allocate(desc);
+  }
+
+private:
+  HostAllocator host;
+};
+
+} // namespace
+
+TEST(ProgramTest, RunsKernels) {
+  ASSERT_FALSE(readKernelLibrary().empty()) << KILN_TEST_KERNELS_PATH;
+  CpuDevice device(2);
+  std::unique_ptr<Program> program = loadSample(device);
+  ASSERT_TRUE(program);
+  EXPECT_EQ(program->artifact().graphName, "add_then_double");
+  ASSERT_EQ(program->inputDescs().size(), 2u);
+  runAndCheck(*program, 1.0f);
+  runAndCheck(*program, -3.0f); // programs run many times
+}
+
+TEST(ProgramTest, ConcurrentRuns) {
+  CpuDevice device(2);
+  std::unique_ptr<Program> program = loadSample(device);
+  ASSERT_TRUE(program);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&program, t] {
+      for (int round = 0; round < 20; ++round)
+        runAndCheck(*program, static_cast<float>(t * 100 + round));
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
+TEST(ProgramTest, UsesGivenAllocator) {
+  CpuDevice device(2);
+  std::unique_ptr<Program> program = loadSample(device);
+  ASSERT_TRUE(program);
+  Inputs in(0.0f);
+  RecordingAllocator allocator;
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+  ASSERT_TRUE(
+      program->run(in.pointers(), in.descs(), allocator, allocated, outputs)
+          .ok());
+  ASSERT_EQ(allocator.requests.size(), 1u);
+  EXPECT_EQ(allocator.requests[0], f32({2 * kN}));
+
+  allocator.fail = true;
+  EXPECT_ERROR_HAS(
+      program->run(in.pointers(), in.descs(), allocator, allocated, outputs),
+      "allocating buffer 2 (float32[2000]): pool exhausted");
+  EXPECT_TRUE(allocated.empty());
+  EXPECT_TRUE(outputs.empty());
+}
+
+TEST(ProgramTest, RejectsMismatchedInputs) {
+  CpuDevice device(2);
+  std::unique_ptr<Program> program = loadSample(device);
+  ASSERT_TRUE(program);
+  Inputs in(0.0f);
+  HostAllocator allocator;
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+
+  std::vector<TensorDesc> descs = in.descs();
+  descs[1] = f32({999});
+  EXPECT_ERROR_HAS(
+      program->run(in.pointers(), descs, allocator, allocated, outputs),
+      "input 1: expected float32[1000], got float32[999]");
+
+  descs = in.descs();
+  descs[0].dtype = DType::I32;
+  EXPECT_ERROR_HAS(
+      program->run(in.pointers(), descs, allocator, allocated, outputs),
+      "input 0: expected float32[1000], got int32[1000]");
+
+  EXPECT_ERROR_HAS(program->run({in.x.data()}, {f32({kN})}, allocator,
+                                allocated, outputs),
+                   "takes 2 inputs, got 1 pointers and 1 descs");
+
+  EXPECT_ERROR_HAS(program->run({in.x.data(), nullptr}, in.descs(), allocator,
+                                allocated, outputs),
+                   "input 1 (float32[1000]): null data pointer");
+}
+
+TEST(ProgramTest, MissingSymbolIsNamed) {
+  Artifact artifact = sampleArtifact();
+  artifact.kernels[1].symbol = "no_such_kernel";
+  CpuDevice device(2);
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(roundTrip(artifact), device);
+  ASSERT_FALSE(program.ok());
+  EXPECT_ERROR_HAS(program.status(), "no symbol 'no_such_kernel'");
+  EXPECT_ERROR_HAS(program.status(), "kernel_1_double");
+}
+
+TEST(ProgramTest, GarbageLibraryIsAnError) {
+  Artifact artifact = sampleArtifact();
+  artifact.library = {'n', 'o', 't', ' ', 'e', 'l', 'f'};
+  CpuDevice device(1);
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(std::move(artifact), device);
+  ASSERT_FALSE(program.ok());
+  EXPECT_ERROR_HAS(program.status(), "dlopen failed");
+}
+
+TEST(ProgramTest, RejectsOtherTargets) {
+  Artifact artifact = sampleArtifact();
+  artifact.target = "cuda-sm90";
+  CpuDevice device(1);
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(std::move(artifact), device);
+  ASSERT_FALSE(program.ok());
+  EXPECT_ERROR_HAS(program.status(), "compiled for target 'cuda-sm90'");
+}
+
+TEST(ProgramTest, RejectsInvalidArtifact) {
+  Artifact artifact = sampleArtifact();
+  artifact.launches[0].bindings[0] = 42;
+  CpuDevice device(1);
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(std::move(artifact), device);
+  ASSERT_FALSE(program.ok());
+  EXPECT_ERROR_HAS(program.status(), "launch 0: binding 0 refers to buffer 42");
+}
+
+TEST(ProgramTest, ProgramWithoutKernels) {
+  Artifact artifact;
+  artifact.target = hostCpuTarget();
+  artifact.buffers = {{BufferKind::Input, f32({4}), 0, 0},
+                      {BufferKind::View, f32({2}), 0, 8}};
+  artifact.outputs = {1};
+  CpuDevice device(1);
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(std::move(artifact), device);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  float data[4] = {1, 2, 3, 4};
+  HostAllocator allocator;
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+  ASSERT_TRUE((*program)
+                  ->run({data}, {f32({4})}, allocator, allocated, outputs)
+                  .ok());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].input, 0);
+  EXPECT_EQ(outputs[0].byteOffset, 8);
+}
+
+TEST(HostAllocatorTest, AlignedAndNonNull) {
+  HostAllocator allocator;
+  for (TensorDesc desc : {TensorDesc{DType::F32, {0}},
+                          TensorDesc{DType::Bool, {}},
+                          TensorDesc{DType::F64, {3, 7}}}) {
+    StatusOr<std::shared_ptr<Buffer>> buffer = allocator.allocate(desc);
+    ASSERT_TRUE(buffer.ok()) << buffer.status().message();
+    void *data = (*buffer)->data();
+    ASSERT_NE(data, nullptr) << desc.str();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % HostAllocator::kAlignment,
+              0u);
+  }
+  EXPECT_FALSE(allocator.allocate({DType::F32, {-3}}).ok());
+  StatusOr<std::shared_ptr<Buffer>> huge =
+      allocator.allocate({DType::I64, {1ll << 58}});
+  EXPECT_ERROR_HAS(huge.status(), "out of host memory");
+}
