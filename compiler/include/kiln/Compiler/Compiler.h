@@ -1,0 +1,53 @@
+#ifndef KILN_COMPILER_COMPILER_H
+#define KILN_COMPILER_COMPILER_H
+
+#include "kiln/runtime/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+struct CompileOptions {
+  std::string target = "cpu";
+  /// Keep the IR text after every stage, and the kernels' LLVM IR and
+  /// assembly (for dumps and tests).
+  bool keepStages = false;
+};
+
+/// One kernel as the user sees it: which graph ops it fused, from which
+/// source lines.
+struct KernelSummary {
+  std::string name;
+  int64_t workgroups = 0;
+  std::vector<std::string> ops;       // e.g. "matmul", "add", "relu"
+  std::vector<std::string> locations; // "file:line" of the fused ops, unique
+};
+
+struct CompiledGraph {
+  runtime::Artifact artifact;
+  std::vector<KernelSummary> kernels;
+  std::vector<std::pair<std::string, std::string>> stages; // name, IR text
+  std::vector<std::pair<std::string, double>> stageTimesMs;
+  std::string llvmIR, assembly;
+};
+
+/// Compiles a kiln_graph module (one public graph function) to an artifact.
+/// Errors carry the MLIR diagnostics, with source locations.
+llvm::Expected<CompiledGraph> compileGraphModule(mlir::ModuleOp module,
+                                                 const CompileOptions &options);
+
+/// Imports the JSON form of an FX graph and compiles it.
+llvm::Expected<CompiledGraph> compileFxGraphJson(llvm::StringRef json,
+                                                 const CompileOptions &options);
+
+/// Registers every dialect Kiln's pipelines use in `context`.
+void loadCompilerDialects(mlir::MLIRContext &context);
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,44 @@
+#ifndef KILN_CONVERSION_PASSES
+#define KILN_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertGraphToLinalgPass : Pass<"convert-kiln-graph-to-linalg"> {
+  let summary = "Lower kiln_graph ops to linalg, tensor and arith on tensors";
+  let description = [{
+    Elementwise ops become one `linalg.generic` each (broadcasts in the
+    indexing maps), reductions become generics with reduction iterators,
+    softmax and layer norm become their row reductions plus a pointwise
+    generic that recomputes cheap terms instead of storing them, matmul
+    becomes a generic iterating (i, k, j) so the innermost loop is unit-stride
+    over both B and C, and data-movement ops become tensor ops or generics.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect"];
+}
+
+def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Turn kiln_kernel.kernel ops into kernel functions and a kiln_plan host plan";
+  let description = [{
+    Each kernel becomes `func.func private @name(%wg: index, %wgc: index,
+    inputs..., outputs...)` on memrefs (its body still on tensors, bridged with
+    bufferization.to_tensor / materialize_in_destination), and the graph
+    function becomes the plan: allocs for kernel results, launches with a
+    workgroup count sized to the kernel's work, views for reshapes between
+    kernels, and the returned buffers.
+  }];
+  let options = [
+    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t",
+           /*default=*/"32768",
+           "Smallest amount of work (elements, or multiply-adds) worth a workgroup">,
+    Option<"maxWorkgroups", "max-workgroups", "int64_t", /*default=*/"64",
+           "Upper bound on workgroups per launch">,
+  ];
+  let dependentDialects = ["kiln::plan::PlanDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+#endif // KILN_CONVERSION_PASSES

@@ -1,0 +1,26 @@
+#ifndef KILN_GRAPH_DIALECT
+#define KILN_GRAPH_DIALECT
+
+include "mlir/IR/OpBase.td"
+
+def Graph_Dialect : Dialect {
+  let name = "kiln_graph";
+  let cppNamespace = "::kiln::graph";
+  let summary = "ATen semantics on ranked tensors";
+  let description = [{
+    One op per Core ATen op family. Operands and results are ranked tensors of
+    float32, int64 or bool with static shapes. Type promotion is explicit: the
+    importer inserts `kiln_graph.convert` so that arithmetic ops see operands
+    whose element type equals the result element type (comparisons compare in
+    the operands' common type and produce i1).
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, traits>;
+
+def Graph_ElementType : AnyTypeOf<[F32, F64, I64, I32, I1]>;
+def Graph_Tensor : RankedTensorOf<[F32, F64, I64, I32, I1]>;
+
+#endif // KILN_GRAPH_DIALECT

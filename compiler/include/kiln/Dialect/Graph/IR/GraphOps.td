@@ -1,0 +1,238 @@
+#ifndef KILN_GRAPH_OPS
+#define KILN_GRAPH_OPS
+
+include "kiln/Dialect/Graph/IR/GraphDialect.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor (aten.full, scalar operands, tensor literals)";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops (NumPy broadcasting between operands)
+//===----------------------------------------------------------------------===//
+
+class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let hasVerifier = 1;
+}
+
+class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Graph_ElementwiseOp<mnemonic, traits> {
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+class Graph_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Graph_ElementwiseOp<mnemonic, traits> {
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Graph_AddOp : Graph_BinaryOp<"add", [Commutative]> {
+  let summary = "aten.add (alpha folded in by the importer)";
+  let hasFolder = 1;
+}
+def Graph_SubOp : Graph_BinaryOp<"sub"> { let summary = "aten.sub"; let hasFolder = 1; }
+def Graph_MulOp : Graph_BinaryOp<"mul", [Commutative]> {
+  let summary = "aten.mul";
+  let hasFolder = 1;
+}
+def Graph_DivOp : Graph_BinaryOp<"div"> {
+  let summary = "aten.div (true division; integer division is a float op after promotion)";
+}
+def Graph_PowOp : Graph_BinaryOp<"pow"> { let summary = "aten.pow"; }
+def Graph_MaximumOp : Graph_BinaryOp<"maximum", [Commutative]> {
+  let summary = "aten.maximum";
+}
+
+class Graph_CompareOp<string mnemonic> : Graph_BinaryOp<mnemonic> {
+  let summary = "aten." # mnemonic # " producing a bool (i1) tensor";
+}
+def Graph_EqOp : Graph_CompareOp<"eq">;
+def Graph_NeOp : Graph_CompareOp<"ne">;
+def Graph_LtOp : Graph_CompareOp<"lt">;
+def Graph_LeOp : Graph_CompareOp<"le">;
+def Graph_GtOp : Graph_CompareOp<"gt">;
+def Graph_GeOp : Graph_CompareOp<"ge">;
+
+def Graph_WhereOp : Graph_ElementwiseOp<"where"> {
+  let summary = "aten.where.self: select between two tensors by a bool tensor";
+  let arguments = (ins Graph_Tensor:$condition, Graph_Tensor:$on_true,
+                       Graph_Tensor:$on_false);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($on_true) `,` type($on_false) `->` type($result)
+  }];
+}
+
+def Graph_NegOp : Graph_UnaryOp<"neg"> { let summary = "aten.neg"; }
+def Graph_ReluOp : Graph_UnaryOp<"relu"> { let summary = "aten.relu"; }
+def Graph_TanhOp : Graph_UnaryOp<"tanh"> { let summary = "aten.tanh"; }
+def Graph_ExpOp : Graph_UnaryOp<"exp"> { let summary = "aten.exp"; }
+def Graph_LogOp : Graph_UnaryOp<"log"> { let summary = "aten.log"; }
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt"> { let summary = "aten.sqrt"; }
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt"> { let summary = "aten.rsqrt"; }
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid"> { let summary = "aten.sigmoid"; }
+def Graph_CloneOp : Graph_UnaryOp<"clone"> {
+  let summary = "aten.clone: a fresh copy of the input";
+}
+def Graph_ConvertOp : Graph_UnaryOp<"convert"> {
+  let summary = "aten._to_copy with a dtype: element type conversion";
+  let description = [{
+    Float to integer truncates toward zero; anything to bool is `!= 0`;
+    bool to a number is 0 or 1 (ATen semantics).
+  }];
+  let hasFolder = 1;
+}
+def Graph_GeluOp : Graph_ElementwiseOp<"gelu"> {
+  let summary = "aten.gelu with approximate = none (erf) or tanh";
+  let arguments = (ins Graph_Tensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+class Graph_ReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "aten." # mnemonic # ".dim_IntList over `dims` (empty: all dims)";
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$dims,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The reduced dims, normalized: sorted, non-negative, all dims if empty.
+    llvm::SmallVector<int64_t> getReducedDims();
+  }];
+}
+def Graph_SumOp : Graph_ReduceOp<"sum">;
+def Graph_MeanOp : Graph_ReduceOp<"mean">;
+def Graph_AmaxOp : Graph_ReduceOp<"amax">;
+
+class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "aten._" # mnemonic # " along `dim`";
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$dim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+def Graph_SoftmaxOp : Graph_SoftmaxLikeOp<"softmax">;
+def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax">;
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure]> {
+  let summary = "aten.native_layer_norm over the trailing `normalized_rank` dims";
+  let description = [{
+    Returns the normalized output, and the mean and reciprocal standard
+    deviation, each shaped like the input with the normalized dims set to 1.
+  }];
+  let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$weight,
+                       Graph_Tensor:$bias, I64Attr:$normalized_rank,
+                       F64Attr:$eps);
+  let results = (outs Graph_Tensor:$result, Graph_Tensor:$mean,
+                      Graph_Tensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight)
+    `,` type($bias) `->` type($result) `,` type($mean) `,` type($rstd)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
+  let summary = "aten.mm ([M,K]x[K,N]) and aten.bmm ([B,M,K]x[B,K,N])";
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+  let summary = "aten.view / _unsafe_view / reshape / squeeze / unsqueeze";
+  let description = [{
+    Row-major reinterpretation with the same number of elements. On a
+    contiguous buffer it is free: between kernels it becomes a plan view.
+  }];
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_PermuteOp : Graph_Op<"permute", [Pure]> {
+  let summary = "aten.permute: result dim i is input dim dims[i]";
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
+  let summary = "aten.expand: broadcast size-1 (or missing leading) dims";
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+  let summary = "aten.slice.Tensor along `dim` with start and step (result size from the type)";
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$step);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+  let summary = "aten.cat along `dim`";
+  let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
+  let summary = "aten.embedding: rows of `weight` gathered by int64 `indices`";
+  let description = [{
+    Out-of-range indices are clamped into range: ATen raises for them, and a
+    kernel must never read out of bounds.
+  }];
+  let arguments = (ins Graph_Tensor:$weight, Graph_Tensor:$indices);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat =
+      "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // KILN_GRAPH_OPS

@@ -1,0 +1,48 @@
+#ifndef KILN_KERNEL_OPS
+#define KILN_KERNEL_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+def Kernel_Dialect : Dialect {
+  let name = "kiln_kernel";
+  let cppNamespace = "::kiln::kernel";
+  let summary = "Graph ops grouped by fusion into single launches";
+  let description = [{
+    A `kiln_kernel.kernel` is one launch: its region holds the `kiln_graph`
+    ops fusion put together, isolated from above. `workgroup_extent` is the
+    size of the leading parallel dimension every op in the kernel shares;
+    workgroups split that dimension. An extent of 0 means the kernel runs as
+    a single workgroup.
+  }];
+}
+
+class Kernel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kernel_Dialect, mnemonic, traits>;
+
+def Kernel_KernelOp : Kernel_Op<"kernel", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "A fused group of graph ops that runs as one launch";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kernel_name,
+                       I64Attr:$workgroup_extent);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kernel_name `extent` `(` $workgroup_extent `)`
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)? attr-dict-with-keyword
+    (`->` `(` type($results)^ `)`)? $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"KernelOp">]> {
+  let summary = "The values a kernel produces";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* empty yield */ }]>];
+}
+
+#endif // KILN_KERNEL_OPS

@@ -1,0 +1,56 @@
+#ifndef KILN_KERNEL_PASSES
+#define KILN_KERNEL_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def FormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
+  let summary = "Fuse kiln_graph ops into kiln_kernel.kernel launches";
+  let description = [{
+    Greedy producer-consumer fusion in program order. Every kernel has a
+    leading parallel dimension of size `workgroup_extent` that all its ops
+    share, and an op may consume a value produced inside the same kernel only
+    when it reads that value at the same leading index ("aligned"): then each
+    workgroup can run the whole kernel on its slice of rows with no
+    communication. Pointwise chains, broadcasts, reductions over inner dims,
+    softmax and layer norm rows and matmul epilogues fuse; a matmul always
+    starts a new kernel; reductions over the leading dim, and reshapes that
+    change it, end one. Reshapes between kernels become plan views (free).
+  }];
+  let dependentDialects = ["kiln::kernel::KernelDialect"];
+}
+
+def DistributeWorkgroupsPass
+    : Pass<"kiln-distribute-workgroups", "mlir::func::FuncOp"> {
+  let summary = "Split each kernel's outermost loops across its workgroups";
+  let description = [{
+    Runs on kernel functions (`kiln.kernel`) after linalg became loops. Every
+    top-level `scf.for` iterates the kernel's leading dimension
+    [0, workgroup_extent); each becomes the workgroup's contiguous chunk,
+    computed from the function's first two arguments (workgroup id, count).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
+def BufferizeKernelsPass : Pass<"kiln-bufferize-kernels", "mlir::ModuleOp"> {
+  let summary = "One-Shot Bufferize kernel functions into their output buffers";
+  let description = [{
+    Eliminates tensor.empty ops that feed a kernel output so results are
+    computed in place in the output buffers, then bufferizes. Copies become
+    `linalg.copy` so that they turn into loops like every other op.
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
+def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg producers into their consumers";
+  let description = [{
+    Upstream elementwise fusion without reshape propagation: propagating
+    reshapes through generics could change a kernel's outermost loop, which
+    workgroup distribution relies on.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
+#endif // KILN_KERNEL_PASSES

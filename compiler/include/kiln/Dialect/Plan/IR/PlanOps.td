@@ -1,0 +1,55 @@
+#ifndef KILN_PLAN_OPS
+#define KILN_PLAN_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Plan_Dialect : Dialect {
+  let name = "kiln_plan";
+  let cppNamespace = "::kiln::plan";
+  let summary = "The host schedule the runtime executes";
+  let description = [{
+    A plan is a `func.func` marked `kiln_plan.entry` whose arguments are the
+    graph inputs (static, contiguous memrefs). It allocates buffers, creates
+    views, launches kernels and returns buffers. It is serialized into the
+    artifact; the runtime executes it without MLIR.
+  }];
+}
+
+class Plan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Plan_Dialect, mnemonic, traits>;
+
+def Plan_AllocOp : Plan_Op<"alloc"> {
+  let summary = "A new buffer from the runtime's allocator";
+  let results = (outs Res<AnyStaticShapeMemRef, "", [MemAlloc]>:$buffer);
+  let assemblyFormat = "attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Plan_ViewOp : Plan_Op<"view", [Pure]> {
+  let summary = "Reinterpret a contiguous buffer's bytes with another shape";
+  let arguments = (ins AnyStaticShapeMemRef:$source,
+                       DefaultValuedAttr<I64Attr, "0">:$byte_offset);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Plan_LaunchOp : Plan_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Run a kernel over `workgroups` workgroups";
+  let description = [{
+    `bindings` are the kernel's inputs followed by its outputs. The kernel
+    is a function `(index workgroup_id, index workgroup_count, memref...)`.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, I64Attr:$workgroups,
+                       I64Attr:$num_inputs,
+                       Variadic<AnyStaticShapeMemRef>:$bindings);
+  let assemblyFormat = [{
+    $kernel `[` $workgroups `]` `(` $bindings `)` attr-dict `:` type($bindings)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_PLAN_OPS

@@ -1,0 +1,284 @@
+// The compiler driver: graph stages, per-target kernel codegen, and the plan
+// serialized into the artifact the runtime loads.
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Dialect/Kernel/Transforms/Passes.h"
+#include "kiln/Dialect/Plan/IR/PlanOps.h"
+#include "kiln/Importer/FxImporter.h"
+#include "kiln/InitAll.h"
+#include "kiln/Pipelines/Pipelines.h"
+#include "kiln/Target/CPU/CpuCodegen.h"
+#include "kiln/runtime/Executable.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <set>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Collects diagnostics so that a failure can report all of them.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *context)
+      : handler(context, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(text);
+          os << diag.getLocation() << ": " << diag << "\n";
+          for (Diagnostic &note : diag.getNotes())
+            os << "  " << note.getLocation() << ": note: " << note << "\n";
+          return success();
+        }) {}
+  llvm::Error error(const std::string &what) const {
+    return llvm::createStringError(what + (text.empty() ? "" : ":\n" + text));
+  }
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+std::string printOp(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os, OpPrintingFlags().enableDebugInfo(true, /*pretty=*/true));
+  return text;
+}
+
+/// "file:line" of a location, looking through names and fusions.
+std::string sourceLine(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return sourceLine(name.getChildLoc());
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().str() + ":" + std::to_string(file.getLine()));
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string line = sourceLine(inner); !line.empty())
+        return line;
+  return "";
+}
+
+class Driver {
+public:
+  Driver(const CompileOptions &options) : options(options) {}
+
+  LogicalResult runStage(ModuleOp module, const PipelineStage &stage) {
+    PassManager pm(module.getContext());
+    if (failed(parsePassPipeline(stage.pipeline, pm)))
+      return failure();
+    auto start = std::chrono::steady_clock::now();
+    LogicalResult result = pm.run(module);
+    auto end = std::chrono::steady_clock::now();
+    result_.stageTimesMs.push_back(
+        {stage.name, std::chrono::duration<double, std::milli>(end - start).count()});
+    if (succeeded(result) && options.keepStages)
+      result_.stages.push_back({stage.name, printOp(module)});
+    return result;
+  }
+
+  llvm::Expected<CompiledGraph> compile(ModuleOp module) {
+    MLIRContext *context = module.getContext();
+    DiagnosticCollector diagnostics(context);
+    if (options.target != "cpu")
+      return llvm::createStringError("unknown target '" + options.target +
+                                     "' (this build supports: cpu)");
+    if (options.keepStages)
+      result_.stages.push_back({"graph", printOp(module)});
+    for (const PipelineStage &stage : graphStages()) {
+      if (failed(runStage(module, stage)))
+        return diagnostics.error("stage '" + stage.name + "' failed");
+      if (stage.name == "kernels")
+        summarizeKernels(module);
+    }
+
+    // Codegen works on a copy holding only the kernel functions.
+    OwningOpRef<ModuleOp> kernels = module.clone();
+    for (auto func : llvm::to_vector(kernels->getOps<func::FuncOp>()))
+      if (!func->hasAttr(kernel::kKernelAttr))
+        func.erase();
+    for (const PipelineStage &stage : cpuKernelStages())
+      if (failed(runStage(*kernels, stage)))
+        return diagnostics.error("stage '" + stage.name + "' failed");
+
+    auto start = std::chrono::steady_clock::now();
+    cpu::CpuCodegenOptions codegen;
+    codegen.keepText = options.keepStages;
+    auto library = cpu::generateSharedObject(*kernels, codegen);
+    if (!library)
+      return library.takeError();
+    result_.stageTimesMs.push_back(
+        {"native", std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count()});
+    result_.llvmIR = std::move(library->llvmIR);
+    result_.assembly = std::move(library->assembly);
+
+    if (failed(buildArtifact(module, std::move(library->sharedObject))))
+      return diagnostics.error("building the artifact failed");
+    return std::move(result_);
+  }
+
+private:
+  void summarizeKernels(ModuleOp module) {
+    module.walk([&](kernel::KernelOp kernelOp) {
+      KernelSummary summary;
+      summary.name = kernelOp.getKernelName().str();
+      std::set<std::string> seen;
+      kernelOp.getBody().walk([&](Operation *op) {
+        if (isa<kernel::YieldOp>(op) || op->getName().getStringRef() == "kiln_graph.constant")
+          return;
+        summary.ops.push_back(op->getName().stripDialect().str());
+        std::string line = sourceLine(op->getLoc());
+        if (!line.empty() && seen.insert(line).second)
+          summary.locations.push_back(line);
+      });
+      result_.kernels.push_back(std::move(summary));
+    });
+  }
+
+  static FailureOr<runtime::DType> dtypeOf(Type element) {
+    if (element.isF32()) return runtime::DType::F32;
+    if (element.isF64()) return runtime::DType::F64;
+    if (element.isInteger(64)) return runtime::DType::I64;
+    if (element.isInteger(32)) return runtime::DType::I32;
+    if (element.isInteger(1)) return runtime::DType::Bool;
+    return failure();
+  }
+
+  FailureOr<runtime::TensorDesc> descOf(Location loc, Type type) {
+    auto memref = cast<MemRefType>(type);
+    auto dtype = dtypeOf(memref.getElementType());
+    if (failed(dtype)) {
+      emitError(loc) << "the runtime has no dtype for " << memref.getElementType();
+      return failure();
+    }
+    return runtime::TensorDesc{*dtype, std::vector<int64_t>(memref.getShape().begin(), memref.getShape().end())};
+  }
+
+  /// Serializes the plan function into the runtime's artifact structures.
+  LogicalResult buildArtifact(ModuleOp module, std::vector<uint8_t> library) {
+    func::FuncOp entry;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(plan::kEntryAttr))
+        entry = func;
+    if (!entry)
+      return module.emitError("no kiln_plan entry function");
+    runtime::Artifact &artifact = result_.artifact;
+    artifact.target = runtime::hostCpuTarget();
+    artifact.graphName = entry.getName().str();
+    artifact.library = std::move(library);
+    DenseMap<Value, uint32_t> ids;
+    llvm::StringMap<uint32_t> kernelIds;
+    auto addBuffer = [&](Value v, runtime::BufferDesc desc) {
+      ids[v] = artifact.buffers.size();
+      artifact.buffers.push_back(std::move(desc));
+    };
+    for (BlockArgument arg : entry.getArguments()) {
+      auto desc = descOf(arg.getLoc(), arg.getType());
+      if (failed(desc))
+        return failure();
+      addBuffer(arg, {runtime::BufferKind::Input, *desc, arg.getArgNumber(), 0});
+    }
+    for (Operation &op : entry.getBody().front()) {
+      if (auto alloc = dyn_cast<plan::AllocOp>(op)) {
+        auto desc = descOf(op.getLoc(), alloc.getType());
+        if (failed(desc))
+          return failure();
+        addBuffer(alloc, {runtime::BufferKind::Alloc, *desc, 0, 0});
+      } else if (auto view = dyn_cast<plan::ViewOp>(op)) {
+        auto desc = descOf(op.getLoc(), view.getType());
+        if (failed(desc))
+          return failure();
+        addBuffer(view, {runtime::BufferKind::View, *desc, ids.lookup(view.getSource()),
+                         view.getByteOffset()});
+      } else if (auto launch = dyn_cast<plan::LaunchOp>(op)) {
+        auto [it, inserted] =
+            kernelIds.try_emplace(launch.getKernel(), artifact.kernels.size());
+        if (inserted)
+          artifact.kernels.push_back({launch.getKernel().str(),
+                                      (uint32_t)launch.getBindings().size(),
+                                      launch.getKernel().str()});
+        runtime::LaunchCmd cmd{it->second, (uint32_t)launch.getWorkgroups(), {}};
+        for (Value binding : launch.getBindings())
+          cmd.bindings.push_back(ids.lookup(binding));
+        artifact.launches.push_back(std::move(cmd));
+      } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands())
+          artifact.outputs.push_back(ids.lookup(v));
+      } else {
+        return op.emitOpError("is not a host plan op");
+      }
+    }
+    for (KernelSummary &summary : result_.kernels)
+      for (runtime::LaunchCmd &cmd : artifact.launches)
+        if (artifact.kernels[cmd.kernel].symbol == summary.name)
+          summary.workgroups = cmd.workgroups;
+    artifact.metadata = metadataJson();
+    runtime::Status status = runtime::verifyArtifact(artifact);
+    if (!status.ok())
+      return entry.emitError("internal error: invalid artifact: ") << status.message();
+    return success();
+  }
+
+  std::string metadataJson() {
+    llvm::json::Array kernels;
+    for (const KernelSummary &k : result_.kernels) {
+      llvm::json::Array ops, locations;
+      for (const std::string &op : k.ops)
+        ops.push_back(op);
+      for (const std::string &line : k.locations)
+        locations.push_back(line);
+      kernels.push_back(llvm::json::Object{{"name", k.name},
+                                           {"workgroups", k.workgroups},
+                                           {"ops", std::move(ops)},
+                                           {"locations", std::move(locations)}});
+    }
+    llvm::json::Object times;
+    for (const auto &[stage, ms] : result_.stageTimesMs)
+      times[stage] = ms;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::json::Value(llvm::json::Object{{"kernels", std::move(kernels)},
+                                               {"stage_times_ms", std::move(times)}});
+    return text;
+  }
+
+  const CompileOptions &options;
+  CompiledGraph result_;
+};
+
+} // namespace
+
+void kiln::loadCompilerDialects(MLIRContext &context) {
+  DialectRegistry registry;
+  registerAllKilnDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+}
+
+llvm::Expected<CompiledGraph> kiln::compileGraphModule(ModuleOp module,
+                                                       const CompileOptions &options) {
+  return Driver(options).compile(module);
+}
+
+llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
+                                                       const CompileOptions &options) {
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  loadCompilerDialects(context);
+  std::string errors;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(errors);
+    os << diag.getLocation() << ": " << diag << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = importFxGraph(json, context);
+  if (!module)
+    return llvm::createStringError("importing the FX graph failed:\n" + errors);
+  return compileGraphModule(*module, options);
+}

@@ -1,0 +1,716 @@
+// kiln_graph -> linalg / tensor / arith / math, on tensors.
+//
+// Each graph op becomes the few linalg ops a hand-written CPU kernel would
+// use; upstream elementwise fusion then merges producer chains. Reductions
+// keep the input's dimension order as the loop order: reducing the innermost
+// dim gives a unit-stride inner reduction, reducing an outer dim gives a
+// unit-stride inner parallel loop that accumulates rows.
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTGRAPHTOLINALGPASS
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln::graph;
+using utils::IteratorType;
+
+namespace {
+
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// Fast-math flags for reductions and contractions: reassociation lets LLVM
+/// vectorize the reduction loop; contraction forms FMAs.
+arith::FastMathFlagsAttr reductionFlags(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(
+      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, (int64_t)value));
+}
+
+/// The map reading an operand of shape `shape` inside a loop nest over
+/// `outShape` with NumPy broadcasting (missing leading dims, size-1 dims).
+AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> outShape,
+                       MLIRContext *ctx) {
+  SmallVector<AffineExpr> exprs;
+  int64_t offset = outShape.size() - shape.size();
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    if (size == 1 && outShape[i + offset] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(i + offset, ctx));
+  }
+  return AffineMap::get(outShape.size(), 0, exprs, ctx);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type element) {
+  return tensor::EmptyOp::create(b, loc, shape, element);
+}
+
+/// One parallel generic over `resultType` reading `operands` with broadcasting.
+Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
+                  RankedTensorType resultType, BodyFn body) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands)
+    maps.push_back(broadcastMap(tensorType(operand).getShape(),
+                                resultType.getShape(), ctx));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
+  SmallVector<IteratorType> iterators(resultType.getRank(), IteratorType::parallel);
+  Value init = emptyTensor(b, loc, resultType.getShape(), resultType.getElementType());
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, operands, ValueRange{init}, maps, iterators,
+      "", "", [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value result = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+  return generic.getResult(0);
+}
+
+/// A reduction of `input` over `dims` (sorted) combining with `combine`,
+/// starting from `initValue`; `map` transforms each element first. Returns
+/// the tensor without the reduced dims.
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
+             double initValue, BodyFn map, BodyFn combine,
+             ValueRange extraInputs = {}) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(input);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> keptShape;
+  SmallVector<AffineExpr> keptExprs;
+  SmallVector<IteratorType> iterators;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = llvm::is_contained(dims, i);
+    iterators.push_back(reduced ? IteratorType::reduction : IteratorType::parallel);
+    if (!reduced) {
+      keptShape.push_back(type.getDimSize(i));
+      keptExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+  }
+  Type element = type.getElementType();
+  Value empty = emptyTensor(b, loc, keptShape, element);
+  Value init = linalg::FillOp::create(
+                   b, loc, scalarConstant(b, loc, element, initValue), empty)
+                   .getResult(0);
+  SmallVector<Value> inputs{input};
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  // Extra inputs are per-row values (shaped like the kept dims).
+  for (Value extra : extraInputs) {
+    inputs.push_back(extra);
+    maps.push_back(AffineMap::get(rank, 0, keptExprs, ctx));
+  }
+  maps.push_back(AffineMap::get(rank, 0, keptExprs, ctx));
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, "", "", [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value mapped = map(nb, nloc, args.drop_back());
+        Value combined = combine(nb, nloc, {args.back(), mapped});
+        linalg::YieldOp::create(nb, nloc, combined);
+      });
+  return generic.getResult(0);
+}
+
+/// Row-major reshape on tensors: an expand or collapse where the shapes allow
+/// it, otherwise a collapse to 1-D followed by an expand.
+Value reshapeTensor(OpBuilder &b, Location loc, Value value, RankedTensorType to) {
+  auto from = tensorType(value);
+  if (from == to)
+    return value;
+  SmallVector<ReassociationIndices> none;
+  if (from.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, to, value, none);
+  if (to.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, to, value, none);
+  if (auto reassociation = getReassociationIndicesForReshape(from, to)) {
+    if (from.getRank() > to.getRank())
+      return tensor::CollapseShapeOp::create(b, loc, to, value, *reassociation);
+    return tensor::ExpandShapeOp::create(b, loc, to, value, *reassociation);
+  }
+  auto flat = RankedTensorType::get({from.getNumElements()}, from.getElementType());
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < from.getRank(); ++i)
+    all[0].push_back(i);
+  if (from.getRank() > 1)
+    value = tensor::CollapseShapeOp::create(b, loc, flat, value, all);
+  if (to.getRank() == 1)
+    return value;
+  all[0].clear();
+  for (int64_t i = 0; i < to.getRank(); ++i)
+    all[0].push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, to, value, all);
+}
+
+/// Reinserts reduced dims as size 1 (keepdim).
+Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorType type) {
+  return reshapeTensor(b, loc, reduced, type);
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar semantics
+//===----------------------------------------------------------------------===//
+
+bool isFloat(Type t) { return isa<FloatType>(t); }
+
+Value addScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isFloat(x.getType()))
+    return arith::AddFOp::create(b, loc, x, y);
+  if (x.getType().isInteger(1))
+    return arith::OrIOp::create(b, loc, x, y);
+  return arith::AddIOp::create(b, loc, x, y);
+}
+Value subScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isFloat(x.getType()))
+    return arith::SubFOp::create(b, loc, x, y);
+  return arith::SubIOp::create(b, loc, x, y);
+}
+Value mulScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isFloat(x.getType()))
+    return arith::MulFOp::create(b, loc, x, y);
+  if (x.getType().isInteger(1))
+    return arith::AndIOp::create(b, loc, x, y);
+  return arith::MulIOp::create(b, loc, x, y);
+}
+Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isFloat(x.getType()))
+    return arith::MaximumFOp::create(b, loc, x, y); // NaN-propagating, like ATen
+  if (x.getType().isInteger(1))
+    return arith::OrIOp::create(b, loc, x, y);
+  return arith::MaxSIOp::create(b, loc, x, y);
+}
+
+Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  if (to.isInteger(1)) {
+    Value zero = scalarConstant(b, loc, from, 0);
+    if (isFloat(from)) // NaN is true, as in ATen
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (from.isInteger(1)) {
+    if (isFloat(to))
+      return arith::UIToFPOp::create(b, loc, to, x);
+    return arith::ExtUIOp::create(b, loc, to, x);
+  }
+  if (isFloat(from) && isFloat(to)) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, x);
+    return arith::TruncFOp::create(b, loc, to, x);
+  }
+  if (isFloat(from))
+    return arith::FPToSIOp::create(b, loc, to, x);
+  if (isFloat(to))
+    return arith::SIToFPOp::create(b, loc, to, x);
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtSIOp::create(b, loc, to, x);
+  return arith::TruncIOp::create(b, loc, to, x);
+}
+
+Value compareScalar(OpBuilder &b, Location loc, Operation *op, Value x, Value y) {
+  if (isFloat(x.getType())) {
+    auto predicate = llvm::TypeSwitch<Operation *, arith::CmpFPredicate>(op)
+                         .Case<EqOp>([](auto) { return arith::CmpFPredicate::OEQ; })
+                         .Case<NeOp>([](auto) { return arith::CmpFPredicate::UNE; })
+                         .Case<LtOp>([](auto) { return arith::CmpFPredicate::OLT; })
+                         .Case<LeOp>([](auto) { return arith::CmpFPredicate::OLE; })
+                         .Case<GtOp>([](auto) { return arith::CmpFPredicate::OGT; })
+                         .Default([](auto) { return arith::CmpFPredicate::OGE; });
+    return arith::CmpFOp::create(b, loc, predicate, x, y);
+  }
+  bool isBool = x.getType().isInteger(1); // false < true
+  auto predicate =
+      llvm::TypeSwitch<Operation *, arith::CmpIPredicate>(op)
+          .Case<EqOp>([](auto) { return arith::CmpIPredicate::eq; })
+          .Case<NeOp>([](auto) { return arith::CmpIPredicate::ne; })
+          .Case<LtOp>([&](auto) { return isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; })
+          .Case<LeOp>([&](auto) { return isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; })
+          .Case<GtOp>([&](auto) { return isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; })
+          .Default([&](auto) { return isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; });
+  return arith::CmpIOp::create(b, loc, predicate, x, y);
+}
+
+/// x ** e. A constant exponent uses multiplications or sqrt where exact.
+Value powScalar(OpBuilder &b, Location loc, Value x, Value e,
+                std::optional<double> constantExponent) {
+  if (constantExponent) {
+    double c = *constantExponent;
+    if (c == 1.0)
+      return x;
+    if (c == 2.0)
+      return mulScalar(b, loc, x, x);
+    if (c == 3.0)
+      return mulScalar(b, loc, mulScalar(b, loc, x, x), x);
+    if (c == 0.5 && isFloat(x.getType()))
+      return math::SqrtOp::create(b, loc, x);
+    if (c == -1.0 && isFloat(x.getType()))
+      return arith::DivFOp::create(b, loc, scalarConstant(b, loc, x.getType(), 1), x);
+  }
+  if (isFloat(x.getType()))
+    return math::PowFOp::create(b, loc, x, e);
+  return math::IPowIOp::create(b, loc, x, e);
+}
+
+Value sigmoidScalar(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value one = scalarConstant(b, loc, t, 1);
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+}
+
+Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhApprox) {
+  Type t = x.getType();
+  Value half = scalarConstant(b, loc, t, 0.5);
+  Value one = scalarConstant(b, loc, t, 1);
+  Value inner;
+  if (tanhApprox) {
+    Value x3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
+    Value poly = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, scalarConstant(b, loc, t, 0.044715), x3));
+    inner = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, scalarConstant(b, loc, t, std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    inner = math::ErfOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x, scalarConstant(b, loc, t, M_SQRT1_2)));
+  }
+  return arith::MulFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, half, x),
+      arith::AddFOp::create(b, loc, one, inner));
+}
+
+std::optional<double> splatValue(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat)
+    return std::nullopt;
+  if (isa<FloatType>(splat.getElementType()))
+    return splat.getSplatValue<APFloat>().convertToDouble();
+  return (double)splat.getSplatValue<APInt>().getSExtValue();
+}
+
+/// The scalar body of an elementwise graph op.
+FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
+                                 ValueRange args, Type resultElement) {
+  return llvm::TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case<AddOp>([&](auto) { return addScalar(b, loc, args[0], args[1]); })
+      .Case<SubOp>([&](auto) { return subScalar(b, loc, args[0], args[1]); })
+      .Case<MulOp>([&](auto) { return mulScalar(b, loc, args[0], args[1]); })
+      .Case<DivOp>([&](auto) -> Value {
+        return arith::DivFOp::create(b, loc, args[0], args[1]);
+      })
+      .Case<MaximumOp>([&](auto) { return maxScalar(b, loc, args[0], args[1]); })
+      .Case<PowOp>([&](PowOp pow) {
+        return powScalar(b, loc, args[0], args[1], splatValue(pow.getRhs()));
+      })
+      .Case<EqOp, NeOp, LtOp, LeOp, GtOp, GeOp>(
+          [&](Operation *cmp) { return compareScalar(b, loc, cmp, args[0], args[1]); })
+      .Case<WhereOp>([&](auto) -> Value {
+        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Case<NegOp>([&](auto) -> Value {
+        if (isFloat(resultElement))
+          return arith::NegFOp::create(b, loc, args[0]);
+        return subScalar(b, loc, scalarConstant(b, loc, resultElement, 0), args[0]);
+      })
+      .Case<ReluOp>([&](auto) {
+        return maxScalar(b, loc, args[0], scalarConstant(b, loc, resultElement, 0));
+      })
+      .Case<TanhOp>([&](auto) -> Value { return math::TanhOp::create(b, loc, args[0]); })
+      .Case<ExpOp>([&](auto) -> Value { return math::ExpOp::create(b, loc, args[0]); })
+      .Case<LogOp>([&](auto) -> Value { return math::LogOp::create(b, loc, args[0]); })
+      .Case<SqrtOp>([&](auto) -> Value { return math::SqrtOp::create(b, loc, args[0]); })
+      .Case<RsqrtOp>([&](auto) -> Value { return math::RsqrtOp::create(b, loc, args[0]); })
+      .Case<SigmoidOp>([&](auto) { return sigmoidScalar(b, loc, args[0]); })
+      .Case<GeluOp>([&](GeluOp gelu) {
+        return geluScalar(b, loc, args[0], gelu.getApproximate() == "tanh");
+      })
+      .Case<CloneOp>([&](auto) -> Value { return args[0]; })
+      .Case<ConvertOp>([&](auto) { return convertScalar(b, loc, args[0], resultElement); })
+      .Default([](auto) { return failure(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Op lowerings
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerElementwise(RewriterBase &rewriter, Operation *op) {
+  auto resultType = tensorType(op->getResult(0));
+  Type element = resultType.getElementType();
+  bool failedBody = false;
+  Value result = elementwise(
+      rewriter, op->getLoc(), op->getOperands(), resultType,
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        auto value = elementwiseBody(b, loc, op, args, element);
+        if (failed(value)) {
+          failedBody = true;
+          return args.empty() ? Value() : args[0];
+        }
+        return *value;
+      });
+  if (failedBody)
+    return op->emitOpError("has no elementwise lowering");
+  rewriter.replaceOp(op, result);
+  return success();
+}
+
+template <typename ReduceOp>
+LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
+  Location loc = op.getLoc();
+  Type element = tensorType(op.getInput()).getElementType();
+  SmallVector<int64_t> dims = op.getReducedDims();
+  auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
+  Value reduced;
+  if constexpr (std::is_same_v<ReduceOp, AmaxOp>) {
+    double lowest = isFloat(element) ? -INFINITY
+                    : element.isInteger(1) ? 0.0
+                                           : (double)std::numeric_limits<int64_t>::min();
+    reduced = reduce(rewriter, loc, op.getInput(), dims, lowest, identity,
+                     [](OpBuilder &b, Location l, ValueRange a) {
+                       return maxScalar(b, l, a[0], a[1]);
+                     });
+  } else {
+    reduced = reduce(rewriter, loc, op.getInput(), dims, 0, identity,
+                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                       if (isFloat(element))
+                         return arith::AddFOp::create(b, l, a[0], a[1],
+                                                      reductionFlags(b));
+                       return addScalar(b, l, a[0], a[1]);
+                     });
+  }
+  if constexpr (std::is_same_v<ReduceOp, MeanOp>) {
+    int64_t count = 1;
+    for (int64_t d : dims)
+      count *= tensorType(op.getInput()).getDimSize(d);
+    reduced = elementwise(rewriter, loc, {reduced}, tensorType(reduced),
+                          [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                            return arith::DivFOp::create(
+                                b, l, a[0], scalarConstant(b, l, element, count));
+                          });
+  }
+  rewriter.replaceOp(op, keepDims(rewriter, loc, reduced, tensorType(op.getResult())));
+  return success();
+}
+
+/// softmax / log_softmax along one dim: a max pass, a sum-of-exp pass and a
+/// pointwise pass that recomputes exp rather than storing it.
+template <typename SoftmaxOp>
+LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
+  constexpr bool isLog = std::is_same_v<SoftmaxOp, LogSoftmaxOp>;
+  Location loc = op.getLoc();
+  Value input = op.getInput();
+  auto type = tensorType(input);
+  int64_t dim = (int64_t)op.getDim() < 0 ? (int64_t)op.getDim() + type.getRank() : (int64_t)op.getDim();
+  if (type.getRank() == 0) { // softmax of a scalar is 1 (log: 0)
+    rewriter.replaceOp(op, elementwise(rewriter, loc, {input}, type,
+                                       [&](OpBuilder &b, Location l, ValueRange) {
+                                         return scalarConstant(b, l, type.getElementType(), isLog ? 0 : 1);
+                                       }));
+    return success();
+  }
+  auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
+  Value max = reduce(rewriter, loc, input, {dim}, -INFINITY, identity,
+                     [](OpBuilder &b, Location l, ValueRange a) {
+                       return maxScalar(b, l, a[0], a[1]);
+                     });
+  Value sum = reduce(
+      rewriter, loc, input, {dim}, 0,
+      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+      },
+      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
+      },
+      {max});
+  // Broadcast the per-row values back along `dim`.
+  RankedTensorType keptType = RankedTensorType::get(
+      [&] { SmallVector<int64_t> s(type.getShape()); s[dim] = 1; return s; }(),
+      type.getElementType());
+  Value maxKept = keepDims(rewriter, loc, max, keptType);
+  Value sumKept = keepDims(rewriter, loc, sum, keptType);
+  Value result = elementwise(
+      rewriter, loc, {input, maxKept, sumKept}, type,
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
+        if (isLog)
+          return arith::SubFOp::create(b, l, shifted, math::LogOp::create(b, l, a[2]));
+        return arith::DivFOp::create(b, l, math::ExpOp::create(b, l, shifted), a[2]);
+      });
+  rewriter.replaceOp(op, result);
+  return success();
+}
+
+/// Two-pass layer norm (mean, then the centered sum of squares) for accuracy.
+LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
+  Location loc = op.getLoc();
+  Value input = op.getInput();
+  auto type = tensorType(input);
+  Type element = type.getElementType();
+  int64_t rank = type.getRank(), n = (int64_t)op.getNormalizedRank();
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - n, rank));
+  int64_t count = 1;
+  for (int64_t d : dims)
+    count *= type.getDimSize(d);
+  auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
+  auto add = [](OpBuilder &b, Location l, ValueRange a) -> Value {
+    return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
+  };
+  Value sum = reduce(rewriter, loc, input, dims, 0, identity, add);
+  auto rowType = tensorType(sum);
+  Value mean = elementwise(rewriter, loc, {sum}, rowType,
+                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                             return arith::DivFOp::create(b, l, a[0], scalarConstant(b, l, element, count));
+                           });
+  Value squares = reduce(
+      rewriter, loc, input, dims, 0,
+      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value centered = arith::SubFOp::create(b, l, a[0], a[1]);
+        return arith::MulFOp::create(b, l, centered, centered);
+      },
+      add, {mean});
+  double eps = op.getEps().convertToDouble();
+  Value rstd = elementwise(rewriter, loc, {squares}, rowType,
+                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                             Value var = arith::DivFOp::create(b, l, a[0], scalarConstant(b, l, element, count));
+                             return math::RsqrtOp::create(
+                                 b, l, arith::AddFOp::create(b, l, var, scalarConstant(b, l, element, eps)));
+                           });
+  auto statType = tensorType(op.getMean());
+  Value meanKept = keepDims(rewriter, loc, mean, statType);
+  Value rstdKept = keepDims(rewriter, loc, rstd, statType);
+  Value result = elementwise(
+      rewriter, loc, {input, meanKept, rstdKept, op.getWeight(), op.getBias()}, type,
+      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value normalized = arith::MulFOp::create(
+            b, l, arith::SubFOp::create(b, l, a[0], a[1]), a[2]);
+        return arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, normalized, a[3]), a[4]);
+      });
+  rewriter.replaceOp(op, {result, meanKept, rstdKept});
+  return success();
+}
+
+/// C[i, j] += A[i, k] * B[k, j] iterating (i, k, j): the innermost loop runs
+/// along rows of B and C, unit stride, which LLVM vectorizes with FMAs.
+LogicalResult lowerMatmul(RewriterBase &rewriter, MatmulOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  auto type = tensorType(op.getResult());
+  Type element = type.getElementType();
+  bool batched = type.getRank() == 3;
+  unsigned numDims = batched ? 4 : 3;
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  unsigned b0 = batched ? 1 : 0; // first non-batch dim: i, then k, then j
+  SmallVector<AffineExpr> batch;
+  if (batched)
+    batch.push_back(d(0));
+  auto withBatch = [&](AffineExpr x, AffineExpr y) {
+    SmallVector<AffineExpr> exprs(batch);
+    exprs.push_back(x);
+    exprs.push_back(y);
+    return AffineMap::get(numDims, 0, exprs, ctx);
+  };
+  SmallVector<AffineMap> maps{withBatch(d(b0), d(b0 + 1)),     // A[i, k]
+                              withBatch(d(b0 + 1), d(b0 + 2)), // B[k, j]
+                              withBatch(d(b0), d(b0 + 2))};    // C[i, j]
+  SmallVector<IteratorType> iterators;
+  if (batched)
+    iterators.push_back(IteratorType::parallel);
+  iterators.append({IteratorType::parallel, IteratorType::reduction,
+                    IteratorType::parallel});
+  Value empty = emptyTensor(rewriter, loc, type.getShape(), element);
+  Value init = linalg::FillOp::create(rewriter, loc,
+                                      scalarConstant(rewriter, loc, element, 0), empty)
+                   .getResult(0);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{op.getLhs(), op.getRhs()},
+      ValueRange{init}, maps, iterators, "", "",
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value sum;
+        if (isFloat(element)) {
+          Value product = arith::MulFOp::create(b, l, a[0], a[1], reductionFlags(b));
+          sum = arith::AddFOp::create(b, l, a[2], product, reductionFlags(b));
+        } else {
+          sum = addScalar(b, l, a[2], mulScalar(b, l, a[0], a[1]));
+        }
+        linalg::YieldOp::create(b, l, sum);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
+LogicalResult lowerReshape(RewriterBase &rewriter, ReshapeOp op) {
+  rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(), op.getInput(),
+                                       tensorType(op.getResult())));
+  return success();
+}
+
+LogicalResult lowerPermute(RewriterBase &rewriter, PermuteOp op) {
+  auto type = tensorType(op.getResult());
+  Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
+  auto transpose = linalg::TransposeOp::create(rewriter, op.getLoc(), op.getInput(),
+                                               init, op.getDims());
+  rewriter.replaceOp(op, transpose.getResult()[0]);
+  return success();
+}
+
+LogicalResult lowerExpand(RewriterBase &rewriter, ExpandOp op) {
+  rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), {op.getInput()},
+                                     tensorType(op.getResult()),
+                                     [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+  return success();
+}
+
+LogicalResult lowerSlice(RewriterBase &rewriter, SliceOp op) {
+  auto in = tensorType(op.getInput()), out = tensorType(op.getResult());
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    bool sliced = i == (int64_t)op.getDim();
+    offsets.push_back(rewriter.getIndexAttr(sliced ? (int64_t)op.getStart() : 0));
+    sizes.push_back(rewriter.getIndexAttr(out.getDimSize(i)));
+    strides.push_back(rewriter.getIndexAttr(sliced ? (int64_t)op.getStep() : 1));
+  }
+  rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, out, op.getInput(),
+                                                      offsets, sizes, strides);
+  return success();
+}
+
+/// One generic over the result; each element is read from the input whose
+/// range along `dim` holds it (indices clamped so no load is out of bounds).
+LogicalResult lowerConcat(RewriterBase &rewriter, ConcatOp op) {
+  Location loc = op.getLoc();
+  auto type = tensorType(op.getResult());
+  int64_t dim = (int64_t)op.getDim();
+  SmallVector<std::pair<Value, int64_t>> parts; // non-empty inputs, offsets
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    int64_t size = tensorType(input).getDimSize(dim);
+    if (size > 0)
+      parts.push_back({input, offset});
+    offset += size;
+  }
+  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(type.getRank(), rewriter.getContext())};
+  SmallVector<IteratorType> iterators(type.getRank(), IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps,
+      iterators, "", "", [&](OpBuilder &b, Location l, ValueRange) {
+        SmallVector<Value> indices;
+        for (int64_t i = 0; i < type.getRank(); ++i)
+          indices.push_back(linalg::IndexOp::create(b, l, i));
+        Value result;
+        for (auto [input, start] : llvm::reverse(parts)) {
+          int64_t size = tensorType(input).getDimSize(dim);
+          Value startValue = arith::ConstantIndexOp::create(b, l, start);
+          Value local = arith::SubIOp::create(b, l, indices[dim], startValue);
+          Value clamped = arith::MinSIOp::create(
+              b, l, arith::MaxSIOp::create(b, l, local, arith::ConstantIndexOp::create(b, l, 0)),
+              arith::ConstantIndexOp::create(b, l, size - 1));
+          SmallVector<Value> at(indices);
+          at[dim] = clamped;
+          Value element = tensor::ExtractOp::create(b, l, input, at);
+          if (!result) {
+            result = element;
+            continue;
+          }
+          Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                               indices[dim], startValue);
+          result = arith::SelectOp::create(b, l, inside, element, result);
+        }
+        if (!result) // every input is empty, and so is the result
+          result = scalarConstant(b, l, type.getElementType(), 0);
+        linalg::YieldOp::create(b, l, result);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
+LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  auto type = tensorType(op.getResult());
+  int64_t rank = type.getRank();
+  int64_t rows = tensorType(op.getWeight()).getDimSize(0);
+  Value weight = op.getWeight();
+  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  SmallVector<AffineExpr> indexExprs;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    indexExprs.push_back(getAffineDimExpr(i, ctx));
+  SmallVector<AffineMap> maps{AffineMap::get(rank, 0, indexExprs, ctx),
+                              AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{op.getIndices()}, ValueRange{init},
+      maps, iterators, "", "", [&](OpBuilder &b, Location l, ValueRange a) {
+        Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
+        row = arith::MinSIOp::create(
+            b, l, arith::MaxSIOp::create(b, l, row, arith::ConstantIndexOp::create(b, l, 0)),
+            arith::ConstantIndexOp::create(b, l, std::max<int64_t>(rows - 1, 0)));
+        Value column = linalg::IndexOp::create(b, l, rank - 1);
+        Value element = tensor::ExtractOp::create(b, l, weight, ValueRange{row, column});
+        linalg::YieldOp::create(b, l, element);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
+LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
+  rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
+                                                 cast<TypedAttr>(op.getValue()));
+  return success();
+}
+
+LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
+  rewriter.setInsertionPoint(op);
+  if (isElementwise(op))
+    return lowerElementwise(rewriter, op);
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<SumOp, MeanOp, AmaxOp>([&](auto o) { return lowerReduce(rewriter, o); })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) { return lowerSoftmax(rewriter, o); })
+      .Case<LayerNormOp>([&](auto o) { return lowerLayerNorm(rewriter, o); })
+      .Case<MatmulOp>([&](auto o) { return lowerMatmul(rewriter, o); })
+      .Case<ReshapeOp>([&](auto o) { return lowerReshape(rewriter, o); })
+      .Case<PermuteOp>([&](auto o) { return lowerPermute(rewriter, o); })
+      .Case<ExpandOp>([&](auto o) { return lowerExpand(rewriter, o); })
+      .Case<SliceOp>([&](auto o) { return lowerSlice(rewriter, o); })
+      .Case<ConcatOp>([&](auto o) { return lowerConcat(rewriter, o); })
+      .Case<EmbeddingOp>([&](auto o) { return lowerEmbedding(rewriter, o); })
+      .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
+      .Default([](Operation *o) {
+        return o->emitOpError("has no lowering to linalg");
+      });
+}
+
+struct ConvertGraphToLinalgPass
+    : kiln::impl::ConvertGraphToLinalgPassBase<ConvertGraphToLinalgPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<GraphDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    // Constants last: the lowerings above inspect constant operands.
+    std::stable_partition(ops.begin(), ops.end(), [](Operation *op) { return !isa<ConstantOp>(op); });
+    for (Operation *op : ops)
+      if (failed(lowerOp(rewriter, op)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,433 @@
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/CommonFolders.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Graph/IR/GraphOps.cpp.inc"
+
+namespace kiln::graph {
+
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    result[i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, EqOp, NeOp, LtOp,
+             LeOp, GtOp, GeOp, WhereOp, NegOp, ReluOp, TanhOp, ExpOp, LogOp,
+             SqrtOp, RsqrtOp, SigmoidOp, CloneOp, ConvertOp, GeluOp>(op);
+}
+
+} // namespace kiln::graph
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+/// Elementwise ops: the result shape is the broadcast of the operand shapes;
+/// arithmetic results share the operands' element type, comparisons give i1.
+static LogicalResult verifyElementwise(Operation *op) {
+  SmallVector<int64_t> shape;
+  for (Value operand : op->getOperands()) {
+    auto next = broadcastShapes(shape, tensorType(operand).getShape());
+    if (failed(next))
+      return op->emitOpError("operand shapes are not broadcast-compatible");
+    shape = *next;
+  }
+  auto result = tensorType(op->getResult(0));
+  if (result.getShape() != ArrayRef<int64_t>(shape))
+    return op->emitOpError("result shape must be the broadcast operand shape");
+
+  Type resultElement = result.getElementType();
+  if (isa<EqOp, NeOp, LtOp, LeOp, GtOp, GeOp>(op)) {
+    if (!resultElement.isInteger(1))
+      return op->emitOpError("comparison result must have i1 elements");
+    if (tensorType(op->getOperand(0)).getElementType() !=
+        tensorType(op->getOperand(1)).getElementType())
+      return op->emitOpError("compared operands must share an element type");
+    return success();
+  }
+  if (isa<ConvertOp>(op))
+    return success();
+  if (auto where = dyn_cast<WhereOp>(op)) {
+    if (!tensorType(where.getCondition()).getElementType().isInteger(1))
+      return op->emitOpError("condition must have i1 elements");
+    if (tensorType(where.getOnTrue()).getElementType() != resultElement ||
+        tensorType(where.getOnFalse()).getElementType() != resultElement)
+      return op->emitOpError("selected values must have the result element type");
+    return success();
+  }
+  for (Value operand : op->getOperands())
+    if (tensorType(operand).getElementType() != resultElement)
+      return op->emitOpError("operand element type ")
+             << tensorType(operand).getElementType()
+             << " differs from the result element type " << resultElement;
+  if (isa<TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SigmoidOp, GeluOp, DivOp>(op) &&
+      !isa<FloatType>(resultElement))
+    return op->emitOpError("requires a floating-point element type");
+  if (auto gelu = dyn_cast<GeluOp>(op))
+    if (gelu.getApproximate() != "none" && gelu.getApproximate() != "tanh")
+      return op->emitOpError("approximate must be \"none\" or \"tanh\"");
+  return success();
+}
+
+#define KILN_ELEMENTWISE_VERIFIER(Op)                                          \
+  LogicalResult Op::verify() { return verifyElementwise(getOperation()); }
+KILN_ELEMENTWISE_VERIFIER(AddOp)
+KILN_ELEMENTWISE_VERIFIER(SubOp)
+KILN_ELEMENTWISE_VERIFIER(MulOp)
+KILN_ELEMENTWISE_VERIFIER(DivOp)
+KILN_ELEMENTWISE_VERIFIER(PowOp)
+KILN_ELEMENTWISE_VERIFIER(MaximumOp)
+KILN_ELEMENTWISE_VERIFIER(EqOp)
+KILN_ELEMENTWISE_VERIFIER(NeOp)
+KILN_ELEMENTWISE_VERIFIER(LtOp)
+KILN_ELEMENTWISE_VERIFIER(LeOp)
+KILN_ELEMENTWISE_VERIFIER(GtOp)
+KILN_ELEMENTWISE_VERIFIER(GeOp)
+KILN_ELEMENTWISE_VERIFIER(WhereOp)
+KILN_ELEMENTWISE_VERIFIER(NegOp)
+KILN_ELEMENTWISE_VERIFIER(ReluOp)
+KILN_ELEMENTWISE_VERIFIER(TanhOp)
+KILN_ELEMENTWISE_VERIFIER(ExpOp)
+KILN_ELEMENTWISE_VERIFIER(LogOp)
+KILN_ELEMENTWISE_VERIFIER(SqrtOp)
+KILN_ELEMENTWISE_VERIFIER(RsqrtOp)
+KILN_ELEMENTWISE_VERIFIER(SigmoidOp)
+KILN_ELEMENTWISE_VERIFIER(CloneOp)
+KILN_ELEMENTWISE_VERIFIER(ConvertOp)
+KILN_ELEMENTWISE_VERIFIER(GeluOp)
+#undef KILN_ELEMENTWISE_VERIFIER
+
+/// Normalizes `dim` against `rank` (negative dims count from the back).
+static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {
+  if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
+    return failure();
+  return dim < 0 ? dim + rank : dim;
+}
+
+template <typename ReduceOp>
+static SmallVector<int64_t> reducedDims(ReduceOp op) {
+  int64_t rank = tensorType(op.getInput()).getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t d : op.getDims())
+    dims.push_back(d < 0 ? d + rank : d);
+  if (dims.empty())
+    dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  llvm::sort(dims);
+  return dims;
+}
+
+template <typename ReduceOp>
+static LogicalResult verifyReduce(ReduceOp op) {
+  auto input = tensorType(op.getInput());
+  int64_t rank = input.getRank();
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t d : op.getDims()) {
+    auto dim = normalizeDim(d, rank);
+    if (failed(dim) || (rank == 0 && d != 0 && d != -1))
+      return op.emitOpError("dim ") << d << " is out of range for rank " << rank;
+    if (!seen.insert(*dim).second)
+      return op.emitOpError("dim ") << d << " appears more than once";
+  }
+  SmallVector<int64_t> expected;
+  SmallVector<int64_t> dims = reducedDims(op);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!llvm::is_contained(dims, i))
+      expected.push_back(input.getDimSize(i));
+    else if (op.getKeepdim())
+      expected.push_back(1);
+  }
+  auto result = tensorType(op.getResult());
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return op.emitOpError("result shape does not match the reduction of the input");
+  if (result.getElementType() != input.getElementType())
+    return op.emitOpError("result element type must match the input");
+  if (isa<MeanOp>(op.getOperation()) && !isa<FloatType>(input.getElementType()))
+    return op.emitOpError("requires a floating-point element type");
+  return success();
+}
+
+LogicalResult SumOp::verify() { return verifyReduce(*this); }
+LogicalResult MeanOp::verify() { return verifyReduce(*this); }
+LogicalResult AmaxOp::verify() { return verifyReduce(*this); }
+SmallVector<int64_t> SumOp::getReducedDims() { return reducedDims(*this); }
+SmallVector<int64_t> MeanOp::getReducedDims() { return reducedDims(*this); }
+SmallVector<int64_t> AmaxOp::getReducedDims() { return reducedDims(*this); }
+
+template <typename SoftmaxOp>
+static LogicalResult verifySoftmax(SoftmaxOp op) {
+  auto input = tensorType(op.getInput());
+  if (failed(normalizeDim((int64_t)op.getDim(), input.getRank())))
+    return op.emitOpError("dim ") << (int64_t)op.getDim() << " is out of range for rank "
+                                  << input.getRank();
+  if (op.getResult().getType() != input)
+    return op.emitOpError("result type must match the input type");
+  if (!isa<FloatType>(input.getElementType()))
+    return op.emitOpError("requires a floating-point element type");
+  return success();
+}
+LogicalResult SoftmaxOp::verify() { return verifySoftmax(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmax(*this); }
+
+LogicalResult LayerNormOp::verify() {
+  auto input = tensorType(getInput());
+  int64_t n = (int64_t)getNormalizedRank();
+  if (n < 1 || n > input.getRank())
+    return emitOpError("normalized_rank must be in [1, input rank]");
+  ArrayRef<int64_t> normalized = input.getShape().take_back(n);
+  for (Value affine : {getWeight(), getBias()})
+    if (tensorType(affine).getShape() != normalized ||
+        tensorType(affine).getElementType() != input.getElementType())
+      return emitOpError("weight and bias must have the normalized shape and the input element type");
+  if (getResult().getType() != input)
+    return emitOpError("result type must match the input type");
+  SmallVector<int64_t> statShape(input.getShape().drop_back(n));
+  statShape.append(n, 1);
+  for (Value stat : {getMean(), getRstd()})
+    if (tensorType(stat).getShape() != ArrayRef<int64_t>(statShape))
+      return emitOpError("mean and rstd must keep the normalized dims as size 1");
+  if (!isa<FloatType>(input.getElementType()))
+    return emitOpError("requires a floating-point element type");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  auto lhs = tensorType(getLhs()), rhs = tensorType(getRhs());
+  auto result = tensorType(getResult());
+  int64_t rank = lhs.getRank();
+  if ((rank != 2 && rank != 3) || rhs.getRank() != rank ||
+      result.getRank() != rank)
+    return emitOpError("operands and result must all be rank 2 (mm) or rank 3 (bmm)");
+  if (lhs.getDimSize(rank - 1) != rhs.getDimSize(rank - 2))
+    return emitOpError("contraction sizes differ: ")
+           << lhs.getDimSize(rank - 1) << " vs " << rhs.getDimSize(rank - 2);
+  if (rank == 3 && (lhs.getDimSize(0) != rhs.getDimSize(0) ||
+                    result.getDimSize(0) != lhs.getDimSize(0)))
+    return emitOpError("batch sizes differ");
+  if (result.getDimSize(rank - 2) != lhs.getDimSize(rank - 2) ||
+      result.getDimSize(rank - 1) != rhs.getDimSize(rank - 1))
+    return emitOpError("result shape must be [..., M, N]");
+  if (lhs.getElementType() != rhs.getElementType() ||
+      lhs.getElementType() != result.getElementType())
+    return emitOpError("element types must match");
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (tensorType(getInput()).getNumElements() !=
+      tensorType(getResult()).getNumElements())
+    return emitOpError("element count changes from ")
+           << tensorType(getInput()).getNumElements() << " to "
+           << tensorType(getResult()).getNumElements();
+  if (tensorType(getInput()).getElementType() !=
+      tensorType(getResult()).getElementType())
+    return emitOpError("element type must not change");
+  return success();
+}
+
+LogicalResult PermuteOp::verify() {
+  auto input = tensorType(getInput());
+  ArrayRef<int64_t> dims = getDims();
+  if ((int64_t)dims.size() != input.getRank())
+    return emitOpError("dims must list every input dim once");
+  SmallVector<int64_t> expected;
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t d : dims) {
+    if (d < 0 || d >= input.getRank() || !seen.insert(d).second)
+      return emitOpError("dims must be a permutation of [0, rank)");
+    expected.push_back(input.getDimSize(d));
+  }
+  if (tensorType(getResult()).getShape() != ArrayRef<int64_t>(expected) ||
+      tensorType(getResult()).getElementType() != input.getElementType())
+    return emitOpError("result type does not match the permuted input");
+  return success();
+}
+
+LogicalResult ExpandOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  if (input.getRank() > result.getRank())
+    return emitOpError("cannot expand to a lower rank");
+  int64_t offset = result.getRank() - input.getRank();
+  for (int64_t i = 0; i < input.getRank(); ++i) {
+    int64_t in = input.getDimSize(i), out = result.getDimSize(i + offset);
+    if (in != out && in != 1)
+      return emitOpError("input dim ") << i << " of size " << in
+                                       << " cannot expand to " << out;
+  }
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("element type must not change");
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  if (input.getRank() != result.getRank() || input.getRank() == 0)
+    return emitOpError("result rank must equal the (non-zero) input rank");
+  int64_t dim = (int64_t)getDim(), step = (int64_t)getStep();
+  if (dim < 0 || dim >= input.getRank())
+    return emitOpError("dim out of range");
+  if (step < 1)
+    return emitOpError("step must be positive");
+  int64_t size = result.getDimSize(dim), start = (int64_t)getStart();
+  if (start < 0 || (size > 0 && start + (size - 1) * step >= input.getDimSize(dim)))
+    return emitOpError("slice reads past the end of dim ") << dim;
+  for (int64_t i = 0; i < input.getRank(); ++i)
+    if (i != dim && input.getDimSize(i) != result.getDimSize(i))
+      return emitOpError("only dim ") << dim << " may change size";
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  auto result = tensorType(getResult());
+  int64_t dim = (int64_t)getDim();
+  if (dim < 0 || dim >= result.getRank())
+    return emitOpError("dim out of range");
+  int64_t total = 0;
+  for (Value input : getInputs()) {
+    auto type = tensorType(input);
+    if (type.getRank() != result.getRank() ||
+        type.getElementType() != result.getElementType())
+      return emitOpError("inputs must match the result rank and element type");
+    for (int64_t i = 0; i < result.getRank(); ++i)
+      if (i != dim && type.getDimSize(i) != result.getDimSize(i))
+        return emitOpError("inputs differ from the result outside dim ") << dim;
+    total += type.getDimSize(dim);
+  }
+  if (total != result.getDimSize(dim))
+    return emitOpError("result dim ") << dim << " must be the sum of the inputs'";
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  auto weight = tensorType(getWeight()), indices = tensorType(getIndices());
+  if (weight.getRank() != 2)
+    return emitOpError("weight must be rank 2");
+  if (!indices.getElementType().isInteger(64))
+    return emitOpError("indices must be i64");
+  SmallVector<int64_t> expected(indices.getShape());
+  expected.push_back(weight.getDimSize(1));
+  auto result = tensorType(getResult());
+  if (result.getShape() != ArrayRef<int64_t>(expected) ||
+      result.getElementType() != weight.getElementType())
+    return emitOpError("result must be indices shape + [embedding dim]");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Folders
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+/// Folds a binary op on two splat constants of the result's shape, or
+/// returns the operand that the other (a splat `identity`) leaves unchanged.
+template <typename Op, typename FloatFn, typename IntFn>
+static OpFoldResult foldBinary(Op op, ArrayRef<Attribute> operands,
+                               FloatFn floatFn, IntFn intFn,
+                               std::optional<double> rightIdentity) {
+  auto resultType = tensorType(op.getResult());
+  auto lhs = dyn_cast_or_null<SplatElementsAttr>(operands[0]);
+  auto rhs = dyn_cast_or_null<SplatElementsAttr>(operands[1]);
+  if (lhs && rhs && op.getLhs().getType() == resultType &&
+      op.getRhs().getType() == resultType) {
+    Type element = resultType.getElementType();
+    if (isa<FloatType>(element))
+      return DenseElementsAttr::get(
+          resultType, floatFn(lhs.getSplatValue<APFloat>(),
+                              rhs.getSplatValue<APFloat>()));
+    if (element.isInteger(64))
+      return DenseElementsAttr::get(
+          resultType, intFn(lhs.getSplatValue<APInt>(), rhs.getSplatValue<APInt>()));
+  }
+  if (rhs && rightIdentity && op.getLhs().getType() == resultType) {
+    Type element = resultType.getElementType();
+    if (isa<FloatType>(element) &&
+        rhs.getSplatValue<APFloat>().convertToDouble() == *rightIdentity)
+      return op.getLhs();
+    if (element.isInteger(64) &&
+        rhs.getSplatValue<APInt>().getSExtValue() == (int64_t)*rightIdentity)
+      return op.getLhs();
+  }
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      *this, adaptor.getOperands(), [](APFloat a, APFloat b) { return a + b; },
+      [](APInt a, APInt b) { return a + b; }, 0.0);
+}
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      *this, adaptor.getOperands(), [](APFloat a, APFloat b) { return a - b; },
+      [](APInt a, APInt b) { return a - b; }, 0.0);
+}
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      *this, adaptor.getOperands(), [](APFloat a, APFloat b) { return a * b; },
+      [](APInt a, APInt b) { return a * b; }, 1.0);
+}
+
+OpFoldResult ConvertOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  // reshape(reshape(x)) == reshape(x): only the final shape matters.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput()))
+    return splat.reshape(tensorType(getResult()));
+  return {};
+}
+
+OpFoldResult PermuteOp::fold(FoldAdaptor) {
+  for (auto [i, d] : llvm::enumerate(getDims()))
+    if ((int64_t)i != d)
+      return {};
+  return getInput();
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput()))
+    return SplatElementsAttr::get(tensorType(getResult()),
+                                  splat.getSplatValue<Attribute>());
+  return {};
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType() && (int64_t)getStart() == 0)
+    return getInput();
+  return {};
+}

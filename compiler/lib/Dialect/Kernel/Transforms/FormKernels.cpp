@@ -1,0 +1,317 @@
+// Greedy fusion of kiln_graph ops into kiln_kernel.kernel ops.
+//
+// Every kernel is run by several workgroups that each own a contiguous slice
+// of the kernel's leading dimension. That makes the legality rule local: an op
+// may join a kernel if its own leading loop is parallel with the kernel's
+// extent and it reads every value produced inside the kernel at the same
+// leading index it writes ("aligned"). Values from outside are fully computed
+// before the launch and may be read anywhere.
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Dialect/Kernel/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln::kernel {
+#define GEN_PASS_DEF_FORMKERNELSPASS
+#include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
+} // namespace kiln::kernel
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::graph;
+
+namespace {
+
+/// How an op iterates its leading dimension, as fusion sees it.
+struct LeadingDim {
+  /// Extent of the op's outermost loop if that loop is parallel.
+  std::optional<int64_t> extent;
+  /// Per operand: read at the same leading index the op writes.
+  SmallVector<bool> aligned;
+};
+
+int64_t dim0(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getRank() ? type.getDimSize(0) : -1;
+}
+
+LeadingDim leadingDimOf(Operation *op) {
+  LeadingDim info;
+  info.aligned.assign(op->getNumOperands(), false);
+  Value result = op->getResult(0);
+  auto resultType = cast<RankedTensorType>(result.getType());
+  if (resultType.getRank() == 0)
+    return info;
+  int64_t extent = resultType.getDimSize(0);
+  auto sameRankSameDim0 = [&](Value operand) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    return type.getRank() == resultType.getRank() && dim0(operand) == extent;
+  };
+  auto alignAll = [&](bool value) { info.aligned.assign(op->getNumOperands(), value); };
+
+  if (isElementwise(op)) {
+    info.extent = extent;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+      info.aligned[i] = sameRankSameDim0(operand);
+  } else if (auto reduce = dyn_cast<SumOp>(op)) {
+    if (!llvm::is_contained(reduce.getReducedDims(), 0))
+      info.extent = extent, alignAll(true);
+  } else if (auto reduce = dyn_cast<MeanOp>(op)) {
+    if (!llvm::is_contained(reduce.getReducedDims(), 0))
+      info.extent = extent, alignAll(true);
+  } else if (auto reduce = dyn_cast<AmaxOp>(op)) {
+    if (!llvm::is_contained(reduce.getReducedDims(), 0))
+      info.extent = extent, alignAll(true);
+  } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    if (int64_t dim = softmax.getDim(); dim != 0 && dim != -resultType.getRank())
+      info.extent = extent, alignAll(true);
+  } else if (auto softmax = dyn_cast<LogSoftmaxOp>(op)) {
+    if (int64_t dim = softmax.getDim(); dim != 0 && dim != -resultType.getRank())
+      info.extent = extent, alignAll(true);
+  } else if (auto norm = dyn_cast<LayerNormOp>(op)) {
+    if ((int64_t)norm.getNormalizedRank() < resultType.getRank()) {
+      info.extent = extent;
+      info.aligned[0] = true;
+    }
+  } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    info.extent = extent;
+    info.aligned[0] = true;
+    info.aligned[1] = resultType.getRank() == 3;
+  } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    // Row-major: equal leading sizes mean equal trailing element counts, so
+    // row r of the result is exactly row r of the input.
+    info.extent = extent;
+    info.aligned[0] = dim0(reshape.getInput()) == extent;
+  } else if (auto permute = dyn_cast<PermuteOp>(op)) {
+    info.extent = extent;
+    info.aligned[0] = permute.getDims()[0] == 0;
+  } else if (auto expand = dyn_cast<ExpandOp>(op)) {
+    info.extent = extent;
+    info.aligned[0] = sameRankSameDim0(expand.getInput());
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
+    info.extent = extent;
+    info.aligned[0] = slice.getDim() != 0;
+  } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+    info.extent = extent;
+    alignAll(concat.getDim() != 0);
+  } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    info.extent = extent;
+    info.aligned[1] = cast<RankedTensorType>(embedding.getIndices().getType()).getRank() > 0;
+  }
+  return info;
+}
+
+struct Kernel {
+  int64_t extent = 0; // 0: a single workgroup runs it
+  SmallVector<Operation *> ops;
+};
+
+class Fusion {
+public:
+  explicit Fusion(Block &block) : block(block) {}
+
+  void run() {
+    for (Operation &op : block.without_terminator()) {
+      if (!isa<GraphDialect>(op.getDialect()))
+        continue;
+      if (isa<ConstantOp>(op) && onlyUsedByGraphOps(&op))
+        continue; // rematerialized in every kernel that uses it
+      if (isBoundaryReshape(&op)) {
+        boundary.insert(&op);
+        continue;
+      }
+      place(&op);
+    }
+  }
+
+  void materialize(OpBuilder &builder) {
+    Operation *terminator = block.getTerminator();
+    builder.setInsertionPoint(terminator);
+    IRMapping outside; // original value -> value after fusion
+    DenseSet<Operation *> done;
+    for (Operation &op : block.without_terminator())
+      emitUnitOf(builder, &op, outside, done);
+    for (OpOperand &operand : terminator->getOpOperands())
+      if (Value mapped = outside.lookupOrNull(operand.get()))
+        operand.set(mapped);
+    // Erase the originals, users first.
+    SmallVector<Operation *> originals;
+    for (Operation &op : block.without_terminator())
+      if (isa<GraphDialect>(op.getDialect()) && !done.contains(&op))
+        originals.push_back(&op);
+    for (Operation *op : llvm::reverse(originals))
+      op->erase();
+  }
+
+private:
+  bool onlyUsedByGraphOps(Operation *op) {
+    return llvm::all_of(op->getUsers(), [](Operation *user) {
+      return isa<GraphDialect>(user->getDialect());
+    });
+  }
+
+  /// A reshape that cannot join its producer's kernel stays outside kernels;
+  /// on a contiguous buffer it is a free view.
+  bool isBoundaryReshape(Operation *op) {
+    auto reshape = dyn_cast<ReshapeOp>(op);
+    if (!reshape)
+      return false;
+    Operation *producer = reshape.getInput().getDefiningOp();
+    if (producer && isa<ConstantOp>(producer))
+      return false; // stays with its constant in a kernel
+    if (!producer || !kernelOf.count(producer))
+      return true;
+    LeadingDim info = leadingDimOf(op);
+    return !info.aligned[0] ||
+           kernels[kernelOf[producer]].extent != *info.extent;
+  }
+
+  /// The kernel a value comes from, looking through boundary reshapes;
+  /// -1 for function arguments and unfused constants.
+  int sourceKernel(Value value) {
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return -1;
+    if (auto it = kernelOf.find(def); it != kernelOf.end())
+      return it->second;
+    if (boundary.contains(def))
+      return sourceKernel(def->getOperand(0));
+    return -1;
+  }
+
+  void place(Operation *op) {
+    LeadingDim info = leadingDimOf(op);
+    // The newest kernel that an operand comes from is the only candidate:
+    // joining an older one could create a cycle between kernels.
+    int candidate = -1;
+    for (Value operand : op->getOperands())
+      candidate = std::max(candidate, sourceKernel(operand));
+    bool join = candidate >= 0 && !isa<MatmulOp>(op) && info.extent &&
+                *info.extent > 1 && kernels[candidate].extent == *info.extent;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      if (!join || sourceKernel(operand) != candidate)
+        continue;
+      Operation *def = operand.getDefiningOp();
+      if (!kernelOf.count(def) || !info.aligned[i])
+        join = false;
+    }
+    if (!join) {
+      candidate = kernels.size();
+      kernels.emplace_back();
+      kernels.back().extent = info.extent && *info.extent > 1 ? *info.extent : 0;
+    }
+    kernels[candidate].ops.push_back(op);
+    kernelOf[op] = candidate;
+  }
+
+  /// Emits the unit (kernel or boundary reshape) holding `op` after the
+  /// units it reads from, depth first.
+  void emitUnitOf(OpBuilder &builder, Operation *op, IRMapping &outside,
+                  DenseSet<Operation *> &done) {
+    auto it = kernelOf.find(op);
+    if (it == kernelOf.end() && !boundary.contains(op))
+      return; // not a unit: a constant cloned into kernels, or a non-graph op
+    SmallVector<Operation *> members =
+        it == kernelOf.end() ? SmallVector<Operation *>{op}
+                             : kernels[it->second].ops;
+    if (!emittedUnits.insert(members.front()).second)
+      return;
+    for (Operation *member : members)
+      for (Value operand : member->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (def->getBlock() == &block &&
+              !llvm::is_contained(members, def))
+            emitUnitOf(builder, def, outside, done);
+    if (it == kernelOf.end()) {
+      Operation *clone = builder.clone(*op, outside);
+      outside.map(op->getResults(), clone->getResults());
+      done.insert(clone);
+      return;
+    }
+    emitKernel(builder, it->second, outside);
+  }
+
+  Value lookupOrMaterialize(OpBuilder &builder, Value value, IRMapping &outside) {
+    if (Value mapped = outside.lookupOrNull(value))
+      return mapped;
+    return value; // a function argument
+  }
+
+  void emitKernel(OpBuilder &builder, int index, IRMapping &outside) {
+    Kernel &kernel = kernels[index];
+    DenseSet<Operation *> members(kernel.ops.begin(), kernel.ops.end());
+    llvm::SetVector<Value> inputs;
+    llvm::SetVector<Operation *> constants;
+    SmallVector<Value> results;
+    for (Operation *op : kernel.ops) {
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && members.contains(def))
+          continue;
+        if (def && isa<ConstantOp>(def) && !kernelOf.count(def))
+          constants.insert(def);
+        else
+          inputs.insert(operand);
+      }
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !members.contains(user);
+            }))
+          results.push_back(result);
+    }
+
+    Location loc = kernel.ops.front()->getLoc();
+    SmallVector<Value> kernelInputs;
+    for (Value input : inputs)
+      kernelInputs.push_back(lookupOrMaterialize(builder, input, outside));
+    std::string name = "kernel_" + std::to_string(index) + "_" +
+                       kernel.ops.front()->getName().stripDialect().str();
+    auto kernelOp = kernel::KernelOp::create(
+        builder, loc, TypeRange(ValueRange(results)), kernelInputs,
+        builder.getStringAttr(name), builder.getI64IntegerAttr(kernel.extent));
+    Block *body = new Block();
+    kernelOp.getBody().push_back(body);
+    IRMapping inside;
+    for (Value input : inputs)
+      inside.map(input, body->addArgument(input.getType(), input.getLoc()));
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(body);
+    for (Operation *constant : constants)
+      builder.clone(*constant, inside);
+    for (Operation *op : kernel.ops)
+      builder.clone(*op, inside);
+    SmallVector<Value> yielded;
+    for (Value result : results)
+      yielded.push_back(inside.lookup(result));
+    kernel::YieldOp::create(builder, loc, yielded);
+    outside.map(results, kernelOp.getResults());
+  }
+
+  Block &block;
+  SmallVector<Kernel> kernels;
+  DenseMap<Operation *, int> kernelOf;
+  DenseSet<Operation *> boundary;
+  DenseSet<Operation *> emittedUnits;
+};
+
+struct FormKernelsPass
+    : kiln::kernel::impl::FormKernelsPassBase<FormKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    if (!func.getBody().hasOneBlock()) {
+      func.emitOpError("kiln-form-kernels expects a single-block function");
+      return signalPassFailure();
+    }
+    Fusion fusion(func.getBody().front());
+    fusion.run();
+    OpBuilder builder(func.getContext());
+    fusion.materialize(builder);
+  }
+};
+
+} // namespace

@@ -1,0 +1,76 @@
+#include "kiln/Dialect/Plan/IR/PlanOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace kiln::plan;
+
+#include "kiln/Dialect/Plan/IR/PlanOpsDialect.cpp.inc"
+
+void PlanDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialect/Plan/IR/PlanOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Plan/IR/PlanOps.cpp.inc"
+
+static LogicalResult verifyContiguous(Operation *op, MemRefType type) {
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError("buffers must have the identity (contiguous) layout");
+  return success();
+}
+
+static int64_t byteSize(MemRefType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+LogicalResult AllocOp::verify() {
+  return verifyContiguous(*this, getBuffer().getType());
+}
+
+LogicalResult ViewOp::verify() {
+  if (failed(verifyContiguous(*this, getSource().getType())) ||
+      failed(verifyContiguous(*this, getResult().getType())))
+    return failure();
+  int64_t offset = (int64_t)getByteOffset();
+  if (offset < 0 ||
+      offset + byteSize(getResult().getType()) >
+          byteSize(getSource().getType()))
+    return emitOpError("view of ")
+           << byteSize(getResult().getType()) << " bytes at offset "
+           << offset << " does not fit in a "
+           << byteSize(getSource().getType()) << "-byte buffer";
+  return success();
+}
+
+LogicalResult LaunchOp::verify() {
+  if ((int64_t)getWorkgroups() < 0)
+    return emitOpError("workgroups must be non-negative");
+  if ((int64_t)getNumInputs() < 0 || (int64_t)getNumInputs() > (int64_t)getBindings().size())
+    return emitOpError("num_inputs exceeds the number of bindings");
+  return success();
+}
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto kernel =
+      symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError("kernel '") << getKernel() << "' is not a func.func in scope";
+  FunctionType type = kernel.getFunctionType();
+  if (type.getNumInputs() != getBindings().size() + 2 || type.getNumResults())
+    return emitOpError("kernel takes ")
+           << type.getNumInputs() << " arguments; expected 2 workgroup indices + "
+           << getBindings().size() << " bindings and no results";
+  for (auto [i, binding] : llvm::enumerate(getBindings()))
+    if (type.getInput(i + 2) != binding.getType())
+      return emitOpError("binding ") << i << " has type " << binding.getType()
+                                     << " but the kernel expects "
+                                     << type.getInput(i + 2);
+  return success();
+}

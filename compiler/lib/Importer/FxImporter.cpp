@@ -1,0 +1,799 @@
+// JSON FX graph -> kiln_graph.
+//
+// Each ATen overload maps to a small builder. Type promotion is made explicit
+// here: operands are converted to the node's result dtype (taken from the FX
+// node's fake-tensor metadata) so graph ops never promote implicitly.
+#include "kiln/Importer/FxImporter.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace kiln;
+namespace json = llvm::json;
+
+namespace {
+
+/// The result metadata of one FX node output.
+struct TensorMeta {
+  SmallVector<int64_t> shape;
+  Type element;
+};
+
+class Importer;
+using Handler = std::function<LogicalResult(Importer &)>;
+
+class Importer {
+public:
+  Importer(MLIRContext &ctx) : ctx(ctx), b(&ctx) {}
+
+  OwningOpRef<ModuleOp> run(StringRef text);
+
+  // --- accessors used by the op handlers -----------------------------------
+  Location loc() const { return nodeLoc; }
+  OpBuilder &builder() { return b; }
+  const TensorMeta &out(unsigned i = 0) const { return outputs[i]; }
+  RankedTensorType outType(unsigned i = 0) const {
+    return RankedTensorType::get(outputs[i].shape, outputs[i].element);
+  }
+  size_t numArgs() const { return args ? args->size() : 0; }
+
+  /// Positional argument `i`, or keyword `name`, or null if absent.
+  const json::Value *arg(unsigned i, StringRef name = "") const {
+    if (args && i < args->size())
+      return &(*args)[i];
+    if (kwargs && !name.empty())
+      if (const json::Value *v = kwargs->get(name))
+        return v;
+    return nullptr;
+  }
+  bool isTensor(const json::Value *v) const {
+    return v && v->getAsObject() && v->getAsObject()->get("ref");
+  }
+  bool isNull(const json::Value *v) const { return !v || v->kind() == json::Value::Null; }
+
+  FailureOr<Value> tensor(unsigned i, StringRef name = "") {
+    const json::Value *v = arg(i, name);
+    if (!isTensor(v))
+      return fail("argument " + std::to_string(i) + " must be a tensor");
+    return tensorOf(*v);
+  }
+  FailureOr<Value> tensorOf(const json::Value &v) {
+    const json::Object *ref = v.getAsObject();
+    auto target = ref ? ref->getString("ref") : std::nullopt;
+    int64_t index = ref ? ref->getInteger("index").value_or(0) : 0;
+    auto it = values.find(target.value_or(""));
+    if (!target || it == values.end() || index < 0 || index >= (int64_t)it->second.size())
+      return fail("reference to unknown value '" + target.value_or("").str() + "'");
+    return it->second[index];
+  }
+  FailureOr<double> number(const json::Value *v, StringRef what) {
+    if (v) {
+      if (auto d = v->getAsNumber())
+        return *d;
+      if (auto flag = v->getAsBoolean())
+        return *flag ? 1.0 : 0.0;
+      if (auto *o = v->getAsObject())
+        if (auto s = o->getString("float")) {
+          if (*s == "inf") return INFINITY;
+          if (*s == "-inf") return -INFINITY;
+          if (*s == "nan") return NAN;
+        }
+    }
+    return fail(what.str() + " must be a number");
+  }
+  FailureOr<int64_t> integer(const json::Value *v, StringRef what) {
+    if (v)
+      if (auto i = v->getAsInteger())
+        return *i;
+    return fail(what.str() + " must be an integer");
+  }
+  FailureOr<SmallVector<int64_t>> intList(const json::Value *v, StringRef what) {
+    SmallVector<int64_t> list;
+    if (v)
+      if (auto i = v->getAsInteger())
+        return SmallVector<int64_t>{*i};
+    const json::Array *array = v ? v->getAsArray() : nullptr;
+    if (!array)
+      return fail(what.str() + " must be a list of integers");
+    for (const json::Value &e : *array) {
+      auto i = e.getAsInteger();
+      if (!i)
+        return fail(what.str() + " must be a list of integers");
+      list.push_back(*i);
+    }
+    return list;
+  }
+  bool flag(unsigned i, StringRef name, bool defaultValue) {
+    const json::Value *v = arg(i, name);
+    if (isNull(v))
+      return defaultValue;
+    return v->getAsBoolean().value_or(defaultValue);
+  }
+
+  /// A scalar or tensor operand as a tensor of element type `element`.
+  FailureOr<Value> operandAs(unsigned i, Type element, StringRef name = "") {
+    const json::Value *v = arg(i, name);
+    if (isTensor(v)) {
+      auto t = tensor(i, name);
+      if (failed(t))
+        return failure();
+      return convert(*t, element);
+    }
+    auto n = number(v, "argument " + std::to_string(i));
+    if (failed(n))
+      return failure();
+    return splat({}, element, *n);
+  }
+  /// The element type two operands are compared in.
+  FailureOr<Type> commonType(unsigned i, unsigned j) {
+    int rank = 0; // 0 bool, 1 int, 2 float
+    Type floatType;
+    for (unsigned k : {i, j}) {
+      const json::Value *v = arg(k);
+      if (isTensor(v)) {
+        auto t = tensor(k);
+        if (failed(t))
+          return failure();
+        Type e = cast<RankedTensorType>(t->getType()).getElementType();
+        if (isa<FloatType>(e))
+          rank = 2, floatType = e;
+        else if (!e.isInteger(1))
+          rank = std::max(rank, 1);
+      } else if (v && v->kind() == json::Value::Number && !v->getAsInteger()) {
+        rank = 2;
+      } else if (v && (v->getAsObject() || (v->getAsInteger() && !v->getAsBoolean()))) {
+        rank = std::max(rank, v->getAsObject() ? 2 : 1);
+      }
+    }
+    if (rank == 2)
+      return floatType ? floatType : Type(b.getF32Type());
+    return rank == 1 ? Type(b.getI64Type()) : Type(b.getI1Type());
+  }
+
+  Value convert(Value v, Type element) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == element)
+      return v;
+    return graph::ConvertOp::create(b, nodeLoc, type.clone(element), v);
+  }
+  Value splat(ArrayRef<int64_t> shape, Type element, double value) {
+    auto type = RankedTensorType::get(shape, element);
+    Attribute scalar;
+    if (isa<FloatType>(element))
+      scalar = b.getFloatAttr(element, value);
+    else if (element.isInteger(1))
+      scalar = b.getBoolAttr(value != 0);
+    else
+      scalar = b.getIntegerAttr(element, (int64_t)value);
+    return graph::ConstantOp::create(b, nodeLoc, DenseElementsAttr::get(type, scalar));
+  }
+  Value reshape(Value v, RankedTensorType type) {
+    if (v.getType() == type)
+      return v;
+    return graph::ReshapeOp::create(b, nodeLoc, type, v);
+  }
+
+  LogicalResult define(ValueRange results) {
+    if (results.size() != outputs.size())
+      return fail("produced " + std::to_string(results.size()) + " results, the FX node has " +
+                  std::to_string(outputs.size()));
+    for (auto [value, meta] : llvm::zip(results, outputs)) {
+      auto type = RankedTensorType::get(meta.shape, meta.element);
+      if (value.getType() != type) {
+        emitError(nodeLoc) << "internal importer error: " << target << " built "
+                           << value.getType() << " but the FX node has " << type;
+        return failure();
+      }
+    }
+    values[nodeName] = SmallVector<Value>(results.begin(), results.end());
+    return success();
+  }
+
+  LogicalResult fail(const std::string &message) {
+    emitError(nodeLoc) << target << ": " << message;
+    return failure();
+  }
+
+private:
+  LogicalResult fail(Location l, const Twine &message) {
+    emitError(l) << message;
+    return failure();
+  }
+  FailureOr<Type> parseDType(const json::Value *v, Location l);
+  FailureOr<TensorMeta> parseMeta(const json::Value *v, Location l);
+  Location parseLoc(const json::Object &node, StringRef name);
+  LogicalResult importNode(const json::Object &node);
+
+  MLIRContext &ctx;
+  OpBuilder b;
+  llvm::StringMap<SmallVector<Value>> values;
+  // State of the node being imported.
+  Location nodeLoc = UnknownLoc::get(&ctx);
+  std::string nodeName, target;
+  const json::Array *args = nullptr;
+  const json::Object *kwargs = nullptr;
+  SmallVector<TensorMeta> outputs;
+};
+
+//===----------------------------------------------------------------------===//
+// Op handlers
+//===----------------------------------------------------------------------===//
+
+template <typename Op>
+LogicalResult binary(Importer &im) {
+  Type element = im.out().element;
+  auto lhs = im.operandAs(0, element), rhs = im.operandAs(1, element);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
+}
+
+/// add/sub with `alpha`: a op (alpha * b).
+template <typename Op>
+LogicalResult binaryAlpha(Importer &im) {
+  Type element = im.out().element;
+  auto lhs = im.operandAs(0, element), rhs = im.operandAs(1, element);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  Value right = *rhs;
+  const json::Value *alpha = im.arg(2, "alpha");
+  if (!im.isNull(alpha)) {
+    auto value = im.number(alpha, "alpha");
+    if (failed(value))
+      return failure();
+    if (*value != 1.0) {
+      auto type = cast<RankedTensorType>(right.getType());
+      right = graph::MulOp::create(im.builder(), im.loc(), type, right,
+                                   im.splat({}, element, *value));
+    }
+  }
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, right)->getResults());
+}
+
+template <typename Op>
+LogicalResult compare(Importer &im) {
+  auto common = im.commonType(0, 1);
+  if (failed(common))
+    return failure();
+  auto lhs = im.operandAs(0, *common), rhs = im.operandAs(1, *common);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
+}
+
+template <typename Op>
+LogicalResult unary(Importer &im) {
+  auto input = im.operandAs(0, im.out().element);
+  if (failed(input))
+    return failure();
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(), *input)->getResults());
+}
+
+LogicalResult gelu(Importer &im) {
+  auto input = im.operandAs(0, im.out().element);
+  if (failed(input))
+    return failure();
+  std::string approximate = "none";
+  if (const json::Value *v = im.arg(1, "approximate"))
+    if (auto s = v->getAsString())
+      approximate = s->str();
+  if (approximate != "none" && approximate != "tanh")
+    return im.fail("approximate must be 'none' or 'tanh'");
+  return im.define(graph::GeluOp::create(im.builder(), im.loc(), im.outType(), *input,
+                                         im.builder().getStringAttr(approximate))
+                       ->getResults());
+}
+
+LogicalResult convert(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  Value v = *input;
+  // A dtype-preserving _to_copy / clone must still produce a fresh tensor.
+  if (cast<RankedTensorType>(v.getType()).getElementType() == im.out().element)
+    return im.define(graph::CloneOp::create(im.builder(), im.loc(), im.outType(), v)->getResults());
+  return im.define(graph::ConvertOp::create(im.builder(), im.loc(), im.outType(), v)->getResults());
+}
+
+LogicalResult where(Importer &im) {
+  auto condition = im.operandAs(0, im.builder().getI1Type());
+  auto onTrue = im.operandAs(1, im.out().element);
+  auto onFalse = im.operandAs(2, im.out().element);
+  if (failed(condition) || failed(onTrue) || failed(onFalse))
+    return failure();
+  return im.define(graph::WhereOp::create(im.builder(), im.loc(), im.outType(),
+                                          *condition, *onTrue, *onFalse)
+                       ->getResults());
+}
+
+LogicalResult matmul(Importer &im) {
+  auto lhs = im.tensor(0), rhs = im.tensor(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return im.define(graph::MatmulOp::create(im.builder(), im.loc(), im.outType(),
+                                           im.convert(*lhs, im.out().element),
+                                           im.convert(*rhs, im.out().element))
+                       ->getResults());
+}
+
+/// addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b): the matmul
+/// with a pointwise epilogue that fusion keeps in the matmul's kernel.
+LogicalResult addmm(Importer &im) {
+  Type element = im.out().element;
+  auto bias = im.tensor(0), lhs = im.tensor(1), rhs = im.tensor(2);
+  if (failed(bias) || failed(lhs) || failed(rhs))
+    return failure();
+  OpBuilder &b = im.builder();
+  RankedTensorType type = im.outType();
+  Value product = graph::MatmulOp::create(b, im.loc(), type, im.convert(*lhs, element),
+                                          im.convert(*rhs, element));
+  Value addend = im.convert(*bias, element);
+  for (auto [index, name, operand] :
+       {std::tuple<unsigned, StringRef, Value *>{3, "beta", &addend},
+        std::tuple<unsigned, StringRef, Value *>{4, "alpha", &product}}) {
+    const json::Value *v = im.arg(index, name);
+    if (im.isNull(v))
+      continue;
+    auto scale = im.number(v, name);
+    if (failed(scale))
+      return failure();
+    if (*scale != 1.0)
+      *operand = graph::MulOp::create(b, im.loc(), operand->getType(), *operand,
+                                      im.splat({}, element, *scale));
+  }
+  return im.define(graph::AddOp::create(b, im.loc(), type, product, addend)->getResults());
+}
+
+template <typename Op>
+LogicalResult reduce(Importer &im, bool allDims) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  SmallVector<int64_t> dims;
+  if (!allDims && !im.isNull(im.arg(1, "dim"))) {
+    auto list = im.intList(im.arg(1, "dim"), "dim");
+    if (failed(list))
+      return failure();
+    dims = *list;
+  }
+  bool keepdim = !allDims && im.flag(2, "keepdim", false);
+  Value v = im.convert(*input, im.out().element);
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(), v,
+                              im.builder().getDenseI64ArrayAttr(dims), keepdim)
+                       ->getResults());
+}
+
+template <typename Op>
+LogicalResult softmax(Importer &im) {
+  auto input = im.tensor(0);
+  auto dim = im.integer(im.arg(1, "dim"), "dim");
+  if (failed(input) || failed(dim))
+    return failure();
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(),
+                              im.convert(*input, im.out().element), *dim)
+                       ->getResults());
+}
+
+LogicalResult layerNorm(Importer &im) {
+  auto input = im.tensor(0);
+  auto normalized = im.intList(im.arg(1, "normalized_shape"), "normalized_shape");
+  auto eps = im.number(im.arg(4, "eps"), "eps");
+  if (failed(input) || failed(normalized) || failed(eps))
+    return failure();
+  Type element = im.out().element;
+  Value affine[2];
+  for (unsigned i : {0u, 1u}) {
+    const json::Value *v = im.arg(2 + i, i ? "bias" : "weight");
+    if (im.isTensor(v)) {
+      auto t = im.tensor(2 + i, i ? "bias" : "weight");
+      if (failed(t))
+        return failure();
+      affine[i] = *t;
+    } else {
+      affine[i] = im.splat(*normalized, element, i ? 0.0 : 1.0);
+    }
+  }
+  auto op = graph::LayerNormOp::create(
+      im.builder(), im.loc(), TypeRange{im.outType(0), im.outType(1), im.outType(2)},
+      *input, affine[0], affine[1], im.builder().getI64IntegerAttr(normalized->size()),
+      im.builder().getF64FloatAttr(*eps));
+  return im.define(op->getResults());
+}
+
+/// view, reshape, squeeze, unsqueeze, flatten: the result shape is the node's.
+LogicalResult reshape(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  return im.define(graph::ReshapeOp::create(im.builder(), im.loc(), im.outType(), *input)
+                       ->getResults());
+}
+
+LogicalResult permute(Importer &im, std::function<FailureOr<SmallVector<int64_t>>(int64_t)> dimsOf) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(input->getType()).getRank();
+  auto dims = dimsOf(rank);
+  if (failed(dims))
+    return failure();
+  for (int64_t &d : *dims)
+    if (d < 0)
+      d += rank;
+  return im.define(graph::PermuteOp::create(im.builder(), im.loc(), im.outType(), *input,
+                                            im.builder().getDenseI64ArrayAttr(*dims))
+                       ->getResults());
+}
+
+LogicalResult expand(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  return im.define(graph::ExpandOp::create(im.builder(), im.loc(), im.outType(), *input)
+                       ->getResults());
+}
+
+/// Normalizes a Python slice bound like ATen does.
+int64_t sliceBound(std::optional<int64_t> bound, int64_t size, int64_t missing) {
+  if (!bound)
+    return missing;
+  int64_t b = *bound < 0 ? *bound + size : *bound;
+  return std::clamp<int64_t>(b, 0, size);
+}
+
+LogicalResult slice(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  auto type = cast<RankedTensorType>(input->getType());
+  int64_t dim = 0, step = 1;
+  if (!im.isNull(im.arg(1, "dim"))) {
+    auto d = im.integer(im.arg(1, "dim"), "dim");
+    if (failed(d))
+      return failure();
+    dim = *d < 0 ? *d + type.getRank() : *d;
+  }
+  if (!im.isNull(im.arg(4, "step"))) {
+    auto s = im.integer(im.arg(4, "step"), "step");
+    if (failed(s) || *s < 1)
+      return im.fail("step must be a positive integer");
+    step = *s;
+  }
+  std::optional<int64_t> start;
+  if (!im.isNull(im.arg(2, "start")))
+    if (auto s = im.arg(2, "start")->getAsInteger())
+      start = *s;
+  int64_t begin = sliceBound(start, type.getDimSize(dim), 0);
+  if (begin >= type.getDimSize(dim))
+    begin = 0; // the result is empty; any in-range start will do
+  return im.define(graph::SliceOp::create(im.builder(), im.loc(), im.outType(), *input,
+                                          dim, begin, step)
+                       ->getResults());
+}
+
+LogicalResult select(Importer &im) {
+  auto input = im.tensor(0);
+  auto dimArg = im.integer(im.arg(1, "dim"), "dim");
+  auto indexArg = im.integer(im.arg(2, "index"), "index");
+  if (failed(input) || failed(dimArg) || failed(indexArg))
+    return failure();
+  auto type = cast<RankedTensorType>(input->getType());
+  int64_t dim = *dimArg < 0 ? *dimArg + type.getRank() : *dimArg;
+  int64_t index = *indexArg < 0 ? *indexArg + type.getDimSize(dim) : *indexArg;
+  if (dim < 0 || dim >= type.getRank() || index < 0 || index >= type.getDimSize(dim))
+    return im.fail("index out of range");
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = 1;
+  Value slice = graph::SliceOp::create(im.builder(), im.loc(), type.clone(shape), *input,
+                                       dim, index, 1);
+  return im.define(im.reshape(slice, im.outType()));
+}
+
+LogicalResult concat(Importer &im) {
+  const json::Value *list = im.arg(0, "tensors");
+  const json::Array *array = list ? list->getAsArray() : nullptr;
+  if (!array || array->empty())
+    return im.fail("expects a non-empty list of tensors");
+  RankedTensorType type = im.outType();
+  int64_t dim = 0;
+  if (!im.isNull(im.arg(1, "dim"))) {
+    auto d = im.integer(im.arg(1, "dim"), "dim");
+    if (failed(d))
+      return failure();
+    dim = *d < 0 ? *d + type.getRank() : *d;
+  }
+  SmallVector<Value> inputs;
+  for (const json::Value &entry : *array) {
+    auto input = im.tensorOf(entry);
+    if (failed(input))
+      return failure();
+    auto inputType = cast<RankedTensorType>(input->getType());
+    // ATen skips 1-D empty tensors in cat (legacy behaviour); so do we.
+    if (inputType.getRank() == 1 && inputType.getDimSize(0) == 0 && type.getRank() != 1)
+      continue;
+    inputs.push_back(im.convert(*input, type.getElementType()));
+  }
+  return im.define(graph::ConcatOp::create(im.builder(), im.loc(), type, inputs, dim)
+                       ->getResults());
+}
+
+LogicalResult embedding(Importer &im) {
+  auto weight = im.tensor(0), indices = im.tensor(1);
+  if (failed(weight) || failed(indices))
+    return failure();
+  return im.define(graph::EmbeddingOp::create(im.builder(), im.loc(), im.outType(), *weight,
+                                              im.convert(*indices, im.builder().getI64Type()))
+                       ->getResults());
+}
+
+LogicalResult full(Importer &im, unsigned valueIndex, StringRef name) {
+  auto value = im.number(im.arg(valueIndex, name), name);
+  if (failed(value))
+    return failure();
+  return im.define(im.splat(im.out().shape, im.out().element, *value));
+}
+
+const llvm::StringMap<Handler> &handlers() {
+  static const llvm::StringMap<Handler> table = [] {
+    llvm::StringMap<Handler> t;
+    auto add = [&](std::initializer_list<const char *> names, Handler h) {
+      for (const char *name : names)
+        t[name] = h;
+    };
+    using namespace graph;
+    add({"aten.add.Tensor", "aten.add.Scalar"}, binaryAlpha<AddOp>);
+    add({"aten.sub.Tensor", "aten.sub.Scalar"}, binaryAlpha<SubOp>);
+    add({"aten.mul.Tensor", "aten.mul.Scalar"}, binary<MulOp>);
+    add({"aten.div.Tensor", "aten.div.Scalar"}, binary<DivOp>);
+    add({"aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor"}, binary<PowOp>);
+    add({"aten.maximum.default"}, binary<MaximumOp>);
+    add({"aten.eq.Tensor", "aten.eq.Scalar"}, compare<EqOp>);
+    add({"aten.ne.Tensor", "aten.ne.Scalar"}, compare<NeOp>);
+    add({"aten.lt.Tensor", "aten.lt.Scalar"}, compare<LtOp>);
+    add({"aten.le.Tensor", "aten.le.Scalar"}, compare<LeOp>);
+    add({"aten.gt.Tensor", "aten.gt.Scalar"}, compare<GtOp>);
+    add({"aten.ge.Tensor", "aten.ge.Scalar"}, compare<GeOp>);
+    add({"aten.where.self"}, where);
+    add({"aten.neg.default"}, unary<NegOp>);
+    add({"aten.relu.default"}, unary<ReluOp>);
+    add({"aten.tanh.default"}, unary<TanhOp>);
+    add({"aten.exp.default"}, unary<ExpOp>);
+    add({"aten.log.default"}, unary<LogOp>);
+    add({"aten.sqrt.default"}, unary<SqrtOp>);
+    add({"aten.rsqrt.default"}, unary<RsqrtOp>);
+    add({"aten.sigmoid.default"}, unary<SigmoidOp>);
+    add({"aten.gelu.default"}, gelu);
+    add({"aten.clone.default", "aten._to_copy.default", "aten.lift_fresh_copy.default"},
+        convert);
+    add({"aten.mm.default", "aten.bmm.default"}, matmul);
+    add({"aten.addmm.default"}, addmm);
+    t["aten.sum.dim_IntList"] = [](Importer &im) { return reduce<SumOp>(im, false); };
+    t["aten.sum.default"] = [](Importer &im) { return reduce<SumOp>(im, true); };
+    t["aten.mean.dim"] = [](Importer &im) { return reduce<MeanOp>(im, false); };
+    t["aten.mean.default"] = [](Importer &im) { return reduce<MeanOp>(im, true); };
+    t["aten.amax.default"] = [](Importer &im) { return reduce<AmaxOp>(im, false); };
+    add({"aten._softmax.default"}, softmax<SoftmaxOp>);
+    add({"aten._log_softmax.default"}, softmax<LogSoftmaxOp>);
+    add({"aten.native_layer_norm.default"}, layerNorm);
+    add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+         "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
+         "aten.unsqueeze.default", "aten.flatten.using_ints"},
+        reshape);
+    t["aten.permute.default"] = [](Importer &im) {
+      return permute(im, [&](int64_t) { return im.intList(im.arg(1, "dims"), "dims"); });
+    };
+    t["aten.t.default"] = [](Importer &im) {
+      return permute(im, [](int64_t rank) -> FailureOr<SmallVector<int64_t>> {
+        if (rank < 2)
+          return SmallVector<int64_t>(rank == 1 ? 1 : 0, 0);
+        return SmallVector<int64_t>{1, 0};
+      });
+    };
+    t["aten.transpose.int"] = [](Importer &im) {
+      return permute(im, [&](int64_t rank) -> FailureOr<SmallVector<int64_t>> {
+        auto d0 = im.integer(im.arg(1, "dim0"), "dim0");
+        auto d1 = im.integer(im.arg(2, "dim1"), "dim1");
+        if (failed(d0) || failed(d1))
+          return failure();
+        auto dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+        int64_t a = *d0 < 0 ? *d0 + rank : *d0, c = *d1 < 0 ? *d1 + rank : *d1;
+        if (rank == 0)
+          return dims;
+        std::swap(dims[a], dims[c]);
+        return dims;
+      });
+    };
+    add({"aten.expand.default"}, expand);
+    add({"aten.slice.Tensor"}, slice);
+    add({"aten.select.int"}, select);
+    add({"aten.cat.default"}, concat);
+    add({"aten.embedding.default"}, embedding);
+    t["aten.full.default"] = [](Importer &im) { return full(im, 1, "fill_value"); };
+    t["aten.scalar_tensor.default"] = [](Importer &im) { return full(im, 0, "s"); };
+    return t;
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph structure
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> Importer::parseDType(const json::Value *v, Location l) {
+  std::optional<StringRef> name = v ? v->getAsString() : std::nullopt;
+  if (name) {
+    if (*name == "float32") return Type(b.getF32Type());
+    if (*name == "float64") return Type(b.getF64Type());
+    if (*name == "int64") return Type(b.getI64Type());
+    if (*name == "int32") return Type(b.getI32Type());
+    if (*name == "bool") return Type(b.getI1Type());
+  }
+  (void)fail(l, "unsupported dtype '" + name.value_or("?") +
+                    "' (Kiln compiles float32, float64, int64, int32 and bool)");
+  return failure();
+}
+
+FailureOr<TensorMeta> Importer::parseMeta(const json::Value *v, Location l) {
+  const json::Object *o = v ? v->getAsObject() : nullptr;
+  if (!o) {
+    (void)fail(l, "expected {\"shape\": [...], \"dtype\": ...}");
+    return failure();
+  }
+  TensorMeta meta;
+  auto dtype = parseDType(o->get("dtype"), l);
+  if (failed(dtype))
+    return failure();
+  meta.element = *dtype;
+  const json::Array *shape = o->getArray("shape");
+  if (!shape) {
+    (void)fail(l, "missing shape");
+    return failure();
+  }
+  for (const json::Value &d : *shape) {
+    auto size = d.getAsInteger();
+    if (!size || *size < 0) {
+      (void)fail(l, "shapes must be static non-negative integers");
+      return failure();
+    }
+    meta.shape.push_back(*size);
+  }
+  return meta;
+}
+
+Location Importer::parseLoc(const json::Object &node, StringRef name) {
+  Location inner = UnknownLoc::get(&ctx);
+  if (const json::Object *loc = node.getObject("loc")) {
+    auto file = loc->getString("file");
+    auto line = loc->getInteger("line");
+    if (file && line)
+      inner = FileLineColLoc::get(&ctx, *file, *line, 0);
+  }
+  return NameLoc::get(StringAttr::get(&ctx, name), inner);
+}
+
+LogicalResult Importer::importNode(const json::Object &node) {
+  nodeName = node.getString("name").value_or("").str();
+  target = node.getString("target").value_or("").str();
+  nodeLoc = parseLoc(node, nodeName);
+  args = node.getArray("args");
+  kwargs = node.getObject("kwargs");
+  outputs.clear();
+  if (const json::Array *metas = node.getArray("outputs")) {
+    for (const json::Value &m : *metas) {
+      if (m.kind() == json::Value::Null) {
+        outputs.push_back({{}, b.getF32Type()});
+        continue;
+      }
+      auto meta = parseMeta(&m, nodeLoc);
+      if (failed(meta))
+        return failure();
+      outputs.push_back(*meta);
+    }
+  }
+  if (outputs.empty())
+    return fail("node has no tensor outputs");
+  auto it = handlers().find(target);
+  if (it == handlers().end() || !it->second)
+    return fail("op is not supported by Kiln");
+  return it->second(*this);
+}
+
+OwningOpRef<ModuleOp> Importer::run(StringRef text) {
+  Location fileLoc = FileLineColLoc::get(&ctx, "<fx graph json>", 0, 0);
+  auto parsed = json::parse(text);
+  if (!parsed) {
+    emitError(fileLoc) << "invalid graph JSON: " << llvm::toString(parsed.takeError());
+    return nullptr;
+  }
+  const json::Object *graph = parsed->getAsObject();
+  if (!graph) {
+    emitError(fileLoc) << "graph JSON must be an object";
+    return nullptr;
+  }
+  if (graph->getInteger("version").value_or(0) != 1) {
+    emitError(fileLoc) << "unsupported graph JSON version (expected 1)";
+    return nullptr;
+  }
+  std::string name = graph->getString("name").value_or("graph").str();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  SmallVector<Type> inputTypes;
+  SmallVector<std::string> inputNames;
+  if (const json::Array *inputs = graph->getArray("inputs")) {
+    for (const json::Value &input : *inputs) {
+      const json::Object *o = input.getAsObject();
+      std::string inputName = o ? o->getString("name").value_or("").str() : "";
+      auto meta = parseMeta(&input, NameLoc::get(b.getStringAttr(inputName)));
+      if (failed(meta))
+        return nullptr;
+      inputTypes.push_back(RankedTensorType::get(meta->shape, meta->element));
+      inputNames.push_back(inputName);
+    }
+  }
+  auto func = func::FuncOp::create(b, fileLoc, name, b.getFunctionType(inputTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, inputName] : llvm::enumerate(inputNames))
+    values[inputName] = {entry->getArgument(i)};
+  b.setInsertionPointToStart(entry);
+
+  if (const json::Array *nodes = graph->getArray("nodes")) {
+    for (const json::Value &node : *nodes) {
+      const json::Object *o = node.getAsObject();
+      if (!o) {
+        emitError(fileLoc) << "every node must be an object";
+        return nullptr;
+      }
+      if (failed(importNode(*o)))
+        return nullptr;
+    }
+  }
+
+  SmallVector<Value> results;
+  if (const json::Array *outputsList = graph->getArray("outputs")) {
+    for (const json::Value &output : *outputsList) {
+      if (output.kind() == json::Value::Null)
+        continue;
+      const json::Object *ref = output.getAsObject();
+      auto refName = ref ? ref->getString("ref") : std::nullopt;
+      int64_t index = ref ? ref->getInteger("index").value_or(0) : 0;
+      auto it = values.find(refName.value_or(""));
+      if (!refName || it == values.end() || index >= (int64_t)it->second.size()) {
+        emitError(fileLoc) << "graph output refers to unknown value '"
+                           << refName.value_or("") << "'";
+        return nullptr;
+      }
+      results.push_back(it->second[index]);
+    }
+  }
+  func::ReturnOp::create(b, fileLoc, results);
+  func.setFunctionType(b.getFunctionType(inputTypes, TypeRange(ValueRange(results))));
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> kiln::importFxGraph(StringRef json, MLIRContext &context) {
+  context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  return Importer(context).run(json);
+}
+
+std::vector<std::string> kiln::supportedFxTargets() {
+  std::vector<std::string> names;
+  for (const auto &entry : handlers())
+    if (entry.second)
+      names.push_back(entry.first().str());
+  llvm::sort(names);
+  return names;
+}

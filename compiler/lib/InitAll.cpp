@@ -1,0 +1,40 @@
+#include "kiln/InitAll.h"
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Dialect/Kernel/Transforms/Passes.h"
+#include "kiln/Dialect/Plan/IR/PlanOps.h"
+#include "kiln/Pipelines/Pipelines.h"
+#include "kiln/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
+  registry.insert<graph::GraphDialect, kernel::KernelDialect, plan::PlanDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::math::MathDialect, mlir::linalg::LinalgDialect,
+                  mlir::tensor::TensorDialect, mlir::bufferization::BufferizationDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
+                  mlir::vector::VectorDialect, mlir::index::IndexDialect,
+                  mlir::LLVM::LLVMDialect>();
+  mlir::registerAllExtensions(registry);
+}
+
+void kiln::registerAllKilnPasses() {
+  static bool registered = [] {
+    mlir::registerAllPasses();
+    kernel::registerKernelPasses();
+    registerConversionPasses();
+    cpu::registerCPUPasses();
+    registerPipelines();
+    return true;
+  }();
+  (void)registered;
+}

@@ -1,0 +1,51 @@
+#include "kiln/Pipelines/Pipelines.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace kiln;
+
+std::vector<PipelineStage> kiln::graphStages() {
+  return {
+      {"kernels", "canonicalize,cse,func.func(kiln-form-kernels),canonicalize"},
+      {"plan", "kiln-outline-kernels,symbol-dce"},
+  };
+}
+
+std::vector<PipelineStage> kiln::cpuKernelStages() {
+  return {
+      {"linalg", "convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
+                 "kiln-fuse-elementwise),canonicalize,cse"},
+      {"bufferized", "kiln-bufferize-kernels,buffer-deallocation-pipeline,canonicalize,cse"},
+      {"loops", "func.func(convert-linalg-to-loops,kiln-distribute-workgroups)"},
+      {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"
+               "convert-scf-to-cf,arith-expand,convert-math-to-llvm,"
+               "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+               "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+               "reconcile-unrealized-casts,kiln-emit-kernel-abi,canonicalize"},
+  };
+}
+
+static std::string join(const std::vector<PipelineStage> &stages) {
+  std::string text;
+  for (const PipelineStage &stage : stages)
+    text += (text.empty() ? "" : ",") + stage.pipeline;
+  return text;
+}
+
+static void registerTextual(llvm::StringRef name, llvm::StringRef description,
+                            std::string pipeline) {
+  mlir::PassPipelineRegistration<>(
+      name, description, [pipeline](mlir::OpPassManager &pm) {
+        if (failed(mlir::parsePassPipeline(pipeline, pm)))
+          llvm::report_fatal_error("invalid built-in pipeline");
+      });
+}
+
+void kiln::registerPipelines() {
+  registerTextual("kiln-graph-to-plan",
+                  "Fuse kiln_graph into kernels and outline them into a host plan",
+                  join(graphStages()));
+  registerTextual("kiln-cpu-codegen",
+                  "Lower kernel functions to LLVM dialect for the CPU",
+                  join(cpuKernelStages()));
+}

@@ -1,0 +1,64 @@
+// kiln._C.compiler: FX graph JSON -> artifact bytes. No torch in here.
+#include "Bindings.h"
+
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/Importer/FxImporter.h"
+
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+void initCompiler(py::module_ &root, py::module_ m) {
+  static py::exception<std::runtime_error> compileError(root, "CompileError",
+                                                        PyExc_RuntimeError);
+  m.def(
+      "compile",
+      [](const std::string &json, const std::string &target, bool keepStages) {
+        CompileOptions options;
+        options.target = target;
+        options.keepStages = keepStages;
+        llvm::Expected<CompiledGraph> compiled = [&] {
+          py::gil_scoped_release release;
+          return compileFxGraphJson(json, options);
+        }();
+        if (!compiled) {
+          std::string message = llvm::toString(compiled.takeError());
+          PyErr_SetString(compileError.ptr(), message.c_str());
+          throw py::error_already_set();
+        }
+        std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled->artifact);
+        py::list kernels;
+        for (const KernelSummary &k : compiled->kernels) {
+          py::dict kernel;
+          kernel["name"] = k.name;
+          kernel["workgroups"] = k.workgroups;
+          kernel["ops"] = k.ops;
+          kernel["locations"] = k.locations;
+          kernels.append(kernel);
+        }
+        py::dict result;
+        result["artifact"] = py::bytes(reinterpret_cast<const char *>(bytes.data()),
+                                       bytes.size());
+        result["kernels"] = (int)compiled->artifact.kernels.size();
+        result["kernel_info"] = kernels;
+        result["stages"] = compiled->stages;
+        result["stage_times_ms"] = compiled->stageTimesMs;
+        py::list asmList;
+        if (!compiled->llvmIR.empty())
+          asmList.append(py::make_tuple("kernels.ll", compiled->llvmIR));
+        if (!compiled->assembly.empty())
+          asmList.append(py::make_tuple("kernels.s", compiled->assembly));
+        result["kernel_asm"] = asmList;
+        result["target"] = compiled->artifact.target;
+        return result;
+      },
+      py::arg("graph_json"), py::arg("target") = "cpu", py::arg("keep_stages") = false,
+      "Compile the JSON form of an FX graph; raises CompileError with diagnostics.");
+  m.def("supported_ops", &supportedFxTargets,
+        "ATen overloads the importer understands.");
+  m.def("supported_targets", [] { return std::vector<std::string>{"cpu"}; });
+}
+
+} // namespace kiln::python
