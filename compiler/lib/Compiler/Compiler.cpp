@@ -70,8 +70,13 @@ public:
 
   LogicalResult runStage(ModuleOp module, const PipelineStage &stage) {
     PassManager pm(module.getContext());
-    if (failed(parsePassPipeline(stage.pipeline, pm)))
+    std::string parseErrors;
+    llvm::raw_string_ostream errorStream(parseErrors);
+    if (failed(parsePassPipeline(stage.pipeline, pm, errorStream))) {
+      emitError(module.getLoc()) << "invalid pipeline for stage '" << stage.name
+                                 << "': " << parseErrors;
       return failure();
+    }
     auto start = std::chrono::steady_clock::now();
     LogicalResult result = pm.run(module);
     auto end = std::chrono::steady_clock::now();
@@ -84,6 +89,7 @@ public:
 
   llvm::Expected<CompiledGraph> compile(ModuleOp module) {
     MLIRContext *context = module.getContext();
+    registerAllKilnPasses();
     DiagnosticCollector diagnostics(context);
     if (options.target != "cpu")
       return llvm::createStringError("unknown target '" + options.target +
