@@ -1,0 +1,266 @@
+"""ATen-level FX GraphModule -> Kiln graph JSON (version 1).
+
+The JSON is the contract with the C++ importer (kiln._C.compiler.compile):
+
+    {"version": 1, "name": str,
+     "inputs":  [{"name", "shape", "dtype"}],   placeholders, then get_attr constants
+     "nodes":   [{"name", "target", "args", "kwargs", "outputs", "loc"}],
+     "outputs": [ARG or null]}
+
+ARG is a ref {"ref": name, "index": i}, a JSON scalar, a list of ARGs,
+{"dtype": name} or {"float": "inf" | "-inf" | "nan"}. getitem nodes are not
+emitted: they become refs with an index into a multi-result node. Device,
+layout, memory_format and pin_memory keyword arguments are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+from kiln.errors import SerializeError
+
+FORMAT_VERSION = 1
+
+DTYPE_NAMES: dict[torch.dtype, str] = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
+
+# Placement and storage details the compiler decides itself.
+DROPPED_KWARGS = frozenset({"device", "layout", "memory_format", "pin_memory"})
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """The user's source line an FX node came from."""
+
+    file: str
+    line: int
+    code: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "code": self.code}
+
+
+def source_loc(node: torch.fx.Node) -> SourceLoc | None:
+    """The last frame of node.meta["stack_trace"] (the innermost user line), or None."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    lines = trace.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        match = _FRAME_RE.match(lines[i])
+        if not match:
+            continue
+        code = ""
+        if i + 1 < len(lines) and not _FRAME_RE.match(lines[i + 1]):
+            code = lines[i + 1].strip()
+            if code and set(code) <= set("^~ "):  # a caret marker, not source text
+                code = ""
+        file = match["file"]
+        if not file.startswith("<") and not os.path.isabs(file):
+            file = os.path.abspath(file)
+        return SourceLoc(file, int(match["line"]), code)
+    return None
+
+
+def op_name(node: torch.fx.Node) -> str:
+    """A printable name of what the node calls, e.g. "aten.addmm.default"."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+
+
+def is_getitem(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is operator.getitem
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    try:
+        return DTYPE_NAMES[dtype]
+    except KeyError:
+        raise SerializeError(f"dtype {dtype} has no Kiln encoding") from None
+
+
+def tensor_spec(value: Any, what: str) -> dict[str, Any]:
+    """{"shape", "dtype"} of a (fake) tensor with static shape."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise SerializeError(f"{what} is a symbolic value (dynamic shapes are not supported)")
+    if not isinstance(value, torch.Tensor):
+        raise SerializeError(f"{what} is a {type(value).__name__}, not a tensor")
+    shape = []
+    for dim in value.shape:
+        if type(dim) is not int:
+            raise SerializeError(f"{what} has a symbolic shape {list(value.shape)}")
+        shape.append(dim)
+    return {"shape": shape, "dtype": dtype_name(value.dtype)}
+
+
+def node_value(node: torch.fx.Node) -> Any:
+    if "val" not in node.meta:
+        raise SerializeError(f"node {node.name} has no meta['val'] (shape metadata)")
+    return node.meta["val"]
+
+
+def result_specs(node: torch.fx.Node) -> list[dict[str, Any] | None]:
+    """One {"shape", "dtype"} per result of the node; None for a None result."""
+    value = node_value(node)
+    if isinstance(value, (tuple, list)):
+        return [
+            None if v is None else tensor_spec(v, f"result {i} of {node.name}")
+            for i, v in enumerate(value)
+        ]
+    return [tensor_spec(value, f"result of {node.name}")]
+
+
+def encode_ref(node: torch.fx.Node) -> dict[str, Any]:
+    """A ref to a node's value, folding getitem into an index."""
+    if is_getitem(node):
+        source, index = node.args
+        if not isinstance(source, torch.fx.Node) or type(index) is not int:
+            raise SerializeError(f"cannot encode getitem {node.name}{tuple(node.args)}")
+        if source.op != "call_function" or is_getitem(source):
+            raise SerializeError(f"getitem {node.name} indexes {source.op} {source.name}")
+        return {"ref": source.name, "index": index}
+    value = node.meta.get("val")
+    if isinstance(value, (tuple, list)):
+        raise SerializeError(f"{node.name} is a multi-result node used without getitem")
+    return {"ref": node.name, "index": 0}
+
+
+def encode_arg(value: Any) -> Any:
+    """One FX argument as ARG JSON."""
+    if isinstance(value, torch.fx.Node):
+        return encode_ref(value)
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise SerializeError(f"integer {value} does not fit in int64")
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return {"float": "nan"}
+        if math.isinf(value):
+            return {"float": "inf" if value > 0 else "-inf"}
+        return value
+    if isinstance(value, (list, tuple)):
+        return [encode_arg(v) for v in value]
+    if isinstance(value, torch.dtype):
+        return {"dtype": dtype_name(value)}
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise SerializeError(f"symbolic value {value} (dynamic shapes are not supported)")
+    raise SerializeError(f"cannot encode argument {value!r} of type {type(value).__name__}")
+
+
+def encode_call(node: torch.fx.Node) -> tuple[list[Any], dict[str, Any]]:
+    """The args and kwargs of a call_function node as ARG JSON."""
+    args = [encode_arg(a) for a in node.args]
+    kwargs = {k: encode_arg(v) for k, v in node.kwargs.items() if k not in DROPPED_KWARGS}
+    return args, kwargs
+
+
+@dataclass
+class SerializedGraph:
+    """The graph JSON, plus the constant tensors to pass after the real inputs."""
+
+    graph: dict[str, Any]
+    constants: list[torch.Tensor]
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.graph, allow_nan=False, indent=indent)
+
+    @property
+    def output_is_ref(self) -> list[bool]:
+        """Per graph output: does the compiled graph produce it (True) or is it a literal?"""
+        return [isinstance(o, dict) and "ref" in o for o in self.graph["outputs"]]
+
+
+def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> SerializedGraph:
+    """Encode an ATen-level FX graph; raises SerializeError for anything not encodable."""
+    inputs: list[dict[str, Any]] = []
+    constants: list[dict[str, Any]] = []
+    constant_values: list[torch.Tensor] = []
+    nodes: list[dict[str, Any]] = []
+    outputs: list[Any] | None = None
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            spec = tensor_spec(node_value(node), f"input {node.name}")
+            inputs.append({"name": node.name, **spec})
+        elif node.op == "get_attr":
+            value = _fetch_attr(gm, node.target)
+            if not isinstance(value, torch.Tensor):
+                raise SerializeError(f"get_attr {node.target} is not a tensor")
+            constants.append({"name": node.name, **tensor_spec(value, f"constant {node.target}")})
+            constant_values.append(value)  # no tensor ops here: a FakeTensorMode may be active
+        elif node.op == "call_function":
+            if is_getitem(node):
+                encode_ref(node)  # validates; users refer to the producer directly
+                continue
+            if not isinstance(node.target, torch._ops.OpOverload):
+                raise SerializeError(
+                    f"node {node.name} calls {op_name(node)}, which is not an ATen op overload"
+                )
+            args, kwargs = encode_call(node)
+            loc = source_loc(node)
+            nodes.append(
+                {
+                    "name": node.name,
+                    "target": str(node.target),
+                    "args": args,
+                    "kwargs": kwargs,
+                    "outputs": result_specs(node),
+                    "loc": loc.to_json() if loc else None,
+                }
+            )
+        elif node.op == "output":
+            result = node.args[0]
+            results = result if isinstance(result, (tuple, list)) else [result]
+            outputs = [encode_arg(r) for r in results]
+        else:
+            raise SerializeError(f"node {node.name} is a {node.op}, which Kiln cannot encode")
+
+    if outputs is None:
+        raise SerializeError("graph has no output node")
+    graph = {
+        "version": FORMAT_VERSION,
+        "name": name,
+        "inputs": inputs + constants,
+        "nodes": nodes,
+        "outputs": outputs,
+    }
+    return SerializedGraph(graph, constant_values)
+
+
+def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
+    value: Any = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value

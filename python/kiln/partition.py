@@ -1,0 +1,182 @@
+"""Which FX nodes Kiln can compile, and splitting a graph into Kiln and eager parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Collection, Iterable, Mapping
+
+import torch
+import torch.fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from kiln.errors import SerializeError
+from kiln.fx_serialize import (
+    SourceLoc,
+    encode_call,
+    encode_ref,
+    is_getitem,
+    op_name,
+    source_loc,
+)
+
+SUPPORTED_DTYPES = (torch.float32, torch.int64, torch.bool)
+
+# Ops that only re-describe memory. A partition made only of these is not
+# worth a Kiln launch: eager runs them as free views.
+VIEW_OPS = frozenset(
+    {
+        "aten.view",
+        "aten._unsafe_view",
+        "aten.reshape",
+        "aten.permute",
+        "aten.expand",
+        "aten.squeeze",
+        "aten.unsqueeze",
+        "aten.slice",
+        "aten.select",
+        "aten.t",
+        "aten.transpose",
+        "aten.alias",
+        "aten.detach",
+    }
+)
+
+PARTITION_PREFIX = "kiln_partition_"
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A node Kiln cannot compile, and why."""
+
+    node: torch.fx.Node
+    op: str
+    reason: str
+    loc: SourceLoc | None
+
+    def where(self) -> str:
+        return str(self.loc) if self.loc else "<unknown source line>"
+
+    def describe(self) -> str:
+        text = f"{self.op} at {self.where()}"
+        if self.loc and self.loc.code:
+            text += f" (`{self.loc.code}`)"
+        return f"{text}: {self.reason}"
+
+
+class KilnSupport(OperatorSupportBase):
+    """Per-node support: a known ATen overload, Kiln dtypes, static shapes, the target device."""
+
+    def __init__(self, supported_ops: Iterable[str], target: str = "cpu"):
+        self.supported_ops = frozenset(supported_ops)
+        self.target = target
+        self._reasons: dict[torch.fx.Node, str | None] = {}
+
+    def is_node_supported(
+        self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node
+    ) -> bool:
+        return self.reason(node) is None
+
+    def reason(self, node: torch.fx.Node) -> str | None:
+        """None when Kiln can compile the node, else why not."""
+        if node not in self._reasons:
+            self._reasons[node] = self._check(node)
+        return self._reasons[node]
+
+    def _check(self, node: torch.fx.Node) -> str | None:
+        if node.op != "call_function":
+            return f"{node.op} nodes are not compiled by Kiln"
+        if is_getitem(node):
+            source = node.args[0]
+            if not isinstance(source, torch.fx.Node) or source.op != "call_function":
+                return "getitem of a value that is not an op result"
+            return self.reason(source)
+        if not isinstance(node.target, torch._ops.OpOverload):
+            return "not an ATen operator"
+        if str(node.target) not in self.supported_ops:
+            return "op not supported by Kiln"
+        if "val" not in node.meta:
+            return "no shape metadata (meta['val'])"
+        values: list[tuple[str, Any]] = [("result", node.meta["val"])]
+        for arg in node.all_input_nodes:
+            values.append((f"input {arg.name}", arg.meta.get("val")))
+        for what, value in values:
+            problem = self._check_value(what, value)
+            if problem:
+                return problem
+        try:
+            for arg in node.all_input_nodes:
+                encode_ref(arg)
+            encode_call(node)
+        except SerializeError as err:
+            return f"cannot encode its arguments: {err}"
+        return None
+
+    def _check_value(self, what: str, value: Any) -> str | None:
+        if isinstance(value, (tuple, list)):
+            for item in value:
+                problem = None if item is None else self._check_value(what, item)
+                if problem:
+                    return problem
+            return None
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return f"{what} is a symbolic value (Kiln needs static shapes)"
+        if not isinstance(value, torch.Tensor):
+            return f"{what} is a {type(value).__name__}, not a tensor"
+        if value.dtype not in SUPPORTED_DTYPES:
+            names = ", ".join(str(d).removeprefix("torch.") for d in SUPPORTED_DTYPES)
+            dtype = str(value.dtype).removeprefix("torch.")
+            return f"{what} has dtype {dtype} (Kiln supports {names})"
+        if any(type(d) is not int for d in value.shape):
+            return f"{what} has a symbolic shape (Kiln needs static shapes)"
+        if value.device.type != self.target:
+            return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
+        return None
+
+
+def find_unsupported(gm: torch.fx.GraphModule, support: KilnSupport) -> list[Unsupported]:
+    """The call nodes Kiln cannot compile, in graph order (getitems of those are skipped)."""
+    found = []
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr", "output"):
+            continue
+        if is_getitem(node) and isinstance(node.args[0], torch.fx.Node):
+            continue  # reported through its producer
+        reason = support.reason(node)
+        if reason is not None:
+            found.append(Unsupported(node, op_name(node), reason, source_loc(node)))
+    return found
+
+
+def has_compute(nodes: Collection[torch.fx.Node]) -> bool:
+    """Does a set of nodes do any work beyond views and getitems?"""
+    for node in nodes:
+        if node.op != "call_function" or is_getitem(node):
+            continue
+        packet = op_name(node).rsplit(".", 1)[0]
+        if packet not in VIEW_OPS:
+            return True
+    return False
+
+
+def partition_graph(
+    gm: torch.fx.GraphModule, support: KilnSupport
+) -> tuple[torch.fx.GraphModule, list[str]]:
+    """Fuse supported regions of gm into submodules (in place).
+
+    Returns the graph module and the names of the submodules that Kiln should
+    compile; everything else in the graph stays ATen calls that run eagerly.
+    """
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    partitions: list[Partition] = [
+        p for p in partitioner.propose_partitions() if has_compute(p.nodes)
+    ]
+    if not partitions:
+        return gm, []
+    split = partitioner.fuse_partitions(partitions, prefix=PARTITION_PREFIX)
+    names = [
+        node.target
+        for node in split.graph.nodes
+        if node.op == "call_module" and str(node.target).startswith(PARTITION_PREFIX)
+    ]
+    return split, names

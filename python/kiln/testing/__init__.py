@@ -1,0 +1,1 @@
+"""Models and helpers for testing and benchmarking Kiln."""

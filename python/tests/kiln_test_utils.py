@@ -1,0 +1,62 @@
+"""Helpers shared by the kiln tests (importable because pytest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+import kiln
+
+
+def capture_aten(fn: Callable[..., Any], *inputs: Any, dynamic: bool = False) -> list[torch.fx.GraphModule]:
+    """The ATen graphs aot_autograd gives a backend for fn(*inputs), as kiln_backend sees them."""
+    graphs: list[torch.fx.GraphModule] = []
+
+    def compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    backend = aot_autograd(
+        fw_compiler=compiler, decompositions=torch._decomp.core_aten_decompositions()
+    )
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=True)(*inputs)
+    return graphs
+
+
+def line_of(marker: str, path: str) -> int:
+    """The 1-based line of the only line of path that contains marker."""
+    hits = [i for i, text in enumerate(Path(path).read_text().splitlines(), 1) if marker in text]
+    assert len(hits) == 1, f"marker {marker!r} found on lines {hits} of {path}"
+    return hits[0]
+
+
+def unwrap_backend_error(err: BaseException) -> BaseException:
+    """The exception the backend raised, from Dynamo's BackendCompilerFailed wrapper."""
+    while True:
+        inner = getattr(err, "inner_exception", None)
+        if inner is None:
+            return err
+        err = inner
+
+
+def compile_kiln(fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
+    return torch.compile(fn, backend="kiln", options=options, dynamic=False)
+
+
+def assert_kiln_matches_eager(
+    fn: Callable[..., Any], *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5
+) -> None:
+    """fn compiled by Kiln with fallback="error" gives eager's result, and Kiln compiled it."""
+    expected = fn(*inputs)
+    before = len(kiln.compile_records())
+    actual = compile_kiln(fn, fallback="error")(*inputs)
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)
+    records = kiln.compile_records()[before:]
+    assert records, "Kiln compiled no graph"
+    assert all(r.status == "compiled" for r in records), records

@@ -1,0 +1,162 @@
+"""Unsupported ops: fallback="eager" runs them in PyTorch, fallback="error" names them."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+import torch
+
+import kiln
+from kiln_test_utils import compile_kiln, line_of, unwrap_backend_error
+
+pytestmark = pytest.mark.usefixtures("kiln_ext")
+
+THIS_FILE = os.path.abspath(__file__)
+
+
+def with_cumsum(x):
+    y = x * 2 + 1
+    z = torch.cumsum(y, 0)  # kiln-test: cumsum
+    return z.relu() - 1
+
+
+CUMSUM_LINE = line_of("# " + "kiln-test: cumsum", THIS_FILE)
+
+
+def kiln_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "kiln" and r.levelno == logging.WARNING]
+
+
+def test_unsupported_op_runs_eagerly_with_one_warning(caplog):
+    line = CUMSUM_LINE
+    x = torch.randn(5, 3)
+    compiled = compile_kiln(with_cumsum)
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), with_cumsum(x), rtol=1e-4, atol=1e-5)
+        x2 = torch.randn(5, 3)
+        torch.testing.assert_close(compiled(x2), with_cumsum(x2), rtol=1e-4, atol=1e-5)
+
+    messages = kiln_warnings(caplog)
+    assert len(messages) == 1, messages
+    assert "aten.cumsum.default" in messages[0]
+    assert f"{THIS_FILE}:{line}" in messages[0]
+    assert "torch.cumsum(y, 0)" in messages[0]
+
+    (record,) = kiln.compile_records()
+    assert record.status == "partitioned"
+    assert record.partitions == 2  # x * 2 + 1 before cumsum, relu - 1 after
+    assert [f["op"] for f in record.fallbacks] == ["aten.cumsum.default"]
+    assert record.fallbacks[0]["line"] == line
+
+
+def test_same_line_warns_once_across_graphs(caplog):
+    compiled_a = compile_kiln(with_cumsum)
+    compiled_b = compile_kiln(lambda x: with_cumsum(x) * 3)
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        compiled_a(torch.randn(4, 2))
+        compiled_b(torch.randn(4, 2))
+    assert len(kiln_warnings(caplog)) == 1
+    assert len(kiln.compile_records()) == 2
+
+
+def test_unsupported_op_with_fallback_error_names_op_and_line(kiln_ext, monkeypatch):
+    line = CUMSUM_LINE
+    calls = []
+    real_compile = kiln_ext.compiler.compile
+    monkeypatch.setattr(kiln_ext.compiler, "compile", lambda *a: calls.append(a) or real_compile(*a))
+
+    with pytest.raises(Exception) as info:
+        compile_kiln(with_cumsum, fallback="error")(torch.randn(5, 3))
+
+    err = unwrap_backend_error(info.value)
+    assert isinstance(err, kiln.UnsupportedOpError), repr(err)
+    assert err.op == "aten.cumsum.default"
+    assert (err.file, err.line) == (THIS_FILE, line)
+    assert "torch.cumsum(y, 0)" in err.code
+    assert f"aten.cumsum.default at {THIS_FILE}:{line}" in str(err)
+    assert not calls, "Kiln compiled something before reporting the unsupported op"
+
+
+def test_unsupported_dtype_falls_back(caplog):
+    fn = lambda x: torch.relu(x) * 2  # noqa: E731
+    x = torch.randn(4, 3, dtype=torch.float64)
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        torch.testing.assert_close(compile_kiln(fn)(x), fn(x))
+    messages = kiln_warnings(caplog)
+    assert messages and all("float64" in m for m in messages), messages
+    assert kiln.compile_records()[0].status == "eager"
+
+
+def test_unsupported_dtype_with_fallback_error():
+    with pytest.raises(Exception) as info:
+        compile_kiln(lambda x: x * 2, fallback="error")(torch.ones(3, dtype=torch.float16))
+    err = unwrap_backend_error(info.value)
+    assert isinstance(err, kiln.UnsupportedOpError)
+    assert "float16" in err.reason
+
+
+def test_compile_error_falls_back_to_eager(kiln_ext, monkeypatch, caplog):
+    def failing_compile(graph_json, target, keep_stages):
+        raise kiln_ext.CompileError("model.py:3:5: error: 'kiln_graph.add' op injected failure")
+
+    monkeypatch.setattr(kiln_ext.compiler, "compile", failing_compile)
+    fn = lambda x: torch.tanh(x) + 1  # noqa: E731
+    x = torch.randn(3, 4)
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        torch.testing.assert_close(compile_kiln(fn)(x), fn(x))
+    messages = kiln_warnings(caplog)
+    assert len(messages) == 1 and "injected failure" in messages[0], messages
+    (record,) = kiln.compile_records()
+    assert record.status == "eager" and record.errors
+
+
+def test_compile_error_in_partition_runs_partition_eagerly(kiln_ext, monkeypatch, caplog):
+    real_compile = kiln_ext.compiler.compile
+
+    def compile_fails_on_relu(graph_json, target, keep_stages):
+        if "aten.relu.default" in graph_json:
+            raise kiln_ext.CompileError("injected failure in the relu partition")
+        return real_compile(graph_json, target, keep_stages)
+
+    monkeypatch.setattr(kiln_ext.compiler, "compile", compile_fails_on_relu)
+    x = torch.randn(5, 3)
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        torch.testing.assert_close(compile_kiln(with_cumsum)(x), with_cumsum(x), rtol=1e-4, atol=1e-5)
+    (record,) = kiln.compile_records()
+    assert record.partitions == 1 and len(record.errors) == 1
+
+
+def test_compile_error_with_fallback_error_propagates(kiln_ext, monkeypatch):
+    def failing_compile(graph_json, target, keep_stages):
+        raise kiln_ext.CompileError("injected failure")
+
+    monkeypatch.setattr(kiln_ext.compiler, "compile", failing_compile)
+    with pytest.raises(Exception) as info:
+        compile_kiln(lambda x: x + 1, fallback="error")(torch.randn(3))
+    err = unwrap_backend_error(info.value)
+    assert isinstance(err, kiln_ext.CompileError) and "injected failure" in str(err)
+
+
+def test_dump_dir(tmp_path):
+    x = torch.randn(5, 3)
+    compile_kiln(with_cumsum, dump_dir=str(tmp_path))(x)
+    compile_kiln(lambda t: (t @ t.t()).softmax(-1), dump_dir=str(tmp_path))(x)
+
+    whole = tmp_path / "graph_1"
+    for name in ("fx_graph.py", "graph.json", "artifact.kiln", "summary.json"):
+        assert (whole / name).is_file(), name
+    assert sorted(p.name for p in whole.glob("[0-9][0-9]-*.mlir"))
+    summary = __import__("json").loads((whole / "summary.json").read_text())
+    assert summary["status"] == "compiled"
+    assert summary["kernels"] > 0 and summary["artifact_bytes"] == (whole / "artifact.kiln").stat().st_size
+    assert summary["ops"]["aten._softmax.default"] == 1
+
+    split = tmp_path / "graph_0"
+    summary = __import__("json").loads((split / "summary.json").read_text())
+    assert summary["status"] == "partitioned"
+    assert summary["fallbacks"][0]["op"] == "aten.cumsum.default"
+    assert (split / "partition_0" / "graph.json").is_file()
+    assert (split / "partition_1" / "artifact.kiln").is_file()

@@ -1,0 +1,474 @@
+"""Every op Kiln supports, compiled with fallback="error" and compared to eager."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kiln_test_utils import assert_kiln_matches_eager as check
+from kiln_test_utils import compile_kiln
+
+pytestmark = pytest.mark.usefixtures("kiln_ext")
+
+
+# Input makers. Each case builds fresh inputs after the per-test seed is set.
+def f32(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+def pos(*shape: int) -> torch.Tensor:
+    return torch.rand(*shape) + 0.1
+
+
+def i64(*shape: int, low: int = -5, high: int = 6) -> torch.Tensor:
+    return torch.randint(low, high, shape)
+
+
+def nz64(*shape: int) -> torch.Tensor:
+    """Non-zero int64 (divisors)."""
+    x = torch.randint(1, 6, shape)
+    return torch.where(torch.rand(shape) > 0.5, x, -x)
+
+
+def b(*shape: int) -> torch.Tensor:
+    return torch.rand(*shape) > 0.5
+
+
+def strided(rows: int, cols: int) -> torch.Tensor:
+    """A sliced (every other column), non-contiguous float tensor of shape (rows, cols)."""
+    return torch.randn(rows, 2 * cols)[:, ::2]
+
+
+# ---------------------------------------------------------------------------
+# matmul
+
+MATMUL = [
+    ("mm", torch.mm, lambda: (f32(4, 8), f32(8, 5))),
+    ("mm_transposed", torch.mm, lambda: (f32(8, 4).t(), f32(5, 8).t())),
+    ("mm_sliced", torch.mm, lambda: (strided(4, 8), f32(8, 5))),
+    ("mm_size1", torch.mm, lambda: (f32(1, 1), f32(1, 7))),
+    ("mm_size0_k", torch.mm, lambda: (f32(3, 0), f32(0, 4))),
+    ("mm_size0_m", torch.mm, lambda: (f32(0, 3), f32(3, 4))),
+    ("mm_int64", torch.mm, lambda: (i64(3, 4), i64(4, 2))),
+    ("matmul_operator", lambda a, b: a @ b, lambda: (f32(16, 32), f32(32, 24))),
+    ("addmm", torch.addmm, lambda: (f32(5), f32(4, 8), f32(8, 5))),
+    ("addmm_full_bias", torch.addmm, lambda: (f32(4, 5), f32(4, 8), f32(8, 5))),
+    (
+        "addmm_alpha_beta",
+        lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0),
+        lambda: (f32(4, 5), f32(4, 8), f32(8, 5)),
+    ),
+    ("addmm_transposed", torch.addmm, lambda: (f32(5), f32(8, 4).t(), f32(5, 8).t())),
+    ("linear", F.linear, lambda: (f32(6, 8), f32(3, 8), f32(3))),
+    ("linear_3d", F.linear, lambda: (f32(2, 6, 8), f32(3, 8), f32(3))),
+    ("linear_no_bias", F.linear, lambda: (f32(6, 8), f32(3, 8))),
+    ("bmm", torch.bmm, lambda: (f32(2, 3, 4), f32(2, 4, 5))),
+    ("bmm_transposed", lambda a, b: torch.bmm(a, b.transpose(1, 2)), lambda: (f32(2, 3, 4), f32(2, 5, 4))),
+    ("bmm_batch1", torch.bmm, lambda: (f32(1, 3, 4), f32(1, 4, 1))),
+    ("matmul_4d", torch.matmul, lambda: (f32(2, 3, 4, 5), f32(2, 3, 5, 6))),
+    ("matmul_broadcast", torch.matmul, lambda: (f32(2, 3, 4, 5), f32(5, 6))),
+]
+
+
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in MATMUL])
+def test_matmul(fn, make):
+    check(fn, *make())
+
+
+# ---------------------------------------------------------------------------
+# elementwise binary: add sub mul div
+
+
+BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+}
+
+# (id, inputs, ops it applies to). Divisors are non-zero.
+BINARY_INPUTS = [
+    ("f32", lambda: (f32(3, 4), pos(3, 4)), "add sub mul div"),
+    ("broadcast", lambda: (f32(4, 1, 3), pos(2, 3)), "add sub mul div"),
+    ("broadcast_rank1", lambda: (f32(5, 3), pos(3)), "add sub mul div"),
+    ("size1_broadcast", lambda: (f32(1), pos(4, 1)), "add sub mul div"),
+    ("size0", lambda: (f32(0, 3), pos(1, 3)), "add sub mul div"),
+    ("transposed", lambda: (f32(4, 3).t(), pos(3, 4)), "add sub mul div"),
+    ("sliced", lambda: (strided(3, 4), pos(3, 4)[:, :]), "add sub mul div"),
+    ("scalar_float", lambda: (f32(3, 4), 2.5), "add sub mul div"),
+    ("scalar_int", lambda: (f32(3, 4), 3), "add sub mul div"),
+    ("scalar_first", lambda: (2.0, pos(3, 4)), "add sub mul div"),
+    ("int64", lambda: (i64(3, 4), nz64(3, 4)), "add sub mul div"),
+    ("int64_scalar", lambda: (i64(3, 4), 3), "add sub mul div"),
+    ("int64_float_promotion", lambda: (i64(3, 4), pos(3, 4)), "add sub mul div"),
+    ("int64_float_scalar", lambda: (i64(3, 4), 0.5), "add sub mul div"),
+    ("bool", lambda: (b(3, 4), b(3, 4)), "add mul"),
+    ("bool_float", lambda: (b(3, 4), pos(3, 4)), "add mul div"),
+]
+
+
+@pytest.mark.parametrize(
+    "op, make",
+    [
+        pytest.param(op, make, id=f"{op}-{name}")
+        for name, make, ops in BINARY_INPUTS
+        for op in ops.split()
+    ],
+)
+def test_binary(op, make):
+    fn = BINARY[op]
+    a, b_ = make()
+    if not isinstance(a, torch.Tensor):  # scalar first: only the operator form accepts it
+        check(lambda y: _reflected(op, a, y), b_)
+    elif isinstance(b_, torch.Tensor):
+        check(fn, a, b_)
+    else:
+        check(lambda x: fn(x, b_), a)
+
+
+def _reflected(op: str, scalar: float, y: torch.Tensor) -> torch.Tensor:
+    if op == "add":
+        return scalar + y
+    if op == "sub":
+        return scalar - y
+    if op == "mul":
+        return scalar * y
+    return scalar / y
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda x, y: torch.add(x, y, alpha=2), id="add_alpha"),
+        pytest.param(lambda x, y: torch.sub(x, y, alpha=0.5), id="sub_alpha"),
+        pytest.param(lambda x, y: (x + y) * (x - y) / (y * y + 1), id="chain"),
+    ],
+)
+def test_binary_variants(fn):
+    check(fn, f32(3, 4), f32(3, 4))
+
+
+# ---------------------------------------------------------------------------
+# elementwise unary
+
+UNARY = [
+    ("neg", torch.neg, f32),
+    ("relu", torch.relu, f32),
+    ("gelu", F.gelu, f32),
+    ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), f32),
+    ("tanh", torch.tanh, f32),
+    ("exp", torch.exp, f32),
+    ("log", torch.log, pos),
+    ("sqrt", torch.sqrt, pos),
+    ("rsqrt", torch.rsqrt, pos),
+    ("sigmoid", torch.sigmoid, f32),
+    ("pow2", lambda x: torch.pow(x, 2), f32),
+    ("pow3", lambda x: x**3, f32),
+    ("pow_half", lambda x: x**0.5, pos),
+    ("pow_neg", lambda x: x**-1.5, pos),
+]
+
+UNARY_SHAPES = [
+    ("2d", lambda make: make(3, 4)),
+    ("3d", lambda make: make(2, 3, 5)),
+    ("transposed", lambda make: make(4, 3).t()),
+    ("size0", lambda make: make(0, 4)),
+    ("size1", lambda make: make(1)),
+    ("scalar", lambda make: make(())),
+]
+
+
+@pytest.mark.parametrize("shape", [pytest.param(s, id=n) for n, s in UNARY_SHAPES])
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in UNARY])
+def test_unary(fn, make, shape):
+    check(fn, shape(make))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(torch.neg, id="neg"),
+        pytest.param(torch.relu, id="relu"),
+        pytest.param(lambda x: x**2, id="pow2"),
+    ],
+)
+def test_unary_int64(fn):
+    check(fn, i64(3, 4))
+
+
+def test_unary_extreme_values():
+    x = torch.tensor([-100.0, -20.0, -1.0, 0.0, 1.0, 20.0, 100.0])
+    check(lambda t: (torch.sigmoid(t), torch.tanh(t), F.gelu(t), F.gelu(t, approximate="tanh")), x)
+
+
+# ---------------------------------------------------------------------------
+# where and comparisons
+
+WHERE = [
+    ("same_shape", lambda c, x, y: torch.where(c, x, y), lambda: (b(3, 4), f32(3, 4), f32(3, 4))),
+    ("broadcast", lambda c, x, y: torch.where(c, x, y), lambda: (b(4, 1), f32(4, 3), f32(3))),
+    ("int64", lambda c, x, y: torch.where(c, x, y), lambda: (b(3, 4), i64(3, 4), i64(3, 4))),
+    ("bool", lambda c, x, y: torch.where(c, x, y), lambda: (b(3, 4), b(3, 4), b(3, 4))),
+    ("size0", lambda c, x, y: torch.where(c, x, y), lambda: (b(0, 4), f32(0, 4), f32(4))),
+    ("transposed", lambda c, x, y: torch.where(c, x, y), lambda: (b(4, 3).t(), f32(4, 3).t(), f32(3, 4))),
+]
+
+
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in WHERE])
+def test_where(fn, make):
+    check(fn, *make())
+
+
+def test_where_scalar():
+    check(lambda x: torch.where(x > 0, x, 0.0), f32(3, 4))
+
+
+def test_where_scalar_inf():
+    check(lambda x: torch.where(x > 0, x, float("-inf")), f32(3, 4))
+
+
+COMPARE = {
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+}
+
+COMPARE_INPUTS = [
+    ("f32", lambda: (f32(3, 4), f32(3, 4))),
+    ("f32_ties", lambda: (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 3.0, 2.0]))),
+    ("broadcast", lambda: (f32(4, 1), f32(3))),
+    ("scalar", lambda: (f32(3, 4), 0.25)),
+    ("int64", lambda: (i64(3, 4, low=-2, high=3), i64(3, 4, low=-2, high=3))),
+    ("int64_scalar", lambda: (i64(3, 4), 1)),
+    ("int64_float", lambda: (i64(3, 4), f32(3, 4))),
+    ("bool", lambda: (b(3, 4), b(3, 4))),
+    ("transposed", lambda: (f32(4, 3).t(), f32(3, 4))),
+    ("size0", lambda: (f32(0, 3), f32(3))),
+]
+
+
+@pytest.mark.parametrize(
+    "op, make",
+    [pytest.param(op, m, id=f"{op}-{n}") for n, m in COMPARE_INPUTS for op in COMPARE],
+)
+def test_compare(op, make):
+    fn = COMPARE[op]
+    x, y = make()
+    if isinstance(y, torch.Tensor):
+        check(fn, x, y)
+    else:
+        check(lambda t: fn(t, y), x)
+
+
+# ---------------------------------------------------------------------------
+# softmax, log_softmax, layer_norm
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize(
+    "shape, dim",
+    [((4, 16), -1), ((4, 16), 0), ((2, 3, 8), 1), ((2, 3, 8), -1), ((1, 1), -1), ((5, 1), -1), ((0, 4), -1)],
+    ids=["2d_last", "2d_first", "3d_mid", "3d_last", "size1", "size1_dim", "size0"],
+)
+def test_softmax(name, shape, dim):
+    fn = getattr(torch, name)
+    check(lambda x: fn(x, dim), f32(*shape) * 10)
+
+
+def test_softmax_transposed():
+    check(lambda x: torch.softmax(x, -1), f32(16, 4).t())
+
+
+def test_softmax_masked():
+    future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
+    check(lambda x, m: torch.softmax(x.masked_fill(m, float("-inf")), -1), f32(6, 6), future)
+
+
+LAYER_NORM = [
+    ("affine", lambda: (f32(4, 8), (8,), f32(8), f32(8), 1e-5)),
+    ("no_affine", lambda: (f32(4, 8), (8,), None, None, 1e-5)),
+    ("two_dims", lambda: (f32(2, 3, 8), (3, 8), f32(3, 8), f32(3, 8), 1e-5)),
+    ("eps", lambda: (f32(2, 3, 8), (8,), f32(8), f32(8), 1e-3)),
+    ("size1", lambda: (f32(1, 1), (1,), f32(1), f32(1), 1e-5)),
+    ("transposed", lambda: (f32(8, 4).t(), (8,), f32(8), f32(8), 1e-5)),
+    ("wide", lambda: (f32(3, 1000) * 5 + 3, (1000,), f32(1000), f32(1000), 1e-5)),
+]
+
+
+@pytest.mark.parametrize("make", [pytest.param(m, id=n) for n, m in LAYER_NORM])
+def test_layer_norm(make):
+    x, shape, weight, bias, eps = make()
+    tensors = [t for t in (weight, bias) if t is not None]
+
+    def fn(x, *wb):
+        w, b_ = wb if wb else (None, None)
+        return F.layer_norm(x, shape, w, b_, eps)
+
+    check(fn, x, *tensors)
+
+
+# ---------------------------------------------------------------------------
+# reductions
+
+REDUCE_ARGS = [
+    ("all", {}),
+    ("dim1", {"dim": 1}),
+    ("dim_neg", {"dim": -1}),
+    ("dims", {"dim": (0, 2)}),
+    ("keepdim", {"dim": 1, "keepdim": True}),
+    ("dims_keepdim", {"dim": (0, 2), "keepdim": True}),
+]
+
+
+@pytest.mark.parametrize("kwargs", [pytest.param(k, id=n) for n, k in REDUCE_ARGS])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax"])
+def test_reduction(name, kwargs):
+    fn = getattr(torch, name)
+    if name == "amax" and "dim" not in kwargs:
+        kwargs = {"dim": (0, 1, 2)}
+    check(lambda x: fn(x, **kwargs), f32(3, 4, 5))
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        pytest.param(lambda x: x.sum(1), lambda: i64(3, 4), id="sum_int64"),
+        pytest.param(lambda x: x.sum(), lambda: i64(3, 4), id="sum_int64_all"),
+        pytest.param(lambda x: x.sum(0), lambda: b(3, 4), id="sum_bool"),
+        pytest.param(lambda x: x.amax(1), lambda: i64(3, 4), id="amax_int64"),
+        pytest.param(lambda x: x.sum(1), lambda: f32(4, 3).t(), id="sum_transposed"),
+        pytest.param(lambda x: x.mean(0), lambda: strided(5, 3), id="mean_sliced"),
+        pytest.param(lambda x: x.sum(1), lambda: f32(3, 0), id="sum_size0_dim"),
+        pytest.param(lambda x: x.sum(), lambda: f32(0, 3), id="sum_size0_all"),
+        pytest.param(lambda x: x.amax(0), lambda: f32(1, 3), id="amax_size1"),
+        pytest.param(lambda x: x.mean(-1, keepdim=True), lambda: f32(2, 1000), id="mean_wide"),
+        pytest.param(lambda x: x.sum(-1), lambda: f32(4, 4096), id="sum_long_row"),
+    ],
+)
+def test_reduction_cases(fn, make):
+    check(fn, make())
+
+
+# ---------------------------------------------------------------------------
+# views, copies and data movement
+
+VIEWS = [
+    ("view", lambda x: x.view(4, 6) + 1, lambda: f32(2, 3, 4)),
+    ("view_flatten", lambda x: x.flatten(1) * 2, lambda: f32(2, 3, 4)),
+    ("reshape_transposed", lambda x: x.t().reshape(-1) + 1, lambda: f32(3, 4)),
+    ("reshape_int64", lambda x: x.reshape(2, 6) * 3, lambda: i64(3, 4)),
+    ("view_only", lambda x: x.view(12), lambda: f32(3, 4)),
+    ("permute", lambda x: x.permute(2, 0, 1) * 2, lambda: f32(2, 3, 4)),
+    ("permute_only", lambda x: x.permute(1, 0), lambda: f32(3, 4)),
+    ("transpose", lambda x: x.transpose(0, 1).contiguous() + 1, lambda: f32(3, 4)),
+    ("expand", lambda x, y: x.expand(3, 4) + y, lambda: (f32(3, 1), f32(3, 4))),
+    ("expand_new_dim", lambda x: x.expand(2, 3, 4) * 1.5, lambda: f32(3, 4)),
+    ("clone", lambda x: x.clone(), lambda: f32(3, 4)),
+    ("clone_transposed", lambda x: x.t().clone() + 0.5, lambda: f32(3, 4)),
+    ("contiguous_sliced", lambda x: x.contiguous() * 2, lambda: strided(3, 4)),
+    ("to_int64", lambda x: (x * 3).to(torch.int64), lambda: f32(3, 4)),
+    ("to_float", lambda x: x.to(torch.float32) / 2, lambda: i64(3, 4)),
+    ("to_bool", lambda x: x.to(torch.bool), lambda: torch.randint(-1, 2, (3, 4)).float()),
+    ("bool_to_float", lambda x: x.to(torch.float32) + 1, lambda: b(3, 4)),
+    ("bool_to_int64", lambda x: x.to(torch.int64) * 2, lambda: b(3, 4)),
+    ("unsqueeze", lambda x: x.unsqueeze(1) * 2, lambda: f32(3, 4)),
+    ("unsqueeze_neg", lambda x: x.unsqueeze(-1) + 1, lambda: f32(3, 4)),
+    ("squeeze_dim", lambda x: x.squeeze(1) * 2, lambda: f32(3, 1, 4)),
+    ("squeeze_all", lambda x: x.squeeze() * 2, lambda: f32(1, 3, 1, 4)),
+    ("slice", lambda x: x[:, 1:3] * 2, lambda: f32(3, 5)),
+    ("slice_step", lambda x: x[1:, ::2] + 1, lambda: f32(4, 6)),
+    ("slice_negative", lambda x: x[-2:] * 2, lambda: f32(5, 3)),
+    ("slice_empty", lambda x: x[:, 2:2] + 1, lambda: f32(3, 4)),
+    ("slice_int64", lambda x: x[1:3] + 1, lambda: i64(4, 3)),
+    ("select", lambda x: x[1] * 2, lambda: f32(3, 4)),
+    ("select_last_dim", lambda x: x[:, -1] + 1, lambda: f32(3, 4)),
+    ("select_bool", lambda x: x[0] == x[1], lambda: b(3, 4)),
+    ("cat_dim0", lambda x, y: torch.cat([x, y]) * 2, lambda: (f32(2, 3), f32(4, 3))),
+    ("cat_dim1", lambda x, y: torch.cat([x, y], 1) + 1, lambda: (f32(3, 2), f32(3, 5))),
+    ("cat_three", lambda x, y, z: torch.cat([x, y, z], -1), lambda: (f32(2, 1), f32(2, 3), f32(2, 2))),
+    ("cat_empty", lambda x, y: torch.cat([x, y]), lambda: (f32(0, 3), f32(2, 3))),
+    ("cat_int64", lambda x, y: torch.cat([x, y], 1), lambda: (i64(2, 2), i64(2, 3))),
+    ("cat_bool", lambda x, y: torch.cat([x, y]), lambda: (b(1, 3), b(2, 3))),
+    ("cat_transposed", lambda x, y: torch.cat([x, y]), lambda: (f32(3, 2).t(), f32(1, 3))),
+    ("embedding", F.embedding, lambda: (torch.randint(0, 10, (2, 3)), f32(10, 4))),
+    ("embedding_1d", F.embedding, lambda: (torch.randint(0, 7, (5,)), f32(7, 3))),
+    ("embedding_repeated", F.embedding, lambda: (torch.tensor([[0, 0], [6, 6]]), f32(7, 3))),
+]
+
+
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in VIEWS])
+def test_views_and_copies(fn, make):
+    inputs = make()
+    check(fn, *(inputs if isinstance(inputs, tuple) else (inputs,)))
+
+
+# ---------------------------------------------------------------------------
+# constants
+
+CONSTANTS = [
+    ("full", lambda x: torch.full((3, 4), 2.5) + x, f32),
+    ("full_int64", lambda x: torch.full((3, 4), 7, dtype=torch.int64) * x, lambda *s: i64(*s)),
+    ("full_bool", lambda x: torch.full((3, 4), True) == (x > 0), f32),
+    ("zeros", lambda x: torch.zeros(3, 4) + x, f32),
+    ("ones_like", lambda x: torch.ones_like(x) - x, f32),
+    ("scalar_tensor", lambda x: x + torch.tensor(3.0), f32),
+    ("scalar_tensor_int64", lambda x: x * torch.tensor(2), lambda *s: i64(*s)),
+    ("tensor_constant", lambda x: x * torch.tensor([1.0, 2.0, 3.0, 4.0]), f32),
+    ("where_constant", lambda x: torch.where(x > 0, x, torch.tensor(0.5)), f32),
+    ("add_inf", lambda x: x + math.inf, f32),
+    ("masked_fill", lambda x: x.masked_fill(x < 0, float("-inf")), f32),
+]
+
+
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in CONSTANTS])
+def test_constants(fn, make):
+    check(fn, make(3, 4))
+
+
+# ---------------------------------------------------------------------------
+# graph structure
+
+
+def test_multiple_outputs():
+    check(lambda x: (x + 1, x * 2, x.sum()), f32(3, 4))
+
+
+def test_output_aliases_input():
+    check(lambda x: (x.t(), x + 1, x[1:]), f32(3, 4))
+
+
+def test_repeated_output():
+    def fn(x):
+        y = x * 2
+        return y, y
+
+    check(fn, f32(3, 4))
+
+
+def test_unused_input():
+    check(lambda x, y: x + 1, f32(3, 4), f32(2))
+
+
+def test_outputs_do_not_alias_inputs():
+    """Results that are fresh tensors in eager (clone, contiguous copies) stay fresh."""
+    fn = lambda x: (x.clone(), x.reshape(12) * 1, x.t().contiguous())  # noqa: E731
+    x = f32(3, 4)
+    before = x.clone()
+    outs = compile_kiln(fn, fallback="error")(x)
+    for out in outs:
+        out.add_(1)
+    torch.testing.assert_close(x, before)
+
+
+def test_called_twice_with_new_values():
+    fn = lambda x, y: torch.relu(x @ y) + 1  # noqa: E731
+    compiled = compile_kiln(fn, fallback="error")
+    for _ in range(3):
+        x, y = f32(4, 8), f32(8, 5)
+        torch.testing.assert_close(compiled(x, y), fn(x, y), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,104 @@
+"""KilnOptions, and how the backend is registered and configured (no kiln._C needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import kiln
+from kiln.options import KilnOptions
+from kiln_test_utils import unwrap_backend_error
+
+
+def test_defaults():
+    assert KilnOptions.from_dict(None, env={}) == KilnOptions("cpu", "eager", None)
+    assert KilnOptions() == KilnOptions.from_dict({}, env={})
+
+
+def test_dict_values():
+    opts = KilnOptions.from_dict({"target": "cpu", "fallback": "error", "dump_dir": "/tmp/d"}, env={})
+    assert opts == KilnOptions(target="cpu", fallback="error", dump_dir="/tmp/d")
+
+
+def test_env_vars():
+    env = {"KILN_TARGET": "cpu", "KILN_FALLBACK": "error", "KILN_DUMP_DIR": "/tmp/dump"}
+    assert KilnOptions.from_dict({}, env=env) == KilnOptions("cpu", "error", "/tmp/dump")
+
+
+def test_dict_overrides_env():
+    env = {"KILN_FALLBACK": "error", "KILN_DUMP_DIR": "/tmp/dump"}
+    opts = KilnOptions.from_dict({"fallback": "eager", "dump_dir": None}, env=env)
+    assert opts == KilnOptions("cpu", "eager", None)
+
+
+def test_empty_env_var_is_unset():
+    assert KilnOptions.from_dict({}, env={"KILN_DUMP_DIR": "", "KILN_FALLBACK": ""}) == KilnOptions()
+
+
+def test_reads_process_environment(monkeypatch):
+    monkeypatch.setenv("KILN_FALLBACK", "error")
+    assert KilnOptions.from_dict({}).fallback == "error"
+
+
+def test_dump_dir_pathlike():
+    assert KilnOptions.from_dict({"dump_dir": Path("/tmp/x")}, env={}).dump_dir == "/tmp/x"
+
+
+def test_unknown_key_lists_valid_options():
+    with pytest.raises(ValueError) as info:
+        KilnOptions.from_dict({"targt": "cpu"}, env={})
+    message = str(info.value)
+    assert "'targt'" in message
+    for name in ("target", "fallback", "dump_dir"):
+        assert name in message
+
+
+@pytest.mark.parametrize(
+    "options, valid",
+    [({"target": "tpu"}, ["'cpu'"]), ({"fallback": "ignore"}, ["'eager'", "'error'"])],
+)
+def test_bad_value_lists_valid_values(options, valid):
+    with pytest.raises(ValueError) as info:
+        KilnOptions.from_dict(options, env={})
+    for v in valid:
+        assert v in str(info.value)
+
+
+def test_bad_env_value_names_the_variable():
+    with pytest.raises(ValueError, match="KILN_FALLBACK.*'eager', 'error'"):
+        KilnOptions.from_dict({}, env={"KILN_FALLBACK": "sometimes"})
+
+
+def test_bad_dump_dir_type():
+    with pytest.raises(ValueError, match="dump_dir"):
+        KilnOptions(dump_dir=3)  # type: ignore[arg-type]
+
+
+def test_options_not_a_dict():
+    with pytest.raises(ValueError, match="dict"):
+        KilnOptions.from_dict(["fallback"], env={})  # type: ignore[arg-type]
+
+
+def test_backend_registered_by_entry_point():
+    from torch._dynamo.backends.registry import list_backends, lookup_backend
+
+    assert "kiln" in list_backends(exclude_tags=())
+    assert lookup_backend("kiln") is kiln.kiln_backend
+
+
+def test_backend_rejects_bad_options_before_compiling():
+    compiled = torch.compile(lambda x: x + 1, backend="kiln", options={"fallbak": "error"})
+    with pytest.raises(Exception) as info:
+        compiled(torch.randn(3))
+    err = unwrap_backend_error(info.value)
+    assert isinstance(err, ValueError) and "fallbak" in str(err)
+
+
+def test_dynamo_reset_resets_kiln():
+    """torch._dynamo.reset() calls kiln_backend.reset, which forgets records and warnings."""
+    kiln.backend._records.append(kiln.CompileRecord("g", "forward", "cpu"))
+    compiled = torch.compile(lambda x: x, backend="kiln")  # noqa: F841  (kept alive: Dynamo caches the backend)
+    torch._dynamo.reset()
+    assert kiln.compile_records() == []
