@@ -505,34 +505,34 @@ LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   return success();
 }
 
-/// C[i, j] += A[i, k] * B[k, j] iterating (i, k, j): the innermost loop runs
-/// along rows of B and C, unit stride, which LLVM vectorizes with FMAs.
+/// C[i, j] += A[i, k] * B[k, j]. For B in [K, N] the loops run (i, k, j): the
+/// innermost loop walks rows of B and C with unit stride, which LLVM
+/// vectorizes with FMAs. For B given transposed ([N, K], transpose_rhs) they
+/// run (i, j, k): a unit-stride dot product of a row of A and a row of B.
 LogicalResult lowerMatmul(RewriterBase &rewriter, MatmulOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   auto type = tensorType(op.getResult());
   Type element = type.getElementType();
   bool batched = type.getRank() == 3;
+  bool transposed = op.getTransposeRhs();
   unsigned numDims = batched ? 4 : 3;
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  unsigned b0 = batched ? 1 : 0; // first non-batch dim: i, then k, then j
-  SmallVector<AffineExpr> batch;
-  if (batched)
-    batch.push_back(d(0));
-  auto withBatch = [&](AffineExpr x, AffineExpr y) {
-    SmallVector<AffineExpr> exprs(batch);
-    exprs.push_back(x);
-    exprs.push_back(y);
+  unsigned first = batched ? 1 : 0;
+  // Loop positions of i, j, k.
+  unsigned i = first, k = transposed ? first + 2 : first + 1,
+           j = transposed ? first + 1 : first + 2;
+  auto d = [&](unsigned n) { return getAffineDimExpr(n, ctx); };
+  auto map = [&](unsigned x, unsigned y) {
+    SmallVector<AffineExpr> exprs;
+    if (batched)
+      exprs.push_back(d(0));
+    exprs.push_back(d(x));
+    exprs.push_back(d(y));
     return AffineMap::get(numDims, 0, exprs, ctx);
   };
-  SmallVector<AffineMap> maps{withBatch(d(b0), d(b0 + 1)),     // A[i, k]
-                              withBatch(d(b0 + 1), d(b0 + 2)), // B[k, j]
-                              withBatch(d(b0), d(b0 + 2))};    // C[i, j]
-  SmallVector<IteratorType> iterators;
-  if (batched)
-    iterators.push_back(IteratorType::parallel);
-  iterators.append({IteratorType::parallel, IteratorType::reduction,
-                    IteratorType::parallel});
+  SmallVector<AffineMap> maps{map(i, k), transposed ? map(j, k) : map(k, j), map(i, j)};
+  SmallVector<IteratorType> iterators(numDims, IteratorType::parallel);
+  iterators[k] = IteratorType::reduction;
   Value empty = emptyTensor(rewriter, loc, type.getShape(), element);
   Value init = linalg::FillOp::create(rewriter, loc,
                                       scalarConstant(rewriter, loc, element, 0), empty)

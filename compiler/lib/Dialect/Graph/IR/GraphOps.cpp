@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -220,14 +221,17 @@ LogicalResult MatmulOp::verify() {
   if ((rank != 2 && rank != 3) || rhs.getRank() != rank ||
       result.getRank() != rank)
     return emitOpError("operands and result must all be rank 2 (mm) or rank 3 (bmm)");
-  if (lhs.getDimSize(rank - 1) != rhs.getDimSize(rank - 2))
+  bool transposed = getTransposeRhs();
+  int64_t rhsK = rhs.getDimSize(transposed ? rank - 1 : rank - 2);
+  int64_t rhsN = rhs.getDimSize(transposed ? rank - 2 : rank - 1);
+  if (lhs.getDimSize(rank - 1) != rhsK)
     return emitOpError("contraction sizes differ: ")
-           << lhs.getDimSize(rank - 1) << " vs " << rhs.getDimSize(rank - 2);
+           << lhs.getDimSize(rank - 1) << " vs " << rhsK;
   if (rank == 3 && (lhs.getDimSize(0) != rhs.getDimSize(0) ||
                     result.getDimSize(0) != lhs.getDimSize(0)))
     return emitOpError("batch sizes differ");
   if (result.getDimSize(rank - 2) != lhs.getDimSize(rank - 2) ||
-      result.getDimSize(rank - 1) != rhs.getDimSize(rank - 1))
+      result.getDimSize(rank - 1) != rhsN)
     return emitOpError("result shape must be [..., M, N]");
   if (lhs.getElementType() != rhs.getElementType() ||
       lhs.getElementType() != result.getElementType())
@@ -430,4 +434,34 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   if (getInput().getType() == getResult().getType() && (int64_t)getStart() == 0)
     return getInput();
   return {};
+}
+
+namespace {
+/// matmul(a, permute(b, swap of the last two dims)) -> matmul(a, b) with
+/// transpose_rhs: the contraction reads b in place.
+struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    auto permute = op.getRhs().getDefiningOp<PermuteOp>();
+    if (!permute)
+      return failure();
+    ArrayRef<int64_t> dims = permute.getDims();
+    int64_t rank = dims.size();
+    for (int64_t i = 0; i < rank - 2; ++i)
+      if (dims[i] != i)
+        return failure();
+    if (dims[rank - 2] != rank - 1 || dims[rank - 1] != rank - 2)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getRhsMutable().assign(permute.getInput());
+      op.setTransposeRhs(!op.getTransposeRhs());
+    });
+    return success();
+  }
+};
+} // namespace
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<FoldTransposeIntoMatmul>(context);
 }

@@ -162,11 +162,18 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure]> {
 
 def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
   let summary = "aten.mm ([M,K]x[K,N]) and aten.bmm ([B,M,K]x[B,K,N])";
-  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs);
+  let description = [{
+    With `transpose_rhs`, the right operand is given transposed ([N,K] or
+    [B,N,K]): `x @ w.t()` (every nn.Linear) reads `w` in place instead of
+    materializing its transpose.
+  }];
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

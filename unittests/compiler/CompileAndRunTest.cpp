@@ -1,0 +1,114 @@
+// Compiles kiln_graph modules to artifacts and runs them with the runtime.
+#include "kiln/Compiler/Compiler.h"
+#include "kiln/runtime/Runtime.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace rt = kiln::runtime;
+
+namespace {
+
+rt::Artifact compile(llvm::StringRef source) {
+  mlir::MLIRContext context;
+  kiln::loadCompilerDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  EXPECT_TRUE(module);
+  auto compiled = kiln::compileGraphModule(*module, {});
+  if (!compiled) {
+    ADD_FAILURE() << llvm::toString(compiled.takeError());
+    return {};
+  }
+  // Through bytes, as an artifact travels to another machine.
+  std::vector<uint8_t> bytes = rt::serializeArtifact(compiled->artifact);
+  rt::Artifact artifact;
+  rt::Status status = rt::parseArtifact(bytes.data(), bytes.size(), artifact);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return artifact;
+}
+
+float readFloat(rt::Buffer &buffer, int64_t i) {
+  return static_cast<float *>(buffer.data())[i];
+}
+
+TEST(CompileAndRunTest, LinearReluSoftmaxMatchesReference) {
+  rt::Artifact artifact = compile(R"mlir(
+    func.func @g(%x: tensor<64x8xf32>, %w: tensor<4x8xf32>, %b: tensor<4xf32>) -> tensor<64x4xf32> {
+      %wt = kiln_graph.permute %w {dims = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+      %0 = kiln_graph.matmul %x, %wt : tensor<64x8xf32>, tensor<8x4xf32> -> tensor<64x4xf32>
+      %1 = kiln_graph.add %0, %b : tensor<64x4xf32>, tensor<4xf32> -> tensor<64x4xf32>
+      %2 = kiln_graph.relu %1 : tensor<64x4xf32> -> tensor<64x4xf32>
+      %3 = kiln_graph.softmax %2 {dim = 1 : i64} : tensor<64x4xf32> -> tensor<64x4xf32>
+      return %3 : tensor<64x4xf32>
+    })mlir");
+  ASSERT_EQ(artifact.kernels.size(), 1u) << "matmul, bias, relu and softmax fuse";
+
+  std::vector<float> x(64 * 8), w(4 * 8), b(4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * i);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.3f * i);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * i - 0.1f;
+
+  rt::CpuDevice device(2);
+  auto program = rt::Program::load(artifact, device);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  rt::HostAllocator allocator;
+  std::vector<std::shared_ptr<rt::Buffer>> allocated;
+  std::vector<rt::OutputRef> outputs;
+  rt::Status status = (*program)->run(
+      {x.data(), w.data(), b.data()},
+      {{rt::DType::F32, {64, 8}}, {rt::DType::F32, {4, 8}}, {rt::DType::F32, {4}}},
+      allocator, allocated, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(outputs.size(), 1u);
+  rt::Buffer &out = *allocated[outputs[0].buffer];
+  for (int r = 0; r < 64; ++r) {
+    float row[4], max = -INFINITY, sum = 0;
+    for (int c = 0; c < 4; ++c) {
+      float acc = b[c];
+      for (int k = 0; k < 8; ++k)
+        acc += x[r * 8 + k] * w[c * 8 + k];
+      row[c] = std::max(acc, 0.0f);
+      max = std::max(max, row[c]);
+    }
+    for (float &v : row) sum += (v = std::exp(v - max));
+    for (int c = 0; c < 4; ++c)
+      EXPECT_NEAR(readFloat(out, r * 4 + c), row[c] / sum, 1e-5) << r << "," << c;
+  }
+}
+
+TEST(CompileAndRunTest, ReshapeBetweenKernelsIsAView) {
+  rt::Artifact artifact = compile(R"mlir(
+    func.func @g(%x: tensor<4x6xf32>) -> tensor<24xf32> {
+      %0 = kiln_graph.exp %x : tensor<4x6xf32> -> tensor<4x6xf32>
+      %1 = kiln_graph.reshape %0 : tensor<4x6xf32> -> tensor<24xf32>
+      return %1 : tensor<24xf32>
+    })mlir");
+  ASSERT_EQ(artifact.kernels.size(), 1u);
+  bool hasView = false;
+  for (const rt::BufferDesc &buffer : artifact.buffers)
+    hasView |= buffer.kind == rt::BufferKind::View;
+  EXPECT_TRUE(hasView);
+}
+
+TEST(CompileAndRunTest, InvalidGraphReportsLocatedDiagnostics) {
+  mlir::MLIRContext context;
+  kiln::loadCompilerDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+    func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = kiln_graph.exp %x : tensor<4xf32> -> tensor<4xf32> loc("model.py":3:0)
+      return %0 : tensor<4xf32>
+    })mlir", &context);
+  ASSERT_TRUE(module);
+  kiln::CompileOptions options;
+  options.target = "tpu";
+  auto compiled = kiln::compileGraphModule(*module, options);
+  ASSERT_FALSE(compiled);
+  std::string message = llvm::toString(compiled.takeError());
+  EXPECT_NE(message.find("unknown target 'tpu'"), std::string::npos) << message;
+}
+
+} // namespace
