@@ -141,6 +141,8 @@ def bench_model(name: str, model: torch.nn.Module, inputs: tuple, args: argparse
         if not args.no_inductor:
             inductor = Variant("inductor")
             compile_variant(inductor, lambda: torch.compile(model, dynamic=False), inputs, expected)
+            if inductor.error is None:
+                inductor.notes.append("compile time may come from Inductor's on-disk FX graph cache")
             variants.append(inductor)
 
         measure(variants, inputs, args.rounds, args.warmup, args.block_ms)
