@@ -12,6 +12,7 @@ and the median latency of eager, Kiln and Inductor, measured side by side
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -203,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         f"kiln {kiln.__version__} | torch {torch.__version__} | threads {torch.get_num_threads()} | "
         f"rounds {args.rounds} x ~{args.block_ms:g} ms blocks, warm-up {args.warmup}"
     )
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > 0.5 * cpus:
+        print(f"warning: the machine is busy (load {load:.1f} on {cpus} CPUs); timings are unreliable")
     print()
     results = []
     for name, model, inputs in build_models(args):
