@@ -46,7 +46,13 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
 class TorchBuffer : public rt::Buffer {
 public:
   explicit TorchBuffer(at::Tensor tensor) : tensor(std::move(tensor)) {}
-  void *data() override { return tensor.data_ptr(); }
+  void *data() override {
+    // Empty tensors have no storage; kernels never touch it, but the runtime
+    // wants every buffer to have an address.
+    static int64_t emptyStorage;
+    void *data = tensor.data_ptr();
+    return data ? data : &emptyStorage;
+  }
   at::Tensor tensor;
 };
 

@@ -26,6 +26,12 @@ public:
   ScopedFd &operator=(const ScopedFd &) = delete;
 
   int get() const { return fd_; }
+  /// Gives up ownership: the caller closes the descriptor.
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   /// Closes now and reports the error, which matters after writes.
   Status close();
 

@@ -301,3 +301,23 @@ TEST(HostAllocatorTest, AlignedAndNonNull) {
       allocator.allocate({DType::I64, {1ll << 58}});
   EXPECT_ERROR_HAS(huge.status(), "out of host memory");
 }
+
+namespace {
+// Two live executables must each get their own library: the loader caches
+// libraries by path, and memfd paths are reused once a descriptor closes.
+TEST(ProgramTest, TwoLiveLibrariesStayDistinct) {
+  std::vector<uint8_t> first = readKernelLibrary();
+  std::ifstream file(KILN_TEST_OTHER_KERNELS_PATH, std::ios::binary);
+  std::vector<uint8_t> second((std::istreambuf_iterator<char>(file)),
+                              std::istreambuf_iterator<char>());
+  ASSERT_FALSE(second.empty());
+  auto a = CpuExecutable::load(first, {{"add_f32", 3, "add"}});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto b = CpuExecutable::load(second, {{"negate_f32", 2, "negate"}});
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  void *bindings[2] = {in, out};
+  (*b)->kernel(0)(0, 1, bindings);
+  EXPECT_EQ(out[3], -4.0f);
+}
+} // namespace

@@ -117,7 +117,7 @@ public:
     codegen.keepText = options.keepStages;
     auto library = cpu::generateSharedObject(*kernels, codegen);
     if (!library)
-      return library.takeError();
+      return diagnostics.error(llvm::toString(library.takeError()));
     result_.stageTimesMs.push_back(
         {"native", std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)

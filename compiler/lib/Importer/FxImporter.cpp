@@ -564,6 +564,14 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.ge.Tensor", "aten.ge.Scalar"}, compare<GeOp>);
     add({"aten.where.self"}, where);
     add({"aten.neg.default"}, unary<NegOp>);
+    t["aten.reciprocal.default"] = [](Importer &im) -> LogicalResult {
+      auto input = im.operandAs(0, im.out().element);
+      if (failed(input))
+        return failure();
+      Value one = im.splat({}, im.out().element, 1.0);
+      return im.define(DivOp::create(im.builder(), im.loc(), im.outType(), one, *input)
+                           ->getResults());
+    };
     add({"aten.relu.default"}, unary<ReluOp>);
     add({"aten.tanh.default"}, unary<TanhOp>);
     add({"aten.exp.default"}, unary<ExpOp>);
@@ -586,7 +594,10 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.native_layer_norm.default"}, layerNorm);
     add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
-         "aten.unsqueeze.default", "aten.flatten.using_ints"},
+         "aten.unsqueeze.default", "aten.flatten.using_ints",
+         // alias: a view with the same shape; the reshape folds away, so the
+         // result aliases its input exactly as in ATen.
+         "aten.alias.default"},
         reshape);
     t["aten.permute.default"] = [](Importer &im) {
       return permute(im, [&](int64_t) { return im.intList(im.arg(1, "dims"), "dims"); });
@@ -619,6 +630,13 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.embedding.default"}, embedding);
     t["aten.full.default"] = [](Importer &im) { return full(im, 1, "fill_value"); };
     t["aten.scalar_tensor.default"] = [](Importer &im) { return full(im, 0, "s"); };
+    t["aten.full_like.default"] = [](Importer &im) { return full(im, 1, "fill_value"); };
+    t["aten.zeros_like.default"] = [](Importer &im) {
+      return im.define(im.splat(im.out().shape, im.out().element, 0.0));
+    };
+    t["aten.ones_like.default"] = [](Importer &im) {
+      return im.define(im.splat(im.out().shape, im.out().element, 1.0));
+    };
     return t;
   }();
   return table;

@@ -43,8 +43,11 @@ static StatusOr<void *> dlopenPath(const std::string &path) {
 
 /// Sets `unavailable` when this system cannot load through a memfd (no
 /// memfd_create, no /proc), so the caller can fall back to a file.
+/// On success `keptFd` is the memfd, which must stay open while the library
+/// is loaded: the loader recognizes libraries by path, and a closed
+/// descriptor's number (and so its /proc path) is reused by the next load.
 static StatusOr<void *> loadViaMemfd(const std::vector<uint8_t> &library,
-                                     bool &unavailable) {
+                                     bool &unavailable, int &keptFd) {
   unavailable = true;
 #ifdef MFD_CLOEXEC
   ScopedFd fd(memfd_create("kiln-kernels", MFD_CLOEXEC));
@@ -57,8 +60,10 @@ static StatusOr<void *> loadViaMemfd(const std::vector<uint8_t> &library,
   KILN_RETURN_IF_ERROR(writeAll(fd.get(), library.data(), library.size())
                            .withContext("writing the kernel library to a "
                                         "memfd"));
-  // The loader maps the file, so the descriptor can be closed once loaded.
-  return dlopenPath(path);
+  StatusOr<void *> handle = dlopenPath(path);
+  if (handle.ok())
+    keptFd = fd.release();
+  return handle;
 #else
   (void)library;
   return Status::error("memfd_create is not available");
@@ -82,9 +87,10 @@ static StatusOr<void *> loadViaTempFile(const std::vector<uint8_t> &library) {
   return handle;
 }
 
-static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library) {
+static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library,
+                                    int &keptFd) {
   bool memfdUnavailable = false;
-  StatusOr<void *> handle = loadViaMemfd(library, memfdUnavailable);
+  StatusOr<void *> handle = loadViaMemfd(library, memfdUnavailable, keptFd);
   if (handle.ok() || !memfdUnavailable)
     return handle;
   return loadViaTempFile(library);
@@ -98,11 +104,13 @@ CpuExecutable::load(const std::vector<uint8_t> &library,
   if (library.empty())
     return Status::error("cannot load kernels: the kernel library is empty");
 
-  StatusOr<void *> handle = loadLibrary(library);
+  int keptFd = -1;
+  StatusOr<void *> handle = loadLibrary(library, keptFd);
   if (!handle.ok())
     return handle.status().withContext("cannot load the kernel library");
   // Owns the handle from here on, so early returns dlclose it.
   std::unique_ptr<CpuExecutable> executable(new CpuExecutable(*handle, {}));
+  executable->libraryFd_ = keptFd;
 
   executable->kernels_.reserve(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -121,6 +129,8 @@ CpuExecutable::load(const std::vector<uint8_t> &library,
 CpuExecutable::~CpuExecutable() {
   if (handle_)
     dlclose(handle_);
+  if (libraryFd_ >= 0)
+    ::close(libraryFd_);
 }
 
 } // namespace kiln::runtime

@@ -614,7 +614,8 @@ LogicalResult lowerConcat(RewriterBase &rewriter, ConcatOp op) {
         for (int64_t i = 0; i < type.getRank(); ++i)
           indices.push_back(linalg::IndexOp::create(b, l, i));
         Value result;
-        for (auto [input, start] : llvm::reverse(parts)) {
+        // Later parts win where their range starts: select forwards.
+        for (auto [input, start] : parts) {
           int64_t size = tensorType(input).getDimSize(dim);
           Value startValue = arith::ConstantIndexOp::create(b, l, start);
           Value local = arith::SubIOp::create(b, l, indices[dim], startValue);

@@ -5,6 +5,7 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Plan/IR/PlanOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace kiln {
@@ -20,6 +21,16 @@ namespace {
 MemRefType bufferType(Type tensor) {
   auto type = cast<RankedTensorType>(tensor);
   return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+/// A kernel argument for a buffer. Empty buffers are passed as memref<0xT>:
+/// nothing reads or writes them, and the bare-pointer calling convention
+/// cannot express every shape with a zero in it.
+MemRefType kernelArgType(Type tensor) {
+  MemRefType type = bufferType(tensor);
+  if (type.getNumElements() == 0)
+    return MemRefType::get({0}, type.getElementType());
+  return type;
 }
 
 /// Work of a kernel in elements written, counting a matmul as its
@@ -123,9 +134,9 @@ struct OutlineKernelsPass
     Location loc = kernelOp.getLoc();
     SmallVector<Type> argTypes{builder.getIndexType(), builder.getIndexType()};
     for (Value v : kernelOp.getInputs())
-      argTypes.push_back(bufferType(v.getType()));
+      argTypes.push_back(kernelArgType(v.getType()));
     for (Value v : kernelOp.getResults())
-      argTypes.push_back(bufferType(v.getType()));
+      argTypes.push_back(kernelArgType(v.getType()));
     OpBuilder::InsertionGuard guard(builder);
     auto func = func::FuncOp::create(builder, loc, kernelOp.getKernelName(),
                                      builder.getFunctionType(argTypes, {}));
@@ -138,15 +149,23 @@ struct OutlineKernelsPass
     Block &body = kernelOp.getBody().front();
     unsigned numInputs = kernelOp.getInputs().size();
     for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+      auto type = cast<RankedTensorType>(arg.getType());
       Value buffer = entry->getArgument(2 + i);
-      Value tensor = bufferization::ToTensorOp::create(
-          builder, arg.getLoc(), arg.getType(), buffer, /*restrict=*/true);
+      Value tensor;
+      if (type.getNumElements() == 0)
+        tensor = tensor::EmptyOp::create(builder, arg.getLoc(), type.getShape(),
+                                         type.getElementType());
+      else
+        tensor = bufferization::ToTensorOp::create(builder, arg.getLoc(), type,
+                                                   buffer, /*restrict=*/true);
       mapping.map(arg, tensor);
     }
     for (Operation &op : body.without_terminator())
       builder.clone(op, mapping);
     auto yield = cast<kernel::YieldOp>(body.getTerminator());
     for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+      if (cast<RankedTensorType>(value.getType()).getNumElements() == 0)
+        continue; // nothing to write
       bufferization::MaterializeInDestinationOp::create(
           builder, loc, TypeRange{}, mapping.lookup(value),
           entry->getArgument(2 + numInputs + i), /*restrict=*/true,

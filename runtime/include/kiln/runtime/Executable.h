@@ -46,6 +46,7 @@ private:
       : handle_(handle), kernels_(std::move(kernels)) {}
 
   void *handle_; // from dlopen; null when there are no kernels
+  int libraryFd_ = -1; // the memfd backing the library, if any
   std::vector<KernelFn> kernels_;
 };
 

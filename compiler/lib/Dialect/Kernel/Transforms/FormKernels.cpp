@@ -297,6 +297,23 @@ private:
   DenseSet<Operation *> emittedUnits;
 };
 
+/// A graph output that is an input, or a reshape of one, would hand the
+/// caller its own input's memory; every graph output must be a fresh tensor
+/// (folds like x * 1 -> x can produce such outputs), so copy them.
+void copyOutputsThatAliasInputs(func::FuncOp func) {
+  Operation *terminator = func.getBody().front().getTerminator();
+  OpBuilder builder(terminator);
+  for (OpOperand &operand : terminator->getOpOperands()) {
+    Value value = operand.get();
+    while (auto reshape = value.getDefiningOp<ReshapeOp>())
+      value = reshape.getInput();
+    if (!isa<BlockArgument>(value) || !isa<RankedTensorType>(value.getType()))
+      continue;
+    operand.set(CloneOp::create(builder, terminator->getLoc(),
+                                operand.get().getType(), operand.get()));
+  }
+}
+
 struct FormKernelsPass
     : kiln::kernel::impl::FormKernelsPassBase<FormKernelsPass> {
   void runOnOperation() override {
@@ -307,6 +324,7 @@ struct FormKernelsPass
       func.emitOpError("kiln-form-kernels expects a single-block function");
       return signalPassFailure();
     }
+    copyOutputsThatAliasInputs(func);
     Fusion fusion(func.getBody().front());
     fusion.run();
     OpBuilder builder(func.getContext());
