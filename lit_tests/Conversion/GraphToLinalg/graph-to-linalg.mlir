@@ -1,0 +1,514 @@
+// RUN: kiln-opt %s -split-input-file -convert-kiln-graph-to-linalg | FileCheck %s
+
+// Broadcasts live in the indexing maps: missing leading dims are dropped,
+// size-1 dims read index 0.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @elementwise_broadcast
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>, %[[C:.*]]: tensor<4x1xf32>)
+// CHECK: %[[E0:.*]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[ADD:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32>) outs(%[[E0]] : tensor<4x8xf32>)
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[Y:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT: linalg.yield %[[S]] : f32
+// CHECK: %[[MUL:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[ADD]], %[[C]] : tensor<4x8xf32>, tensor<4x1xf32>)
+// CHECK: arith.mulf
+// CHECK: return %[[MUL]]
+func.func @elementwise_broadcast(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>) -> tensor<4x8xf32> {
+  %0 = kiln_graph.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %1 = kiln_graph.mul %0, %c : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0) -> ()>
+// CHECK-LABEL: func.func @scalar_operand
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[SCALAR]], #{{.*}}]
+// CHECK: arith.subf
+func.func @scalar_operand(%a: tensor<4xf32>, %s: tensor<f32>) -> tensor<4xf32> {
+  %0 = kiln_graph.sub %a, %s : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @integer_and_bool_arithmetic
+// CHECK: arith.addi %{{.*}}, %{{.*}} : i64
+// CHECK: arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK: arith.maxsi %{{.*}}, %{{.*}} : i64
+// CHECK: arith.ori %{{.*}}, %{{.*}} : i1
+// CHECK: arith.andi %{{.*}}, %{{.*}} : i1
+func.func @integer_and_bool_arithmetic(%a: tensor<4xi64>, %b: tensor<4xi1>) -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = kiln_graph.add %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %1 = kiln_graph.mul %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %2 = kiln_graph.maximum %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %3 = kiln_graph.add %b, %b : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  %4 = kiln_graph.mul %b, %b : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  return %0, %1, %2, %3, %4 : tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @comparisons
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i1
+// CHECK: arith.cmpf une, %{{.*}}, %{{.*}} : f32
+// CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+// CHECK: arith.cmpi sge, %{{.*}}, %{{.*}} : i64
+func.func @comparisons(%a: tensor<4xi1>, %c: tensor<4xf32>, %d: tensor<4xi64>) -> (tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = kiln_graph.lt %a, %a : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  %1 = kiln_graph.ne %c, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  %2 = kiln_graph.lt %c, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  %3 = kiln_graph.ge %d, %d : tensor<4xi64>, tensor<4xi64> -> tensor<4xi1>
+  return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conversions
+// CHECK: arith.fptosi %{{.*}} : f32 to i64
+// CHECK: arith.uitofp %{{.*}} : i1 to f32
+// CHECK: %[[Z:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: arith.cmpi ne, %{{.*}}, %[[Z]] : i64
+// CHECK: %[[ZF:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: arith.cmpf une, %{{.*}}, %[[ZF]] : f32
+// CHECK: arith.sitofp %{{.*}} : i64 to f32
+// CHECK: arith.extf %{{.*}} : f32 to f64
+func.func @conversions(%a: tensor<4xf32>, %i: tensor<4xi64>, %c: tensor<4xi1>)
+    -> (tensor<4xi64>, tensor<4xf32>, tensor<4xi1>, tensor<4xi1>, tensor<4xf32>, tensor<4xf64>) {
+  %0 = kiln_graph.convert %a : tensor<4xf32> -> tensor<4xi64>
+  %1 = kiln_graph.convert %c : tensor<4xi1> -> tensor<4xf32>
+  %2 = kiln_graph.convert %i : tensor<4xi64> -> tensor<4xi1>
+  %3 = kiln_graph.convert %a : tensor<4xf32> -> tensor<4xi1>
+  %4 = kiln_graph.convert %i : tensor<4xi64> -> tensor<4xf32>
+  %5 = kiln_graph.convert %a : tensor<4xf32> -> tensor<4xf64>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xi64>, tensor<4xf32>, tensor<4xi1>, tensor<4xi1>, tensor<4xf32>, tensor<4xf64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @where
+// CHECK-SAME: (%[[C:.*]]: tensor<4xi1>, %[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[C]], %[[A]], %[[B]] : tensor<4xi1>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: i1, %[[T:.*]]: f32, %[[F:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[S:.*]] = arith.select %[[X]], %[[T]], %[[F]] : f32
+// CHECK-NEXT: linalg.yield %[[S]]
+func.func @where(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_graph.where %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unary
+// CHECK: arith.negf
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: arith.maximumf %{{.*}}, %[[Z]] : f32
+// CHECK: math.tanh
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: math.sqrt
+// CHECK: math.rsqrt
+func.func @unary(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_graph.neg %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln_graph.relu %0 : tensor<4xf32> -> tensor<4xf32>
+  %2 = kiln_graph.tanh %1 : tensor<4xf32> -> tensor<4xf32>
+  %3 = kiln_graph.exp %2 : tensor<4xf32> -> tensor<4xf32>
+  %4 = kiln_graph.log %3 : tensor<4xf32> -> tensor<4xf32>
+  %5 = kiln_graph.sqrt %4 : tensor<4xf32> -> tensor<4xf32>
+  %6 = kiln_graph.rsqrt %5 : tensor<4xf32> -> tensor<4xf32>
+  return %6 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @integer_neg
+// CHECK: %[[Z:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: arith.subi %[[Z]], %{{.*}} : i64
+func.func @integer_neg(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = kiln_graph.neg %x : tensor<4xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sigmoid
+// CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[NEG:.*]] = arith.negf %[[X]]
+// CHECK-NEXT: %[[EXP:.*]] = math.exp %[[NEG]]
+// CHECK-NEXT: %[[DEN:.*]] = arith.addf %[[ONE]], %[[EXP]]
+// CHECK-NEXT: %[[R:.*]] = arith.divf %[[ONE]], %[[DEN]]
+// CHECK-NEXT: linalg.yield %[[R]]
+func.func @sigmoid(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_graph.sigmoid %x : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu
+// CHECK: arith.constant 0.707106769 : f32
+// CHECK: math.erf
+// CHECK-NOT: math.tanh
+// CHECK: linalg.yield
+// CHECK: arith.constant 4.471500e-02 : f32
+// CHECK: arith.constant 0.797884583 : f32
+// CHECK: math.tanh
+// CHECK-NOT: math.erf
+// CHECK: return
+func.func @gelu(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = kiln_graph.gelu %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln_graph.gelu %x {approximate = "tanh"} : tensor<4xf32> -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A constant exponent of 2 is a multiplication; others call powf.
+// CHECK-LABEL: func.func @pow
+// CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK-NEXT: linalg.yield %[[SQ]]
+// CHECK: ^bb0(%[[B:.*]]: f32, %[[E:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[P:.*]] = math.powf %[[B]], %[[E]] : f32
+// CHECK-NEXT: linalg.yield %[[P]]
+func.func @pow(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c2 = kiln_graph.constant dense<2.0> : tensor<f32>
+  %c = kiln_graph.constant dense<2.5> : tensor<f32>
+  %0 = kiln_graph.pow %a, %c2 : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %1 = kiln_graph.pow %a, %c : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @constant
+// CHECK-NEXT: %[[C:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @constant() -> tensor<2xf32> {
+  %c = kiln_graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+
+// -----
+
+// The loop order follows the input: reducing a middle dim keeps the inner
+// parallel loop; keepdim reinserts the reduced dim with expand_shape.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @sum_keepdim
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x4xf32>
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[Z]] : f32) outs(%[[E]] : tensor<2x4xf32>)
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[IN]], #[[OUT]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK-SAME: ins(%[[X]] : tensor<2x3x4xf32>) outs(%[[INIT]] : tensor<2x4xf32>)
+// CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK: %[[K:.*]] = tensor.expand_shape %[[R]] {{\[}}[0], [1, 2]] output_shape [2, 1, 4] : tensor<2x4xf32> into tensor<2x1x4xf32>
+// CHECK: return %[[K]]
+func.func @sum_keepdim(%x: tensor<2x3x4xf32>) -> tensor<2x1x4xf32> {
+  %0 = kiln_graph.sum %x {dims = array<i64: 1>, keepdim = true} : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  return %0 : tensor<2x1x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mean_all
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: arith.constant 6.000000e+00 : f32
+// CHECK-NEXT: arith.divf
+func.func @mean_all(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %0 = kiln_graph.mean %x {dims = array<i64>} : tensor<2x3xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @amax
+// CHECK: %[[LOW:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[LOW]] : f32)
+// CHECK: iterator_types = ["reduction", "parallel"]
+// CHECK: arith.maximumf
+// CHECK: %[[LOWI:.*]] = arith.constant -9223372036854775808 : i64
+// CHECK: linalg.fill ins(%[[LOWI]] : i64)
+// CHECK: arith.maxsi
+func.func @amax(%x: tensor<4x8xf32>, %y: tensor<4x8xi64>) -> (tensor<8xf32>, tensor<4xi64>) {
+  %0 = kiln_graph.amax %x {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  %1 = kiln_graph.amax %y {dims = array<i64: -1>} : tensor<4x8xi64> -> tensor<4xi64>
+  return %0, %1 : tensor<8xf32>, tensor<4xi64>
+}
+
+// -----
+
+// Softmax: a max pass, a sum-of-exp pass reading the max, and a pointwise
+// pass that recomputes exp.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[KEPT:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>)
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[MAXINIT:.*]] = linalg.fill ins(%[[NEGINF]] : f32)
+// CHECK: %[[MAX:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]} ins(%[[X]] : tensor<2x8xf32>) outs(%[[MAXINIT]] : tensor<2xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[SUMINIT:.*]] = linalg.fill
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROWS]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MAX]] : tensor<2x8xf32>, tensor<2xf32>) outs(%[[SUMINIT]] : tensor<2xf32>)
+// CHECK: arith.subf
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract>
+// CHECK: %[[MAXK:.*]] = tensor.expand_shape %[[MAX]] {{\[}}[0, 1]] output_shape [2, 1]
+// CHECK: %[[SUMK:.*]] = tensor.expand_shape %[[SUM]] {{\[}}[0, 1]] output_shape [2, 1]
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[KEPT]], #[[KEPT]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[X]], %[[MAXK]], %[[SUMK]] :
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %[[M:.*]]: f32, %[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[D:.*]] = arith.subf %[[V]], %[[M]]
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[D]]
+// CHECK-NEXT: %[[Q:.*]] = arith.divf %[[E]], %[[S]]
+// CHECK-NEXT: linalg.yield %[[Q]]
+// CHECK: return %[[R]]
+func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = kiln_graph.softmax %x {dim = 1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: ^bb0(%[[V:.*]]: f32, %[[M:.*]]: f32, %[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[D:.*]] = arith.subf %[[V]], %[[M]]
+// CHECK-NEXT: %[[L:.*]] = math.log %[[S]]
+// CHECK-NEXT: %[[R:.*]] = arith.subf %[[D]], %[[L]]
+// CHECK-NEXT: linalg.yield %[[R]]
+func.func @log_softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %0 = kiln_graph.log_softmax %x {dim = -1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax_of_scalar
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: linalg.yield %[[ONE]]
+func.func @softmax_of_scalar(%x: tensor<f32>) -> tensor<f32> {
+  %0 = kiln_graph.softmax %x {dim = 0 : i64} : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Layer norm: sum, mean, centered sum of squares, rstd, then one pointwise
+// pass; mean and rstd are returned with their kept dim.
+// CHECK-DAG: #[[KEPT:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[AFFINE:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[W:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] :
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] :
+// CHECK: arith.constant 4.000000e+00 : f32
+// CHECK: %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MEAN]] :
+// CHECK: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK: %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SQ]] :
+// CHECK: arith.constant 9.99999974E-6 : f32
+// CHECK: math.rsqrt
+// CHECK: %[[MEANK:.*]] = tensor.expand_shape %[[MEAN]]
+// CHECK: %[[RSTDK:.*]] = tensor.expand_shape %[[RSTD]]
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[KEPT]], #[[KEPT]], #[[AFFINE]], #[[AFFINE]], #{{.*}}], {{.*}} ins(%[[X]], %[[MEANK]], %[[RSTDK]], %[[W]], %[[B]] :
+// CHECK: return %[[Y]], %[[MEANK]], %[[RSTDK]]
+func.func @layer_norm(%x: tensor<2x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>) {
+  %y:3 = kiln_graph.layer_norm %x, %w, %b {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+  return %y#0, %y#1, %y#2 : tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+}
+
+// -----
+
+// Loops (i, k, j): the innermost loop walks rows of B and C.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[LHS:.*]]: tensor<4x8xf32>, %[[RHS:.*]]: tensor<8x16xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[Z]] : f32) outs(%[[E]] : tensor<4x16xf32>)
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK-SAME: ins(%[[LHS]], %[[RHS]] : tensor<4x8xf32>, tensor<8x16xf32>) outs(%[[INIT]] : tensor<4x16xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[X]], %[[Y]] fastmath<reassoc,contract> : f32
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[ACC]], %[[P]] fastmath<reassoc,contract> : f32
+// CHECK-NEXT: linalg.yield %[[S]]
+// CHECK: return %[[R]]
+func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// With the right operand transposed the loops are (i, j, k): a dot product
+// of two rows.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @matmul_transpose_rhs
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<16x8xf32>) outs(%{{.*}} : tensor<4x16xf32>)
+func.func @matmul_transpose_rhs(%a: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %0 = kiln_graph.matmul %a, %w {transpose_rhs = true} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+func.func @batch_matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) -> tensor<2x4x16xf32> {
+  %0 = kiln_graph.matmul %a, %b : tensor<2x4x8xf32>, tensor<2x8x16xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @batch_matmul_transpose_rhs
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+func.func @batch_matmul_transpose_rhs(%a: tensor<2x4x8xf32>, %b: tensor<2x16x8xf32>) -> tensor<2x4x16xf32> {
+  %0 = kiln_graph.matmul %a, %b {transpose_rhs = true} : tensor<2x4x8xf32>, tensor<2x16x8xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @integer_matmul
+// CHECK: arith.muli
+// CHECK-NEXT: arith.addi
+func.func @integer_matmul(%a: tensor<4x8xi64>, %b: tensor<8x16xi64>) -> tensor<4x16xi64> {
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xi64>, tensor<8x16xi64> -> tensor<4x16xi64>
+  return %0 : tensor<4x16xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reshapes
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[S:.*]]: tensor<f32>)
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+// No reassociation between 2x3 and 3x2: through 1-D.
+// CHECK: %[[TMP:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+// CHECK: %[[T:.*]] = tensor.expand_shape %[[TMP]] {{\[}}[0, 1]] output_shape [3, 2] : tensor<6xf32> into tensor<3x2xf32>
+// CHECK: %[[U:.*]] = tensor.expand_shape %[[S]] [] output_shape [1, 1] : tensor<f32> into tensor<1x1xf32>
+// CHECK: return %[[FLAT]], %[[T]], %[[U]]
+func.func @reshapes(%x: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<6xf32>, tensor<3x2xf32>, tensor<1x1xf32>) {
+  %0 = kiln_graph.reshape %x : tensor<2x3xf32> -> tensor<6xf32>
+  %1 = kiln_graph.reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>
+  %2 = kiln_graph.reshape %s : tensor<f32> -> tensor<1x1xf32>
+  return %0, %1, %2 : tensor<6xf32>, tensor<3x2xf32>, tensor<1x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @permute
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x2x3xf32>
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[X]] : tensor<2x3x4xf32>) outs(%[[E]] : tensor<4x2x3xf32>) permutation = [2, 0, 1]
+// CHECK: return %[[T]]
+func.func @permute(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  %0 = kiln_graph.permute %x {dims = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+  return %0 : tensor<4x2x3xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (0, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @expand
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel"]}
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[V]]
+func.func @expand(%x: tensor<1x3xf32>) -> tensor<5x4x3xf32> {
+  %0 = kiln_graph.expand %x : tensor<1x3xf32> -> tensor<5x4x3xf32>
+  return %0 : tensor<5x4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @slice
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[X]][0, 1] [4, 3] [1, 2] : tensor<4x8xf32> to tensor<4x3xf32>
+// CHECK: return %[[S]]
+func.func @slice(%x: tensor<4x8xf32>) -> tensor<4x3xf32> {
+  %0 = kiln_graph.slice %x {dim = 1 : i64, start = 1 : i64, step = 2 : i64} : tensor<4x8xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// Concat is one generic over the result; every element is read from the last
+// input whose range starts at or before it (reads clamped into bounds).
+// CHECK-LABEL: func.func @concat
+// CHECK-SAME: (%[[A:.*]]: tensor<2xf32>, %[[B:.*]]: tensor<3xf32>, %[[C:.*]]: tensor<4xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<9xf32>)
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[VA:.*]] = tensor.extract %[[A]][%{{.*}}] : tensor<2xf32>
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: %[[LB:.*]] = arith.subi %[[I]], %[[C2]] : index
+// CHECK: %[[HB:.*]] = arith.constant 2 : index
+// CHECK: %[[ZB:.*]] = arith.constant 0 : index
+// CHECK: %[[MB:.*]] = arith.maxsi %[[LB]], %[[ZB]] : index
+// CHECK: %[[IB:.*]] = arith.minsi %[[MB]], %[[HB]] : index
+// CHECK: %[[VB:.*]] = tensor.extract %[[B]][%[[IB]]] : tensor<3xf32>
+// CHECK: %[[INB:.*]] = arith.cmpi sge, %[[I]], %[[C2]] : index
+// CHECK: %[[AB:.*]] = arith.select %[[INB]], %[[VB]], %[[VA]] : f32
+// CHECK: %[[C5:.*]] = arith.constant 5 : index
+// CHECK: %[[VC:.*]] = tensor.extract %[[C]][%{{.*}}] : tensor<4xf32>
+// CHECK: %[[INC:.*]] = arith.cmpi sge, %[[I]], %[[C5]] : index
+// CHECK: %[[ABC:.*]] = arith.select %[[INC]], %[[VC]], %[[AB]] : f32
+// CHECK: linalg.yield %[[ABC]] : f32
+func.func @concat(%a: tensor<2xf32>, %b: tensor<3xf32>, %c: tensor<4xf32>) -> tensor<9xf32> {
+  %0 = kiln_graph.concat %a, %b, %c {dim = 0 : i64} : tensor<2xf32>, tensor<3xf32>, tensor<4xf32> -> tensor<9xf32>
+  return %0 : tensor<9xf32>
+}
+
+// -----
+
+// Empty inputs are skipped.
+// CHECK-LABEL: func.func @concat_with_empty_input
+// CHECK-SAME: (%[[A:.*]]: tensor<2x0xf32>, %[[B:.*]]: tensor<2x3xf32>)
+// CHECK-NOT: tensor.extract %[[A]]
+// CHECK: tensor.extract %[[B]]
+// CHECK-NOT: arith.select
+// CHECK: linalg.yield
+func.func @concat_with_empty_input(%a: tensor<2x0xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = kiln_graph.concat %a, %b {dim = 1 : i64} : tensor<2x0xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Embedding reads the index per output row and clamps it into [0, rows).
+// CHECK-DAG: #[[IDX:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[W:.*]]: tensor<10x4xf32>, %[[I:.*]]: tensor<2x3xi64>)
+// CHECK: linalg.generic {indexing_maps = [#[[IDX]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[I]] : tensor<2x3xi64>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: i64, %{{.*}}: f32):
+// CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %[[V]] : i64 to index
+// CHECK-NEXT: %[[LAST:.*]] = arith.constant 9 : index
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[LO:.*]] = arith.maxsi %[[ROW]], %[[ZERO]] : index
+// CHECK-NEXT: %[[CL:.*]] = arith.minsi %[[LO]], %[[LAST]] : index
+// CHECK-NEXT: %[[COL:.*]] = linalg.index 2 : index
+// CHECK-NEXT: %[[E:.*]] = tensor.extract %[[W]][%[[CL]], %[[COL]]] : tensor<10x4xf32>
+// CHECK-NEXT: linalg.yield %[[E]]
+func.func @embedding(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4xf32> {
+  %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}

@@ -1,0 +1,487 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @constant_type_mismatch() -> tensor<3xf32> {
+  // expected-error @+1 {{failed to verify that all of {value, result} have same type}}
+  %0 = "kiln_graph.constant"() {value = dense<1.0> : tensor<2xf32>} : () -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @unsupported_element_type(%a: tensor<4xf16>) -> tensor<4xf16> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float or 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values}}
+  %0 = kiln_graph.relu %a : tensor<4xf16> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @broadcast_mismatch(%a: tensor<4x8xf32>, %b: tensor<3xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{operand shapes are not broadcast-compatible}}
+  %0 = kiln_graph.add %a, %b : tensor<4x8xf32>, tensor<3xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @broadcast_wrong_result(%a: tensor<4x1xf32>, %b: tensor<8xf32>) -> tensor<4x1xf32> {
+  // expected-error @+1 {{result shape must be the broadcast operand shape}}
+  %0 = kiln_graph.mul %a, %b : tensor<4x1xf32>, tensor<8xf32> -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+func.func @comparison_result_not_i1(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{comparison result must have i1 elements}}
+  %0 = kiln_graph.lt %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @comparison_mixed_operands(%a: tensor<4xf32>, %b: tensor<4xi64>) -> tensor<4xi1> {
+  // expected-error @+1 {{compared operands must share an element type}}
+  %0 = kiln_graph.eq %a, %b : tensor<4xf32>, tensor<4xi64> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @where_condition_not_i1(%c: tensor<4xf32>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{condition must have i1 elements}}
+  %0 = kiln_graph.where %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @where_value_type(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{selected values must have the result element type}}
+  %0 = kiln_graph.where %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @implicit_promotion(%a: tensor<4xi64>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand element type 'i64' differs from the result element type 'f32'}}
+  %0 = kiln_graph.add %a, %b : tensor<4xi64>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @exp_of_integer(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.exp %a : tensor<4xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @integer_division(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.div %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @gelu_approximate(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{approximate must be "none" or "tanh"}}
+  %0 = kiln_graph.gelu %a {approximate = "erf"} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_dim_out_of_range(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dim 2 is out of range for rank 2}}
+  %0 = kiln_graph.sum %a {dims = array<i64: 2>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @reduce_negative_dim_out_of_range(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{dim -3 is out of range for rank 2}}
+  %0 = kiln_graph.amax %a {dims = array<i64: -3>} : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_duplicate_dim(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{dim -1 appears more than once}}
+  %0 = kiln_graph.sum %a {dims = array<i64: 1, -1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_wrong_result_shape(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{result shape does not match the reduction of the input}}
+  %0 = kiln_graph.sum %a {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_all_dims_wrong_result_shape(%a: tensor<4x8xf32>) -> tensor<1xf32> {
+  // expected-error @+1 {{result shape does not match the reduction of the input}}
+  %0 = kiln_graph.sum %a {dims = array<i64>} : tensor<4x8xf32> -> tensor<1xf32>
+  return %0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @reduce_element_type(%a: tensor<4x8xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{result element type must match the input}}
+  %0 = kiln_graph.sum %a {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @mean_of_integer(%a: tensor<4x8xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.mean %a {dims = array<i64: 1>} : tensor<4x8xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @softmax_dim(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dim 2 is out of range for rank 2}}
+  %0 = kiln_graph.softmax %a {dim = 2 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @log_softmax_negative_dim(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dim -3 is out of range for rank 2}}
+  %0 = kiln_graph.log_softmax %a {dim = -3 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @softmax_result_type(%a: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{result type must match the input type}}
+  %0 = kiln_graph.softmax %a {dim = 1 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @softmax_integer(%a: tensor<4x8xi64>) -> tensor<4x8xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.softmax %a {dim = 1 : i64} : tensor<4x8xi64> -> tensor<4x8xi64>
+  return %0 : tensor<4x8xi64>
+}
+
+// -----
+
+func.func @layer_norm_rank(%x: tensor<2x4xf32>, %w: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{normalized_rank must be in [1, input rank]}}
+  %y:3 = kiln_graph.layer_norm %x, %w, %w {normalized_rank = 3 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<1x1xf32>, tensor<1x1xf32>
+  return %y#0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @layer_norm_weight_shape(%x: tensor<2x4xf32>, %w: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{weight and bias must have the normalized shape and the input element type}}
+  %y:3 = kiln_graph.layer_norm %x, %w, %b {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+  return %y#0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @layer_norm_bias_element_type(%x: tensor<2x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf64>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{weight and bias must have the normalized shape and the input element type}}
+  %y:3 = kiln_graph.layer_norm %x, %w, %b {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf64> -> tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+  return %y#0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @layer_norm_result_type(%x: tensor<2x4xf32>, %w: tensor<4xf32>) -> tensor<2x4xf64> {
+  // expected-error @+1 {{result type must match the input type}}
+  %y:3 = kiln_graph.layer_norm %x, %w, %w {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4xf64>, tensor<2x1xf32>, tensor<2x1xf32>
+  return %y#0 : tensor<2x4xf64>
+}
+
+// -----
+
+func.func @layer_norm_stat_shape(%x: tensor<2x4xf32>, %w: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{mean and rstd must keep the normalized dims as size 1}}
+  %y:3 = kiln_graph.layer_norm %x, %w, %w {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4xf32>, tensor<2xf32>, tensor<2xf32>
+  return %y#0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @layer_norm_integer(%x: tensor<2x4xi64>, %w: tensor<4xi64>) -> tensor<2x4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %y:3 = kiln_graph.layer_norm %x, %w, %w {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x4xi64>, tensor<4xi64>, tensor<4xi64> -> tensor<2x4xi64>, tensor<2x1xi64>, tensor<2x1xi64>
+  return %y#0 : tensor<2x4xi64>
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<f32> {
+  // expected-error @+1 {{operands and result must all be rank 2 (mm) or rank 3 (bmm)}}
+  %0 = kiln_graph.matmul %a, %b : tensor<8xf32>, tensor<8xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @matmul_mixed_rank(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{operands and result must all be rank 2 (mm) or rank 3 (bmm)}}
+  %0 = kiln_graph.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+func.func @matmul_k_mismatch(%a: tensor<4x8xf32>, %b: tensor<7x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{contraction sizes differ: 8 vs 7}}
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf32>, tensor<7x16xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// With transpose_rhs the contraction dim of the right operand is its last.
+func.func @matmul_transpose_rhs_k_mismatch(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{contraction sizes differ: 8 vs 16}}
+  %0 = kiln_graph.matmul %a, %w {transpose_rhs = true} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @matmul_transpose_rhs_result(%a: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{result shape must be [..., M, N]}}
+  %0 = kiln_graph.matmul %a, %w {transpose_rhs = true} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{batch sizes differ}}
+  %0 = kiln_graph.matmul %a, %b : tensor<2x4x8xf32>, tensor<3x8x16xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+func.func @matmul_result_shape(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{result shape must be [..., M, N]}}
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @matmul_element_types(%a: tensor<4x8xf32>, %b: tensor<8x16xf64>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{element types must match}}
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf64> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @reshape_element_count(%a: tensor<2x3xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{element count changes from 6 to 8}}
+  %0 = kiln_graph.reshape %a : tensor<2x3xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @reshape_element_type(%a: tensor<2x3xf32>) -> tensor<6xi64> {
+  // expected-error @+1 {{element type must not change}}
+  %0 = kiln_graph.reshape %a : tensor<2x3xf32> -> tensor<6xi64>
+  return %0 : tensor<6xi64>
+}
+
+// -----
+
+func.func @permute_wrong_length(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{dims must list every input dim once}}
+  %0 = kiln_graph.permute %a {dims = array<i64: 1, 0, 2>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @permute_not_a_permutation(%a: tensor<2x3xf32>) -> tensor<3x3xf32> {
+  // expected-error @+1 {{dims must be a permutation of [0, rank)}}
+  %0 = kiln_graph.permute %a {dims = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @permute_negative_dim(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{dims must be a permutation of [0, rank)}}
+  %0 = kiln_graph.permute %a {dims = array<i64: -1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @permute_result_type(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{result type does not match the permuted input}}
+  %0 = kiln_graph.permute %a {dims = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @expand_lower_rank(%a: tensor<2x3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{cannot expand to a lower rank}}
+  %0 = kiln_graph.expand %a : tensor<2x3xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @expand_illegal(%a: tensor<3x1xf32>) -> tensor<2x4x5xf32> {
+  // expected-error @+1 {{input dim 0 of size 3 cannot expand to 4}}
+  %0 = kiln_graph.expand %a : tensor<3x1xf32> -> tensor<2x4x5xf32>
+  return %0 : tensor<2x4x5xf32>
+}
+
+// -----
+
+func.func @expand_element_type(%a: tensor<1xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{element type must not change}}
+  %0 = kiln_graph.expand %a : tensor<1xf32> -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+func.func @slice_rank(%a: tensor<4x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{result rank must equal the (non-zero) input rank}}
+  %0 = kiln_graph.slice %a {dim = 0 : i64, start = 0 : i64, step = 1 : i64} : tensor<4x8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @slice_dim(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dim out of range}}
+  %0 = kiln_graph.slice %a {dim = 2 : i64, start = 0 : i64, step = 1 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @slice_step(%a: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{step must be positive}}
+  %0 = kiln_graph.slice %a {dim = 1 : i64, start = 0 : i64, step = 0 : i64} : tensor<4x8xf32> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @slice_past_end(%a: tensor<4x8xf32>) -> tensor<4x3xf32> {
+  // 2 + (3 - 1) * 3 = 8 is past the last index 7.
+  // expected-error @+1 {{slice reads past the end of dim 1}}
+  %0 = kiln_graph.slice %a {dim = 1 : i64, start = 2 : i64, step = 3 : i64} : tensor<4x8xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @slice_negative_start(%a: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{slice reads past the end of dim 1}}
+  %0 = kiln_graph.slice %a {dim = 1 : i64, start = -1 : i64, step = 1 : i64} : tensor<4x8xf32> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @slice_other_dim_changes(%a: tensor<4x8xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{only dim 1 may change size}}
+  %0 = kiln_graph.slice %a {dim = 1 : i64, start = 0 : i64, step = 1 : i64} : tensor<4x8xf32> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @concat_no_inputs() -> tensor<0xf32> {
+  // expected-error @+1 {{needs at least one input}}
+  %0 = "kiln_graph.concat"() {dim = 0 : i64} : () -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
+// -----
+
+func.func @concat_dim(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dim out of range}}
+  %0 = kiln_graph.concat %a {dim = 2 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @concat_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xi64>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{inputs must match the result rank and element type}}
+  %0 = kiln_graph.concat %a, %b {dim = 0 : i64} : tensor<2x3xf32>, tensor<2x3xi64> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{inputs differ from the result outside dim 0}}
+  %0 = kiln_graph.concat %a, %b {dim = 0 : i64} : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @concat_sum(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{result dim 1 must be the sum of the inputs'}}
+  %0 = kiln_graph.concat %a, %b {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @embedding_weight_rank(%w: tensor<10xf32>, %i: tensor<3xi64>) -> tensor<3x1xf32> {
+  // expected-error @+1 {{weight must be rank 2}}
+  %0 = kiln_graph.embedding %w, %i : tensor<10xf32>, tensor<3xi64> -> tensor<3x1xf32>
+  return %0 : tensor<3x1xf32>
+}
+
+// -----
+
+func.func @embedding_indices_not_i64(%w: tensor<10x4xf32>, %i: tensor<3xi32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{indices must be i64}}
+  %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<3xi32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @embedding_result_shape(%w: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x10xf32> {
+  // expected-error @+1 {{result must be indices shape + [embedding dim]}}
+  %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<3xi64> -> tensor<3x10xf32>
+  return %0 : tensor<3x10xf32>
+}

@@ -1,0 +1,230 @@
+// RUN: kiln-opt %s -split-input-file | kiln-opt -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -mlir-print-op-generic | kiln-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @constant
+func.func @constant() -> (tensor<2x3xf32>, tensor<i64>, tensor<2xi1>) {
+  // CHECK: kiln_graph.constant dense<1.500000e+00> : tensor<2x3xf32>
+  %0 = kiln_graph.constant dense<1.5> : tensor<2x3xf32>
+  // CHECK: kiln_graph.constant dense<7> : tensor<i64>
+  %1 = kiln_graph.constant dense<7> : tensor<i64>
+  // CHECK: kiln_graph.constant dense<[true, false]> : tensor<2xi1>
+  %2 = kiln_graph.constant dense<[true, false]> : tensor<2xi1>
+  return %0, %1, %2 : tensor<2x3xf32>, tensor<i64>, tensor<2xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @arithmetic
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>, %[[S:.*]]: tensor<f32>)
+func.func @arithmetic(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>) -> tensor<4x8xf32> {
+  // CHECK: %[[ADD:.*]] = kiln_graph.add %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %0 = kiln_graph.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: %[[SUB:.*]] = kiln_graph.sub %[[ADD]], %[[S]] : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %1 = kiln_graph.sub %0, %s : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  // CHECK: %[[MUL:.*]] = kiln_graph.mul %[[SUB]], %[[A]] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %2 = kiln_graph.mul %1, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  // CHECK: %[[DIV:.*]] = kiln_graph.div %[[MUL]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %3 = kiln_graph.div %2, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: %[[POW:.*]] = kiln_graph.pow %[[DIV]], %[[S]] : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %4 = kiln_graph.pow %3, %s : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  // CHECK: %[[MAX:.*]] = kiln_graph.maximum %[[POW]], %[[A]] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %5 = kiln_graph.maximum %4, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  // CHECK: return %[[MAX]]
+  return %5 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @integer_arithmetic
+func.func @integer_arithmetic(%a: tensor<3xi64>, %b: tensor<3xi32>) -> (tensor<3xi64>, tensor<3xi32>) {
+  // CHECK: kiln_graph.add %{{.*}}, %{{.*}} : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+  %0 = kiln_graph.add %a, %a : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
+  // CHECK: kiln_graph.mul %{{.*}}, %{{.*}} : tensor<3xi32>, tensor<3xi32> -> tensor<3xi32>
+  %1 = kiln_graph.mul %b, %b : tensor<3xi32>, tensor<3xi32> -> tensor<3xi32>
+  return %0, %1 : tensor<3xi64>, tensor<3xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @comparisons
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>)
+func.func @comparisons(%a: tensor<4x8xf32>, %b: tensor<8xf32>)
+    -> (tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>) {
+  // CHECK: kiln_graph.eq %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %0 = kiln_graph.eq %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: kiln_graph.ne %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %1 = kiln_graph.ne %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: kiln_graph.lt %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %2 = kiln_graph.lt %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: kiln_graph.le %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %3 = kiln_graph.le %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: kiln_graph.gt %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %4 = kiln_graph.gt %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: kiln_graph.ge %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %5 = kiln_graph.ge %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  return %0, %1, %2, %3, %4, %5 : tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @where
+// CHECK-SAME: (%[[C:.*]]: tensor<4x1xi1>, %[[T:.*]]: tensor<8xf32>, %[[F:.*]]: tensor<f32>)
+func.func @where(%c: tensor<4x1xi1>, %t: tensor<8xf32>, %f: tensor<f32>) -> tensor<4x8xf32> {
+  // CHECK: kiln_graph.where %[[C]], %[[T]], %[[F]] : tensor<4x1xi1>, tensor<8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %0 = kiln_graph.where %c, %t, %f : tensor<4x1xi1>, tensor<8xf32>, tensor<f32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unary
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+func.func @unary(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: %[[NEG:.*]] = kiln_graph.neg %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %0 = kiln_graph.neg %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[RELU:.*]] = kiln_graph.relu %[[NEG]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = kiln_graph.relu %0 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[TANH:.*]] = kiln_graph.tanh %[[RELU]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = kiln_graph.tanh %1 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[EXP:.*]] = kiln_graph.exp %[[TANH]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %3 = kiln_graph.exp %2 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[LOG:.*]] = kiln_graph.log %[[EXP]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %4 = kiln_graph.log %3 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[SQRT:.*]] = kiln_graph.sqrt %[[LOG]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %5 = kiln_graph.sqrt %4 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[RSQRT:.*]] = kiln_graph.rsqrt %[[SQRT]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %6 = kiln_graph.rsqrt %5 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[SIG:.*]] = kiln_graph.sigmoid %[[RSQRT]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %7 = kiln_graph.sigmoid %6 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: %[[CLONE:.*]] = kiln_graph.clone %[[SIG]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %8 = kiln_graph.clone %7 : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: return %[[CLONE]]
+  return %8 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @convert
+func.func @convert(%x: tensor<5xi64>) -> (tensor<5xf32>, tensor<5xi1>, tensor<5xf64>) {
+  // CHECK: %[[F:.*]] = kiln_graph.convert %{{.*}} : tensor<5xi64> -> tensor<5xf32>
+  %0 = kiln_graph.convert %x : tensor<5xi64> -> tensor<5xf32>
+  // CHECK: kiln_graph.convert %[[F]] : tensor<5xf32> -> tensor<5xi1>
+  %1 = kiln_graph.convert %0 : tensor<5xf32> -> tensor<5xi1>
+  // CHECK: kiln_graph.convert %[[F]] : tensor<5xf32> -> tensor<5xf64>
+  %2 = kiln_graph.convert %0 : tensor<5xf32> -> tensor<5xf64>
+  return %0, %1, %2 : tensor<5xf32>, tensor<5xi1>, tensor<5xf64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu
+func.func @gelu(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  // CHECK: kiln_graph.gelu %{{.*}} : tensor<16xf32> -> tensor<16xf32>
+  %0 = kiln_graph.gelu %x : tensor<16xf32> -> tensor<16xf32>
+  // CHECK: kiln_graph.gelu %{{.*}} {approximate = "tanh"} : tensor<16xf32> -> tensor<16xf32>
+  %1 = kiln_graph.gelu %x {approximate = "tanh"} : tensor<16xf32> -> tensor<16xf32>
+  return %0, %1 : tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reductions
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<2x4xf32>, tensor<2x1x1xf32>, tensor<f32>) {
+  // CHECK: kiln_graph.sum %[[X]] {dims = array<i64: 1>} : tensor<2x3x4xf32> -> tensor<2x4xf32>
+  %0 = kiln_graph.sum %x {dims = array<i64: 1>} : tensor<2x3x4xf32> -> tensor<2x4xf32>
+  // CHECK: kiln_graph.mean %[[X]] {dims = array<i64: -1, 1>, keepdim = true} : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+  %1 = kiln_graph.mean %x {dims = array<i64: -1, 1>, keepdim = true} : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+  // CHECK: kiln_graph.amax %[[X]] {dims = array<i64>} : tensor<2x3x4xf32> -> tensor<f32>
+  %2 = kiln_graph.amax %x {dims = array<i64>} : tensor<2x3x4xf32> -> tensor<f32>
+  return %0, %1, %2 : tensor<2x4xf32>, tensor<2x1x1xf32>, tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax
+func.func @softmax(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  // CHECK: kiln_graph.softmax %{{.*}} {dim = -1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
+  %0 = kiln_graph.softmax %x {dim = -1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
+  // CHECK: kiln_graph.log_softmax %{{.*}} {dim = 0 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
+  %1 = kiln_graph.log_softmax %x {dim = 0 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
+  return %0, %1 : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[W:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+func.func @layer_norm(%x: tensor<2x3x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>)
+    -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) {
+  // CHECK: %[[Y:.*]], %[[MEAN:.*]], %[[RSTD:.*]] = kiln_graph.layer_norm %[[X]], %[[W]], %[[B]] {eps = 1.000000e-05 : f64, normalized_rank = 1 : i64}
+  // CHECK-SAME: : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
+  %y:3 = kiln_graph.layer_norm %x, %w, %b {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}
+      : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
+  // CHECK: return %[[Y]], %[[MEAN]], %[[RSTD]]
+  return %y#0, %y#1, %y#2 : tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8x16xf32>)
+func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // CHECK: kiln_graph.matmul %[[A]], %[[B]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul_transpose_rhs
+func.func @matmul_transpose_rhs(%a: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // CHECK: kiln_graph.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  %0 = kiln_graph.matmul %a, %w {transpose_rhs = true} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @batch_matmul
+func.func @batch_matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) -> tensor<2x4x16xf32> {
+  // CHECK: kiln_graph.matmul %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<2x8x16xf32> -> tensor<2x4x16xf32>
+  %0 = kiln_graph.matmul %a, %b : tensor<2x4x8xf32>, tensor<2x8x16xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shape_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+func.func @shape_ops(%x: tensor<2x3x4xf32>) -> (tensor<6x4xf32>, tensor<4x2x3xf32>, tensor<5x2x3x4xf32>, tensor<2x3x2xf32>) {
+  // CHECK: kiln_graph.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  // CHECK: kiln_graph.permute %[[X]] {dims = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+  %1 = kiln_graph.permute %x {dims = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+  // CHECK: kiln_graph.expand %[[X]] : tensor<2x3x4xf32> -> tensor<5x2x3x4xf32>
+  %2 = kiln_graph.expand %x : tensor<2x3x4xf32> -> tensor<5x2x3x4xf32>
+  // CHECK: kiln_graph.slice %[[X]] {dim = 2 : i64, start = 1 : i64, step = 2 : i64} : tensor<2x3x4xf32> -> tensor<2x3x2xf32>
+  %3 = kiln_graph.slice %x {dim = 2 : i64, start = 1 : i64, step = 2 : i64} : tensor<2x3x4xf32> -> tensor<2x3x2xf32>
+  return %0, %1, %2, %3 : tensor<6x4xf32>, tensor<4x2x3xf32>, tensor<5x2x3x4xf32>, tensor<2x3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @concat
+// CHECK-SAME: (%[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<2x5xf32>)
+func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
+  // CHECK: kiln_graph.concat %[[A]], %[[B]] {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+  %0 = kiln_graph.concat %a, %b {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[W:.*]]: tensor<10x4xf32>, %[[I:.*]]: tensor<2x3xi64>)
+func.func @embedding(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4xf32> {
+  // CHECK: kiln_graph.embedding %[[W]], %[[I]] : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}

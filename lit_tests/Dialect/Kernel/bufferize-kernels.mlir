@@ -1,0 +1,95 @@
+// RUN: kiln-opt %s -split-input-file -kiln-bufferize-kernels | FileCheck %s
+
+// The result is computed in place in the output buffer: the tensor.empty
+// feeding it is eliminated, and no buffer is allocated.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func private @kernel_0_add
+// CHECK-SAME: (%{{.*}}: index, %{{.*}}: index, %[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8xf32>, %[[OUT:.*]]: memref<4x8xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: bufferization.to_tensor
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[A]], %[[B]] : memref<4x8xf32>, memref<8xf32>) outs(%[[OUT]] : memref<4x8xf32>)
+// CHECK: arith.addf
+// CHECK-NOT: memref.alloc
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func private @kernel_0_add(%wg: index, %wgc: index, %a: memref<4x8xf32>, %b: memref<8xf32>, %out: memref<4x8xf32>)
+    attributes {kiln.kernel = "kernel_0_add", kiln.workgroup_extent = 4 : i64} {
+  %0 = bufferization.to_tensor %a restrict : memref<4x8xf32> to tensor<4x8xf32>
+  %1 = bufferization.to_tensor %b restrict : memref<8xf32> to tensor<8xf32>
+  %2 = tensor.empty() : tensor<4x8xf32>
+  %3 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %1 : tensor<4x8xf32>, tensor<8xf32>) outs(%2 : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %4 = arith.addf %x, %y : f32
+    linalg.yield %4 : f32
+  } -> tensor<4x8xf32>
+  bufferization.materialize_in_destination %3 in restrict writable %out : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// Values that are not kernel results get a buffer of their own.
+// CHECK-LABEL: func.func private @kernel_0_sum
+// CHECK-SAME: (%{{.*}}: index, %{{.*}}: index, %[[A:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>)
+// CHECK: %[[TMP:.*]] = memref.alloc() {{.*}} : memref<4xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[TMP]] : memref<4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[A]] : memref<4x8xf32>) outs(%[[TMP]] : memref<4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[TMP]] : memref<4x8xf32>, memref<4xf32>) outs(%[[OUT]] : memref<4x8xf32>)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+func.func private @kernel_0_sum(%wg: index, %wgc: index, %a: memref<4x8xf32>, %out: memref<4x8xf32>)
+    attributes {kiln.kernel = "kernel_0_sum", kiln.workgroup_extent = 4 : i64} {
+  %0 = bufferization.to_tensor %a restrict : memref<4x8xf32> to tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%0 : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %x, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %d = linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e2 : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %t: f32, %o: f32):
+    %r = arith.divf %x, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  bufferization.materialize_in_destination %d in restrict writable %out : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// Copies are linalg.copy (they become loops like every other op), not
+// memref.copy.
+// CHECK-LABEL: func.func private @kernel_0_copy
+// CHECK-SAME: (%{{.*}}: index, %{{.*}}: index, %[[A:.*]]: memref<4x8xf32>, %[[O1:.*]]: memref<4x8xf32>, %[[O2:.*]]: memref<4x8xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: linalg.copy ins(%[[A]] : memref<4x8xf32>) outs(%[[O1]] : memref<4x8xf32>)
+// CHECK: linalg.copy ins(%[[A]] : memref<4x8xf32>) outs(%[[O2]] : memref<4x8xf32>)
+// CHECK-NOT: memref.copy
+func.func private @kernel_0_copy(%wg: index, %wgc: index, %a: memref<4x8xf32>, %o1: memref<4x8xf32>, %o2: memref<4x8xf32>)
+    attributes {kiln.kernel = "kernel_0_copy", kiln.workgroup_extent = 4 : i64} {
+  %0 = bufferization.to_tensor %a restrict : memref<4x8xf32> to tensor<4x8xf32>
+  bufferization.materialize_in_destination %0 in restrict writable %o1 : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
+  bufferization.materialize_in_destination %0 in restrict writable %o2 : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// Functions that are not kernels (the plan) are not bufferized.
+// CHECK-LABEL: func.func @plan
+// CHECK-SAME: (%[[A:.*]]: memref<4xf32>) -> memref<4xf32> attributes {kiln_plan.entry}
+// CHECK-NEXT: %[[B:.*]] = kiln_plan.alloc : memref<4xf32>
+// CHECK-NEXT: return %[[B]]
+func.func @plan(%a: memref<4xf32>) -> memref<4xf32> attributes {kiln_plan.entry} {
+  %b = kiln_plan.alloc : memref<4xf32>
+  return %b : memref<4xf32>
+}

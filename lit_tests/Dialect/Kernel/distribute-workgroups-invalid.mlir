@@ -1,0 +1,47 @@
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-distribute-workgroups))' -verify-diagnostics
+
+// expected-error @+1 {{kernel must start with (index workgroup_id, index workgroup_count)}}
+func.func @bad_signature(%wg: i64, %wgc: i64, %out: memref<10xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+  return
+}
+
+// -----
+
+func.func @past_the_extent(%wg: index, %wgc: index, %out: memref<12xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c12 = arith.constant 12 : index
+  %f = arith.constant 1.0 : f32
+  // expected-error @+1 {{top-level loop of a kernel with workgroup extent 10 must have constant bounds within [0, 10) and a lower bound that is a multiple of its step}}
+  scf.for %i = %c0 to %c12 step %c1 {
+    memref.store %f, %out[%i] : memref<12xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @dynamic_bound(%wg: index, %wgc: index, %n: index, %out: memref<10xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  // expected-error @+1 {{must have constant bounds within [0, 10)}}
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %f, %out[%i] : memref<10xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @misaligned_start(%wg: index, %wgc: index, %out: memref<10xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c10 = arith.constant 10 : index
+  %f = arith.constant 1.0 : f32
+  // expected-error @+1 {{a lower bound that is a multiple of its step}}
+  scf.for %i = %c1 to %c10 step %c2 {
+    memref.store %f, %out[%i] : memref<10xf32>
+  }
+  return
+}

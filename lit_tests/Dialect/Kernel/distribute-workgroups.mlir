@@ -1,0 +1,106 @@
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-distribute-workgroups))' | FileCheck %s
+
+// chunk = ceil(extent / count); workgroup `id` owns [begin, end) =
+// [min(id * chunk, extent), min(begin + chunk, extent)), and every top-level
+// loop runs the part of its range inside it.
+// CHECK-LABEL: func.func @distribute
+// CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index, %[[IN:.*]]: memref<10x4xf32>, %[[OUT:.*]]: memref<10x4xf32>)
+// CHECK: %[[EXTENT:.*]] = arith.constant 10 : index
+// CHECK: arith.ceildivui %[[EXTENT]], %[[COUNT]] : index
+// CHECK: %[[START:.*]] = arith.muli %[[ID]], %[[CHUNK:.*]] : index
+// CHECK-NEXT: %[[BEGIN:.*]] = arith.minui %[[START]], %[[EXTENT]] : index
+// CHECK-NEXT: %[[STOP:.*]] = arith.addi %[[BEGIN]], %[[CHUNK]] : index
+// CHECK-NEXT: %[[END:.*]] = arith.minui %[[STOP]], %[[EXTENT]] : index
+// CHECK: %[[LB0:.*]] = arith.maxui %{{.*}}, %[[BEGIN]] : index
+// CHECK-NEXT: %[[UB0:.*]] = arith.minui %{{.*}}, %[[END]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[LB0]] to %[[UB0]] step %{{.*}} {
+// The inner loop is not touched.
+// CHECK-NEXT:   scf.for %{{.*}} = %{{.*}} to %[[C4:.*]] step
+// CHECK: %[[LB1:.*]] = arith.maxui %{{.*}}, %[[BEGIN]] : index
+// CHECK-NEXT: %[[UB1:.*]] = arith.minui %{{.*}}, %[[END]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[LB1]] to %[[UB1]] step
+func.func @distribute(%wg: index, %wgc: index, %in: memref<10x4xf32>, %out: memref<10x4xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c10 = arith.constant 10 : index
+  scf.for %i = %c0 to %c10 step %c1 {
+    scf.for %j = %c0 to %c4 step %c1 {
+      %v = memref.load %in[%i, %j] : memref<10x4xf32>
+      memref.store %v, %out[%i, %j] : memref<10x4xf32>
+    }
+  }
+  scf.for %i = %c0 to %c10 step %c1 {
+    %v = memref.load %out[%i, %c0] : memref<10x4xf32>
+    memref.store %v, %out[%i, %c1] : memref<10x4xf32>
+  }
+  return
+}
+
+// -----
+
+// A loop that handles several rows per iteration (and one over part of the
+// rows): chunks are rounded up to a multiple of every step, so workgroups
+// split loops at iteration boundaries.
+// CHECK-LABEL: func.func @stepped_loops
+// CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index,
+// CHECK: %[[EXTENT:.*]] = arith.constant 12 : index
+// CHECK: %[[ALIGN:.*]] = arith.constant 6 : index
+// CHECK: %[[PER:.*]] = arith.ceildivui %[[EXTENT]], %[[COUNT]] : index
+// CHECK: %[[UNITS:.*]] = arith.ceildivui %[[PER]], %[[ALIGN]] : index
+// CHECK: %[[CHUNK:.*]] = arith.muli %[[UNITS]], %[[ALIGN]] : index
+// CHECK: arith.muli %[[ID]], %[[CHUNK]] : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C2:.*]] {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C3:.*]] {
+func.func @stepped_loops(%wg: index, %wgc: index, %out: memref<12xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 12 : i64} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  %c12 = arith.constant 12 : index
+  %f = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c12 step %c2 {
+    memref.store %f, %out[%i] : memref<12xf32>
+  }
+  scf.for %i = %c6 to %c12 step %c3 {
+    memref.store %f, %out[%i] : memref<12xf32>
+  }
+  return
+}
+
+// -----
+
+// Extent 0 (and 1): one workgroup runs the whole kernel.
+// CHECK-LABEL: func.func @single_workgroup
+// CHECK-NOT: arith.ceildivui
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[C10:.*]] = arith.constant 10 : index
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C10]]
+func.func @single_workgroup(%wg: index, %wgc: index, %out: memref<10xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c10 = arith.constant 10 : index
+  %f = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c10 step %c1 {
+    memref.store %f, %out[%i] : memref<10xf32>
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @not_a_kernel
+// CHECK-NOT: arith.ceildivui
+func.func @not_a_kernel(%out: memref<10xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c10 = arith.constant 10 : index
+  %f = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c10 step %c1 {
+    memref.store %f, %out[%i] : memref<10xf32>
+  }
+  return
+}

@@ -1,0 +1,86 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @argument_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{body must take one argument per input}}
+  %0 = kiln_kernel.kernel "k" extent(4) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+    %c = kiln_graph.constant dense<1.0> : tensor<4xf32>
+    kiln_kernel.yield %c : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @argument_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{body argument types must match the input types}}
+  %0 = kiln_kernel.kernel "k" extent(4) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf64>):
+    %c = kiln_graph.constant dense<1.0> : tensor<4xf32>
+    kiln_kernel.yield %c : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_types(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{yielded types must match the result types}}
+  %0 = kiln_kernel.kernel "k" extent(4) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %s = kiln_graph.sum %a {dims = array<i64>} : tensor<4xf32> -> tensor<f32>
+    kiln_kernel.yield %s : tensor<f32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{yielded types must match the result types}}
+  %0 = kiln_kernel.kernel "k" extent(4) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    kiln_kernel.yield
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @negative_extent(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{workgroup_extent must be non-negative}}
+  %0 = kiln_kernel.kernel "k" extent(-1) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    kiln_kernel.yield %a : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @isolated_from_above(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %0 = kiln_kernel.kernel "k" extent(4) -> (tensor<4xf32>) {
+    // expected-error @+1 {{using value defined outside the region}}
+    %1 = kiln_graph.neg %x : tensor<4xf32> -> tensor<4xf32>
+    kiln_kernel.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @yield_outside_kernel(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expects parent op 'kiln_kernel.kernel'}}
+  kiln_kernel.yield %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @unranked_input(%x: tensor<*xf32>) {
+  // expected-error @+1 {{operand #0 must be variadic of ranked tensor of any type values}}
+  "kiln_kernel.kernel"(%x) ({
+  ^bb0(%a: tensor<*xf32>):
+    kiln_kernel.yield
+  }) {kernel_name = "k", workgroup_extent = 0 : i64} : (tensor<*xf32>) -> ()
+  return
+}

@@ -1,0 +1,60 @@
+// RUN: kiln-opt %s -split-input-file | kiln-opt -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -mlir-print-op-generic | kiln-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @kernel
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[Y:.*]]: tensor<8xf32>)
+func.func @kernel(%x: tensor<4x8xf32>, %y: tensor<8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[K:.*]] = kiln_kernel.kernel "kernel_0_add" extent(4) ins(%[[X]], %[[Y]] : tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>) {
+  // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>):
+  // CHECK-NEXT:   %[[S:.*]] = kiln_graph.add %[[A]], %[[B]]
+  // CHECK-NEXT:   kiln_kernel.yield %[[S]] : tensor<4x8xf32>
+  // CHECK-NEXT: }
+  %0 = kiln_kernel.kernel "kernel_0_add" extent(4) ins(%x, %y : tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
+    %1 = kiln_graph.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    kiln_kernel.yield %1 : tensor<4x8xf32>
+  }
+  // CHECK: return %[[K]]
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A kernel without inputs (a constant) and with several results.
+// CHECK-LABEL: func.func @no_inputs
+// CHECK: %[[K:.*]]:2 = kiln_kernel.kernel "kernel_0_constant" extent(0) -> (tensor<2xf32>, tensor<2xf32>) {
+// CHECK: kiln_kernel.yield %{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>
+func.func @no_inputs() -> (tensor<2xf32>, tensor<2xf32>) {
+  %0:2 = kiln_kernel.kernel "kernel_0_constant" extent(0) -> (tensor<2xf32>, tensor<2xf32>) {
+    %c = kiln_graph.constant dense<1.0> : tensor<2xf32>
+    %d = kiln_graph.neg %c : tensor<2xf32> -> tensor<2xf32>
+    kiln_kernel.yield %c, %d : tensor<2xf32>, tensor<2xf32>
+  }
+  return %0#0, %0#1 : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// The terminator is implicit when nothing is yielded.
+// CHECK-LABEL: func.func @no_results
+// CHECK: kiln_kernel.kernel "empty" extent(0) ins(%{{.*}} : tensor<2xf32>) {
+// CHECK-NOT: kiln_kernel.yield
+// CHECK: return
+func.func @no_results(%x: tensor<2xf32>) {
+  kiln_kernel.kernel "empty" extent(0) ins(%x : tensor<2xf32>) {
+  ^bb0(%a: tensor<2xf32>):
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attributes
+// CHECK: kiln_kernel.kernel "k" extent(3) ins(%{{.*}} : tensor<3xf32>) attributes {note = "kept"} -> (tensor<3xf32>)
+func.func @attributes(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = kiln_kernel.kernel "k" extent(3) ins(%x : tensor<3xf32>) attributes {note = "kept"} -> (tensor<3xf32>) {
+  ^bb0(%a: tensor<3xf32>):
+    kiln_kernel.yield %a : tensor<3xf32>
+  }
+  return %0 : tensor<3xf32>
+}

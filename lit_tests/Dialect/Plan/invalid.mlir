@@ -1,0 +1,141 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @alloc_strided() {
+  // expected-error @+1 {{buffers must have the identity (contiguous) layout}}
+  %0 = kiln_plan.alloc : memref<4x4xf32, strided<[8, 1]>>
+  return
+}
+
+// -----
+
+func.func @alloc_dynamic() {
+  // expected-error @+1 {{result #0 must be statically shaped memref of any type values}}
+  %0 = kiln_plan.alloc : memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @view_of_strided(%b: memref<4x4xf32, strided<[8, 1]>>) {
+  // expected-error @+1 {{buffers must have the identity (contiguous) layout}}
+  %0 = kiln_plan.view %b : memref<4x4xf32, strided<[8, 1]>> to memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @view_to_strided(%b: memref<32xf32>) {
+  // expected-error @+1 {{buffers must have the identity (contiguous) layout}}
+  %0 = kiln_plan.view %b : memref<32xf32> to memref<4x4xf32, strided<[8, 1]>>
+  return
+}
+
+// -----
+
+func.func @view_too_large(%b: memref<4x8xf32>) {
+  // expected-error @+1 {{view of 132 bytes at offset 0 does not fit in a 128-byte buffer}}
+  %0 = kiln_plan.view %b : memref<4x8xf32> to memref<33xf32>
+  return
+}
+
+// -----
+
+func.func @view_overflows_at_offset(%b: memref<4x8xf32>) {
+  // expected-error @+1 {{view of 64 bytes at offset 68 does not fit in a 128-byte buffer}}
+  %0 = kiln_plan.view %b {byte_offset = 68 : i64} : memref<4x8xf32> to memref<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @view_wider_elements(%b: memref<8xf32>) {
+  // expected-error @+1 {{view of 64 bytes at offset 0 does not fit in a 32-byte buffer}}
+  %0 = kiln_plan.view %b : memref<8xf32> to memref<8xi64>
+  return
+}
+
+// -----
+
+func.func @view_negative_offset(%b: memref<8xf32>) {
+  // expected-error @+1 {{view of 4 bytes at offset -4 does not fit in a 32-byte buffer}}
+  %0 = kiln_plan.view %b {byte_offset = -4 : i64} : memref<8xf32> to memref<1xf32>
+  return
+}
+
+// -----
+
+func.func @launch_unknown_kernel(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'missing' is not a func.func in scope}}
+  kiln_plan.launch @missing[1](%a) {num_inputs = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+llvm.func @llvm_kernel(i64, i64, !llvm.ptr)
+
+func.func @launch_of_non_func(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'llvm_kernel' is not a func.func in scope}}
+  kiln_plan.launch @llvm_kernel[1](%a) {num_inputs = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k(%wg: index, %wgc: index, %a: memref<4xf32>, %out: memref<4xf32>)
+
+func.func @launch_too_few_bindings(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel takes 4 arguments; expected 2 workgroup indices + 1 bindings and no results}}
+  kiln_plan.launch @k[1](%a) {num_inputs = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k(%wg: index, %wgc: index, %a: memref<4xf32>) -> i32
+
+func.func @launch_kernel_with_result(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel takes 3 arguments; expected 2 workgroup indices + 1 bindings and no results}}
+  kiln_plan.launch @k[1](%a) {num_inputs = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k(%wg: index, %wgc: index, %a: memref<4xf32>, %out: memref<4xf32>)
+
+func.func @launch_binding_type(%a: memref<4xf32>, %out: memref<4xi64>) {
+  // expected-error @+1 {{binding 1 has type 'memref<4xi64>' but the kernel expects 'memref<4xf32>'}}
+  kiln_plan.launch @k[1](%a, %out) {num_inputs = 1 : i64} : memref<4xf32>, memref<4xi64>
+  return
+}
+
+// -----
+
+func.func private @k(%wg: index, %wgc: index, %a: memref<4xf32>)
+
+func.func @launch_negative_workgroups(%a: memref<4xf32>) {
+  // expected-error @+1 {{workgroups must be non-negative}}
+  kiln_plan.launch @k[-1](%a) {num_inputs = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k(%wg: index, %wgc: index, %a: memref<4xf32>)
+
+func.func @launch_num_inputs(%a: memref<4xf32>) {
+  // expected-error @+1 {{num_inputs exceeds the number of bindings}}
+  kiln_plan.launch @k[1](%a) {num_inputs = 2 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k(%wg: index, %wgc: index, %a: memref<0xi32>)
+
+func.func @launch_empty_element_type(%a: memref<0x4xf32>) {
+  // expected-error @+1 {{binding 0 has type 'memref<0x4xf32>' but the kernel expects 'memref<0xi32>'}}
+  kiln_plan.launch @k[1](%a) {num_inputs = 1 : i64} : memref<0x4xf32>
+  return
+}
