@@ -1,6 +1,5 @@
 // The importer's output must be valid MLIR that kiln-opt can read, with
 // each op located at its FX node ("name") and the user's source line.
-// XFAIL: *
 // (kiln-import-fx prints debug info in the pretty, non-parsable form.)
 // RUN: split-file %s %t
 // RUN: kiln-import-fx %t/graph.json | kiln-opt --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s

@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     llvm::errs() << "kiln-import-fx: " << error << "\n";
     return 1;
   }
-  module->print(out->os(), mlir::OpPrintingFlags().enableDebugInfo(true, true));
+  module->print(out->os(), mlir::OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/false));
   out->keep();
   return 0;
 }

@@ -47,7 +47,7 @@ private:
 std::string printOp(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  op->print(os, OpPrintingFlags().enableDebugInfo(true, /*pretty=*/true));
+  op->print(os, OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/false));
   return text;
 }
 

@@ -71,8 +71,10 @@ public:
     auto target = ref ? ref->getString("ref") : std::nullopt;
     int64_t index = ref ? ref->getInteger("index").value_or(0) : 0;
     auto it = values.find(target.value_or(""));
-    if (!target || it == values.end() || index < 0 || index >= (int64_t)it->second.size())
+    if (!target || it == values.end())
       return fail("reference to unknown value '" + target.value_or("").str() + "'");
+    if (index < 0 || index >= (int64_t)it->second.size())
+      return fail("'" + target->str() + "' has no result " + std::to_string(index));
     return it->second[index];
   }
   FailureOr<double> number(const json::Value *v, StringRef what) {
@@ -144,8 +146,11 @@ public:
         if (failed(t))
           return failure();
         Type e = cast<RankedTensorType>(t->getType()).getElementType();
-        if (isa<FloatType>(e))
-          rank = 2, floatType = e;
+        if (isa<FloatType>(e)) {
+          rank = 2;
+          if (!floatType || e.getIntOrFloatBitWidth() > floatType.getIntOrFloatBitWidth())
+            floatType = e; // compare in the widest float type
+        }
         else if (!e.isInteger(1))
           rank = std::max(rank, 1);
       } else if (v && v->kind() == json::Value::Number && !v->getAsInteger()) {
@@ -779,7 +784,9 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
   SmallVector<Value> results;
   if (const json::Array *outputsList = graph->getArray("outputs")) {
     for (const json::Value &output : *outputsList) {
-      if (output.kind() == json::Value::Null)
+      // None and Python scalars are not tensors the plan produces: the
+      // caller puts them back in place.
+      if (!output.getAsObject())
         continue;
       const json::Object *ref = output.getAsObject();
       auto refName = ref ? ref->getString("ref") : std::nullopt;

@@ -16,10 +16,11 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
       {"linalg", "convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
                  "kiln-fuse-elementwise),canonicalize,cse"},
       {"bufferized", "kiln-bufferize-kernels,buffer-deallocation-pipeline,canonicalize,cse"},
-      {"loops", "func.func(convert-linalg-to-loops,kiln-distribute-workgroups)"},
+      {"loops", "func.func(kiln-vectorize-matmul,convert-linalg-to-loops,"
+                "kiln-distribute-workgroups)"},
       {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,arith-expand,convert-math-to-llvm,"
-               "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+               "convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
                "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
                "reconcile-unrealized-casts,kiln-emit-kernel-abi,canonicalize"},
   };

@@ -189,11 +189,22 @@ func.func @no_fold_broadcast_splats() -> tensor<2x2xf32> {
 
 // -----
 
+// x + (+0.0) is not x for x = -0.0, so only -0.0 is an identity of add.
+// CHECK-LABEL: func.func @add_positive_zero_stays
+// CHECK: kiln_graph.add
+func.func @add_positive_zero_stays(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %z = kiln_graph.constant dense<0.0> : tensor<8xf32>
+  %0 = kiln_graph.add %x, %z : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @add_zero
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
 // CHECK-NEXT: return %[[X]]
 func.func @add_zero(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %z = kiln_graph.constant dense<0.0> : tensor<8xf32>
+  %z = kiln_graph.constant dense<-0.0> : tensor<8xf32>
   %0 = kiln_graph.add %x, %z : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }

@@ -87,13 +87,20 @@ static StatusOr<void *> loadViaTempFile(const std::vector<uint8_t> &library) {
   return handle;
 }
 
+/// Loads from a uniquely named temporary file first: the loader recognizes
+/// libraries by path, and may keep a closed library mapped, so a reused path
+/// (as /proc/self/fd/N paths are) could return a stale library. A memfd is
+/// the fallback for systems whose temporary directory is not executable.
 static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library,
                                     int &keptFd) {
-  bool memfdUnavailable = false;
-  StatusOr<void *> handle = loadViaMemfd(library, memfdUnavailable, keptFd);
-  if (handle.ok() || !memfdUnavailable)
+  StatusOr<void *> handle = loadViaTempFile(library);
+  if (handle.ok())
     return handle;
-  return loadViaTempFile(library);
+  bool memfdUnavailable = false;
+  StatusOr<void *> viaMemfd = loadViaMemfd(library, memfdUnavailable, keptFd);
+  if (viaMemfd.ok() || !memfdUnavailable)
+    return viaMemfd;
+  return handle; // report why the temporary file failed
 }
 
 StatusOr<std::unique_ptr<CpuExecutable>>

@@ -7,6 +7,7 @@
 // unit-stride inner parallel loop that accumulates rows.
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -378,9 +379,12 @@ LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
   auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
   Value reduced;
   if constexpr (std::is_same_v<ReduceOp, AmaxOp>) {
+    // The identity of max: -inf, false, or the integer type's minimum (a
+    // power of two, exact in a double).
     double lowest = isFloat(element) ? -INFINITY
-                    : element.isInteger(1) ? 0.0
-                                           : (double)std::numeric_limits<int64_t>::min();
+                    : element.isInteger(1)
+                        ? 0.0
+                        : -std::ldexp(1.0, element.getIntOrFloatBitWidth() - 1);
     reduced = reduce(rewriter, loc, op.getInput(), dims, lowest, identity,
                      [](OpBuilder &b, Location l, ValueRange a) {
                        return maxScalar(b, l, a[0], a[1]);
@@ -550,6 +554,8 @@ LogicalResult lowerMatmul(RewriterBase &rewriter, MatmulOp op) {
         }
         linalg::YieldOp::create(b, l, sum);
       });
+  generic->setAttr(kiln::kernel::kContractionAttr,
+                   rewriter.getStringAttr(transposed ? "ijk" : "ikj"));
   rewriter.replaceOp(op, generic.getResult(0));
   return success();
 }

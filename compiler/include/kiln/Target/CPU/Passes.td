@@ -25,4 +25,23 @@ def EmitKernelABIPass : Pass<"kiln-emit-kernel-abi", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
+  let summary = "Register-blocked vector microkernels for matmul generics";
+  let description = [{
+    Runs on bufferized kernels, before linalg becomes loops. Each f32/f64
+    matmul generic (marked `kiln.contraction` by the graph lowering) becomes
+    a loop over MR-row blocks of C whose body keeps an MR x NR tile of C in
+    vector registers across the whole k loop, with vector FMAs (B in [K, N]:
+    broadcast A, load rows of B) or vector dot products (B given as [N, K]).
+    Ragged edges use scalar loops. Every top-level loop still iterates the
+    kernel's leading dimension, so workgroup distribution applies unchanged.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "SIMD register width in bits (0: the host CPU's)">,
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_TARGET_CPU_PASSES

@@ -2,6 +2,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace kiln::graph;
@@ -13,6 +14,80 @@ void GraphDialect::initialize() {
 #define GET_OP_LIST
 #include "kiln/Dialect/Graph/IR/GraphOps.cpp.inc"
       >();
+}
+
+namespace {
+
+/// ew(reshape(a), reshape(b)) -> reshape(ew(a, b)): pointwise ops commute
+/// with reshapes. Moving reshapes below pointwise chains lets fusion put the
+/// chain in the kernel of the producer (e.g. the GELU after a Linear on a 3-D
+/// input, whose matmul runs on the flattened 2-D view).
+struct SinkReshapeBelowElementwise : RewritePattern {
+  SinkReshapeBelowElementwise(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isElementwise(op) || op->getNumResults() != 1)
+      return failure();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    ReshapeOp source;
+    for (Value operand : op->getOperands())
+      if (auto reshape = operand.getDefiningOp<ReshapeOp>())
+        source = reshape;
+    if (!source)
+      return failure();
+    // Only when every non-scalar operand is a reshape from the same shape:
+    // then no reshape is added, and the rewrite cannot undo itself.
+    ArrayRef<int64_t> shape = source.getInput().getType().getShape();
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands()) {
+      if (cast<RankedTensorType>(operand.getType()).getRank() == 0) {
+        operands.push_back(operand);
+        continue;
+      }
+      auto reshape = operand.getDefiningOp<ReshapeOp>();
+      if (!reshape || reshape.getInput().getType().getShape() != shape)
+        return failure();
+      operands.push_back(reshape.getInput());
+    }
+    OperationState state(op->getLoc(), op->getName(), operands,
+                         {RankedTensorType::get(shape, resultType.getElementType())},
+                         op->getAttrs());
+    Operation *sunk = rewriter.create(state);
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, resultType, sunk->getResult(0));
+    return success();
+  }
+};
+
+/// softmax(reshape(a)) along the last dim -> reshape(softmax(a)) when the
+/// reshape keeps the last dim: the rows are the same.
+template <typename SoftmaxOp>
+struct SinkReshapeBelowSoftmax : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern<SoftmaxOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
+    auto reshape = op.getInput().template getDefiningOp<ReshapeOp>();
+    if (!reshape)
+      return failure();
+    auto from = reshape.getInput().getType();
+    auto to = op.getInput().getType();
+    int64_t dim = (int64_t)op.getDim();
+    if (dim < 0)
+      dim += to.getRank();
+    if (dim != to.getRank() - 1 || from.getRank() == 0 ||
+        from.getShape().back() != to.getShape().back())
+      return failure();
+    Value sunk = SoftmaxOp::create(rewriter, op.getLoc(), from, reshape.getInput(),
+                                   from.getRank() - 1);
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), sunk);
+    return success();
+  }
+};
+
+} // namespace
+
+void GraphDialect::getCanonicalizationPatterns(RewritePatternSet &results) const {
+  results.add<SinkReshapeBelowElementwise, SinkReshapeBelowSoftmax<SoftmaxOp>,
+              SinkReshapeBelowSoftmax<LogSoftmaxOp>>(getContext());
 }
 
 Operation *GraphDialect::materializeConstant(OpBuilder &builder,

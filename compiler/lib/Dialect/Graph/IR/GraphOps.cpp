@@ -295,7 +295,8 @@ LogicalResult SliceOp::verify() {
   if (step < 1)
     return emitOpError("step must be positive");
   int64_t size = result.getDimSize(dim), start = (int64_t)getStart();
-  if (start < 0 || (size > 0 && start + (size - 1) * step >= input.getDimSize(dim)))
+  if (start < 0 || start > input.getDimSize(dim) ||
+      (size > 0 && start + (size - 1) * step >= input.getDimSize(dim)))
     return emitOpError("slice reads past the end of dim ") << dim;
   for (int64_t i = 0; i < input.getRank(); ++i)
     if (i != dim && input.getDimSize(i) != result.getDimSize(i))
@@ -369,9 +370,15 @@ static OpFoldResult foldBinary(Op op, ArrayRef<Attribute> operands,
   }
   if (rhs && rightIdentity && op.getLhs().getType() == resultType) {
     Type element = resultType.getElementType();
-    if (isa<FloatType>(element) &&
-        rhs.getSplatValue<APFloat>().convertToDouble() == *rightIdentity)
-      return op.getLhs();
+    // Compared bitwise: for add only -0.0 is an identity (-0.0 + 0.0 is
+    // +0.0), which a double comparison would not tell apart.
+    if (auto floatType = dyn_cast<FloatType>(element)) {
+      APFloat identity(*rightIdentity);
+      bool losesInfo;
+      identity.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+      if (rhs.getSplatValue<APFloat>().bitwiseIsEqual(identity))
+        return op.getLhs();
+    }
     if (element.isInteger(64) &&
         rhs.getSplatValue<APInt>().getSExtValue() == (int64_t)*rightIdentity)
       return op.getLhs();
@@ -382,7 +389,7 @@ static OpFoldResult foldBinary(Op op, ArrayRef<Attribute> operands,
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       *this, adaptor.getOperands(), [](APFloat a, APFloat b) { return a + b; },
-      [](APInt a, APInt b) { return a + b; }, 0.0);
+      [](APInt a, APInt b) { return a + b; }, -0.0);
 }
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   return foldBinary(

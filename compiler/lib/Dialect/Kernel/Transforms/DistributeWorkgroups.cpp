@@ -8,6 +8,8 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
+#include <numeric>
+
 namespace kiln::kernel {
 #define GEN_PASS_DEF_DISTRIBUTEWORKGROUPSPASS
 #include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
@@ -33,29 +35,46 @@ struct DistributeWorkgroupsPass
       return signalPassFailure();
     }
     Block &entry = func.getBody().front();
+    // Chunks are aligned to every top-level loop's step (a microkernel
+    // handles several rows per iteration), so each loop's iterations split
+    // cleanly at chunk boundaries.
+    SmallVector<scf::ForOp> loops = llvm::to_vector(entry.getOps<scf::ForOp>());
+    int64_t alignment = 1;
+    for (scf::ForOp loop : loops) {
+      auto lb = getConstantIntValue(loop.getLowerBound());
+      auto ub = getConstantIntValue(loop.getUpperBound());
+      auto step = getConstantIntValue(loop.getStep());
+      if (!lb || !ub || !step || *step < 1 || *lb < 0 || *ub > extent || *lb % *step) {
+        loop.emitOpError("top-level loop of a kernel with workgroup extent ")
+            << extent << " must have constant bounds within [0, " << extent
+            << ") and a lower bound that is a multiple of its step";
+        return signalPassFailure();
+      }
+      alignment = std::lcm(alignment, *step);
+    }
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
-    // chunk = ceil(extent / count); begin = min(id * chunk, extent);
-    // end = min(begin + chunk, extent).
+    // chunk = align(ceil(extent / count)); begin = min(id * chunk, extent);
+    // end = min(begin + chunk, extent); each loop runs [lb, ub) ∩ [begin, end).
     Value id = func.getArgument(0), count = func.getArgument(1);
     Value extentValue = arith::ConstantIndexOp::create(b, loc, extent);
-    Value chunk = arith::CeilDivUIOp::create(b, loc, extentValue, count);
+    Value alignValue = arith::ConstantIndexOp::create(b, loc, alignment);
+    Value chunk = arith::MulIOp::create(
+        b, loc,
+        arith::CeilDivUIOp::create(
+            b, loc, arith::CeilDivUIOp::create(b, loc, extentValue, count), alignValue),
+        alignValue);
     Value begin = arith::MinUIOp::create(
         b, loc, arith::MulIOp::create(b, loc, id, chunk), extentValue);
     Value end = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, begin, chunk), extentValue);
-
-    for (auto loop : llvm::to_vector(entry.getOps<scf::ForOp>())) {
-      auto lb = getConstantIntValue(loop.getLowerBound());
-      auto ub = getConstantIntValue(loop.getUpperBound());
-      auto step = getConstantIntValue(loop.getStep());
-      if (lb != 0 || ub != extent || step != 1) {
-        loop.emitOpError("top-level loop of a kernel with workgroup extent ")
-            << extent << " must iterate [0, " << extent << ") with step 1";
-        return signalPassFailure();
-      }
-      loop.getLowerBoundMutable().assign(begin);
-      loop.getUpperBoundMutable().assign(end);
+    for (scf::ForOp loop : loops) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(loop);
+      Value lb = arith::MaxUIOp::create(b, loop.getLoc(), loop.getLowerBound(), begin);
+      Value ub = arith::MinUIOp::create(b, loop.getLoc(), loop.getUpperBound(), end);
+      loop.getLowerBoundMutable().assign(lb);
+      loop.getUpperBoundMutable().assign(ub);
     }
   }
 };

@@ -189,13 +189,18 @@ private:
     int candidate = -1;
     for (Value operand : op->getOperands())
       candidate = std::max(candidate, sourceKernel(operand));
-    bool join = candidate >= 0 && !isa<MatmulOp>(op) && info.extent &&
-                *info.extent > 1 && kernels[candidate].extent == *info.extent;
+    // A kernel run by one workgroup (extent 0) executes its ops in order, so
+    // any op joins it as long as it is small (extent at most 1) itself.
+    bool singleWorkgroup = candidate >= 0 && kernels[candidate].extent == 0 &&
+                           (!info.extent || *info.extent <= 1);
+    bool join = candidate >= 0 && !isa<MatmulOp>(op) &&
+                (singleWorkgroup || (info.extent && *info.extent > 1 &&
+                                     kernels[candidate].extent == *info.extent));
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
       if (!join || sourceKernel(operand) != candidate)
         continue;
       Operation *def = operand.getDefiningOp();
-      if (!kernelOf.count(def) || !info.aligned[i])
+      if (!kernelOf.count(def) || (!singleWorkgroup && !info.aligned[i]))
         join = false;
     }
     if (!join) {
@@ -324,6 +329,13 @@ struct FormKernelsPass
       func.emitOpError("kiln-form-kernels expects a single-block function");
       return signalPassFailure();
     }
+    // Kernels are emitted at the end of the block, so a graph value used by
+    // another op (e.g. a call) could not dominate it.
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (!isa<GraphDialect>(op.getDialect()))
+        return (void)(op.emitOpError("is not a kiln_graph op; kiln-form-kernels "
+                                     "expects graph functions of kiln_graph ops only"),
+                      signalPassFailure());
     copyOutputsThatAliasInputs(func);
     Fusion fusion(func.getBody().front());
     fusion.run();

@@ -15,6 +15,7 @@ def Graph_Dialect : Dialect {
     the operands' common type and produce i1).
   }];
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1;
 }
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>

@@ -1,6 +1,7 @@
 #ifndef KILN_DIALECT_KERNEL_TRANSFORMS_PASSES_H
 #define KILN_DIALECT_KERNEL_TRANSFORMS_PASSES_H
 
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -16,6 +17,10 @@ namespace kiln::kernel {
 inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";
 /// Attribute on outlined kernel functions: the leading parallel extent.
 inline constexpr llvm::StringLiteral kExtentAttr = "kiln.workgroup_extent";
+/// Marks the linalg.generic a graph matmul lowers to: "ikj" (B is [K, N]) or
+/// "ijk" (B is [N, K]), the loop order of its iteration space. Targets use it
+/// to pick a microkernel.
+inline constexpr llvm::StringLiteral kContractionAttr = "kiln.contraction";
 
 #define GEN_PASS_DECL
 #include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"

@@ -16,7 +16,7 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
     starts a new kernel; reductions over the leading dim, and reshapes that
     change it, end one. Reshapes between kernels become plan views (free).
   }];
-  let dependentDialects = ["kiln::kernel::KernelDialect"];
+  let dependentDialects = ["kiln::kernel::KernelDialect", "kiln::graph::GraphDialect"];
 }
 
 def DistributeWorkgroupsPass

@@ -1,0 +1,255 @@
+// Matmul microkernels for the CPU.
+//
+// The graph lowering marks each matmul generic with its loop order. Here, on
+// memrefs, it becomes explicit register-blocked loops (the scheme of BLIS and
+// of hand-written GEMM kernels, without packing):
+//   ikj (B is [K, N]):  C[i0:i0+MR, j0:j0+NR] stays in MR x NR/VL vector
+//                       registers; each k broadcasts A[i, k] and FMAs it
+//                       with vector loads of the row B[k, j0:j0+NR].
+//   ijk (B is [N, K]):  MR x NR vector accumulators of partial dot products
+//                       along k, reduced horizontally at the end.
+// Rows and columns that do not fill a tile use scalar loops (with
+// reassociation allowed, so LLVM can still vectorize them).
+#include "kiln/Dialect/Kernel/Transforms/Passes.h"
+#include "kiln/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace kiln::cpu {
+#define GEN_PASS_DEF_VECTORIZEMATMULPASS
+#include "kiln/Target/CPU/Passes.h.inc"
+} // namespace kiln::cpu
+
+using namespace mlir;
+
+namespace {
+
+int64_t hostVectorBits() {
+  auto features = llvm::sys::getHostCPUFeatures();
+  auto has = [&](const char *name) {
+    auto it = features.find(name);
+    return it != features.end() && it->second;
+  };
+  if (has("avx512f"))
+    return 512;
+  if (has("avx"))
+    return 256;
+  return 128;
+}
+
+class MatmulEmitter {
+public:
+  MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bMat, Value c,
+                bool transposed, int64_t vectorLength)
+      : b(b), loc(loc), a(a), bMat(bMat), c(c), transposed(transposed),
+        vl(vectorLength) {
+    auto cType = cast<MemRefType>(c.getType());
+    element = cType.getElementType();
+    int64_t rank = cType.getRank();
+    m = cType.getDimSize(rank - 2);
+    n = cType.getDimSize(rank - 1);
+    k = cast<MemRefType>(a.getType()).getDimSize(rank - 1);
+    vector = VectorType::get({vl}, element);
+    flags = arith::FastMathFlagsAttr::get(
+        b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+  }
+
+  /// Emits C += A * B for the batch indices `batch` (empty for mm).
+  void emit(ValueRange batch) {
+    this->batch.assign(batch.begin(), batch.end());
+    int64_t mr = transposed ? (vl >= 16 ? 4 : 3) : 6;
+    int64_t nr = transposed ? mr : 2 * vl;
+    int64_t mFull = m - m % mr, nFull = n - n % nr;
+    if (mFull > 0 && nFull > 0)
+      forLoop(0, mFull, mr, [&](Value i0) {
+        forLoop(0, nFull, nr, [&](Value j0) {
+          transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
+        });
+      });
+    // Ragged edges: the rows below the tiles, then the columns right of them.
+    if (mFull < m)
+      scalar(mFull, m, 0, n);
+    if (mFull > 0 && nFull < n)
+      scalar(0, mFull, nFull, n);
+  }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, int64_t v) {
+    return v ? arith::AddIOp::create(b, loc, x, index(v)).getResult() : x;
+  }
+  SmallVector<Value> at(Value row, Value col) {
+    SmallVector<Value> indices(batch);
+    indices.push_back(row);
+    indices.push_back(col);
+    return indices;
+  }
+  void forLoop(int64_t lb, int64_t ub, int64_t step, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, index(lb), index(ub), index(step));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+  Value fma(Value x, Value y, Value acc) {
+    if (isa<VectorType>(x.getType()))
+      return vector::FMAOp::create(b, loc, x, y, acc);
+    return arith::AddFOp::create(b, loc, acc, arith::MulFOp::create(b, loc, x, y, flags),
+                                 flags);
+  }
+
+  /// B in [K, N]: broadcast A[i, k] against vector rows of B.
+  void fmaTile(Value i0, Value j0, int64_t mr, int64_t nr) {
+    int64_t nv = nr / vl;
+    SmallVector<Value> init;
+    for (int64_t r = 0; r < mr; ++r)
+      for (int64_t v = 0; v < nv; ++v)
+        init.push_back(vector::LoadOp::create(b, loc, vector, c, at(add(i0, r), add(j0, v * vl))));
+    auto loop = scf::ForOp::create(b, loc, index(0), index(k), index(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kk = loop.getInductionVar();
+      SmallVector<Value> rows;
+      for (int64_t v = 0; v < nv; ++v)
+        rows.push_back(vector::LoadOp::create(b, loc, vector, bMat, at(kk, add(j0, v * vl))));
+      SmallVector<Value> next;
+      for (int64_t r = 0; r < mr; ++r) {
+        Value scalarA = memref::LoadOp::create(b, loc, a, at(add(i0, r), kk));
+        Value broadcast = vector::BroadcastOp::create(b, loc, vector, scalarA);
+        for (int64_t v = 0; v < nv; ++v)
+          next.push_back(fma(broadcast, rows[v], loop.getRegionIterArgs()[r * nv + v]));
+      }
+      scf::YieldOp::create(b, loc, next);
+    }
+    for (int64_t r = 0; r < mr; ++r)
+      for (int64_t v = 0; v < nv; ++v)
+        vector::StoreOp::create(b, loc, loop.getResult(r * nv + v), c,
+                                at(add(i0, r), add(j0, v * vl)));
+  }
+
+  /// B in [N, K]: vector partial dot products along k, reduced at the end.
+  void dotTile(Value i0, Value j0, int64_t mr, int64_t nr) {
+    int64_t kFull = k - k % vl;
+    Value zero = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                                       vector, b.getFloatAttr(element, 0.0)));
+    SmallVector<Value> init(mr * nr, zero);
+    auto loop = scf::ForOp::create(b, loc, index(0), index(kFull), index(vl), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kk = loop.getInductionVar();
+      SmallVector<Value> rowsA, rowsB, next;
+      for (int64_t r = 0; r < mr; ++r)
+        rowsA.push_back(vector::LoadOp::create(b, loc, vector, a, at(add(i0, r), kk)));
+      for (int64_t col = 0; col < nr; ++col)
+        rowsB.push_back(vector::LoadOp::create(b, loc, vector, bMat, at(add(j0, col), kk)));
+      for (int64_t r = 0; r < mr; ++r)
+        for (int64_t col = 0; col < nr; ++col)
+          next.push_back(fma(rowsA[r], rowsB[col], loop.getRegionIterArgs()[r * nr + col]));
+      scf::YieldOp::create(b, loc, next);
+    }
+    for (int64_t r = 0; r < mr; ++r) {
+      for (int64_t col = 0; col < nr; ++col) {
+        Value i = add(i0, r), j = add(j0, col);
+        Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                                loop.getResult(r * nr + col),
+                                                arith::FastMathFlags::reassoc);
+        sum = dotTail(i, j, kFull, sum);
+        Value old = memref::LoadOp::create(b, loc, c, at(i, j));
+        memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
+      }
+    }
+  }
+
+  /// sum + A[i, kFrom:] . B[j, kFrom:] (B in [N, K]).
+  Value dotTail(Value i, Value j, int64_t kFrom, Value sum) {
+    if (kFrom >= k)
+      return sum;
+    auto loop = scf::ForOp::create(b, loc, index(kFrom), index(k), index(1), ValueRange{sum});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
+    Value y = memref::LoadOp::create(b, loc, bMat, at(j, kk));
+    scf::YieldOp::create(b, loc, fma(x, y, loop.getRegionIterArgs()[0]));
+    return loop.getResult(0);
+  }
+
+  /// C[i, j] += A[i, :] . B[:, j] for i in [i0, i1), j in [j0, j1).
+  void scalar(int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    forLoop(i0, i1, 1, [&](Value i) {
+      if (transposed) {
+        forLoop(j0, j1, 1, [&](Value j) {
+          Value old = memref::LoadOp::create(b, loc, c, at(i, j));
+          Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+          Value sum = dotTail(i, j, 0, zero);
+          memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
+        });
+        return;
+      }
+      forLoop(0, k, 1, [&](Value kk) {
+        Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
+        forLoop(j0, j1, 1, [&](Value j) {
+          Value y = memref::LoadOp::create(b, loc, bMat, at(kk, j));
+          Value old = memref::LoadOp::create(b, loc, c, at(i, j));
+          memref::StoreOp::create(b, loc, fma(x, y, old), c, at(i, j));
+        });
+      });
+    });
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value a, bMat, c;
+  bool transposed;
+  int64_t vl, m = 0, n = 0, k = 0;
+  Type element;
+  VectorType vector;
+  arith::FastMathFlagsAttr flags;
+  SmallVector<Value> batch;
+};
+
+struct VectorizeMatmulPass
+    : kiln::cpu::impl::VectorizeMatmulPassBase<VectorizeMatmulPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : hostVectorBits();
+    SmallVector<linalg::GenericOp> matmuls;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (auto order = op->getAttrOfType<StringAttr>(kiln::kernel::kContractionAttr))
+        if (op.hasPureBufferSemantics() && op.getNumDpsInputs() == 2 &&
+            op.getNumDpsInits() == 1)
+          matmuls.push_back(op);
+    });
+    for (linalg::GenericOp op : matmuls) {
+      auto cType = cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+      Type element = cType.getElementType();
+      if (!element.isF32() && !element.isF64())
+        continue; // integer matmuls keep the generic loops
+      int64_t vl = bits / element.getIntOrFloatBitWidth();
+      bool transposed =
+          op->getAttrOfType<StringAttr>(kiln::kernel::kContractionAttr).getValue() == "ijk";
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      MatmulEmitter emitter(b, loc, op.getDpsInputOperand(0)->get(),
+                            op.getDpsInputOperand(1)->get(),
+                            op.getDpsInitOperand(0)->get(), transposed, vl);
+      if (cType.getRank() == 3) {
+        auto loop = scf::ForOp::create(
+            b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+            arith::ConstantIndexOp::create(b, loc, cType.getDimSize(0)),
+            arith::ConstantIndexOp::create(b, loc, 1));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        emitter.emit(loop.getInductionVar());
+      } else {
+        emitter.emit({});
+      }
+      op.erase();
+    }
+  }
+};
+
+} // namespace
