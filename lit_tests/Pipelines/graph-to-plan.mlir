@@ -71,8 +71,8 @@ func.func @folded_constant() -> tensor<2xf32> {
 
 // Large enough kernels are split across workgroups.
 // CHECK-LABEL: func.func @large
-// 3 ops x 256 x 512 elements / 32768 = 12 workgroups.
-// CHECK: kiln_plan.launch @kernel_0_exp[12]
+// 3 ops x 256 x 512 elements / 65536 = 6 workgroups.
+// CHECK: kiln_plan.launch @kernel_0_exp[6]
 // CHECK: func.func private @kernel_0_exp
 // CHECK-SAME: kiln.workgroup_extent = 256 : i64
 func.func @large(%x: tensor<256x512xf32>) -> tensor<256x512xf32> {

@@ -31,8 +31,8 @@ def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t",
-           /*default=*/"32768",
-           "Smallest amount of work (elements, or multiply-adds) worth a workgroup">,
+           /*default=*/"65536",
+           "Smallest amount of work (elements, plus multiply-adds / 16) worth a workgroup">,
     Option<"maxWorkgroups", "max-workgroups", "int64_t", /*default=*/"64",
            "Upper bound on workgroups per launch">,
   ];

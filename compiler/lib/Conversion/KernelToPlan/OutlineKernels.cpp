@@ -33,8 +33,9 @@ MemRefType kernelArgType(Type tensor) {
   return type;
 }
 
-/// Work of a kernel in elements written, counting a matmul as its
-/// multiply-adds: the measure workgroups are sized by.
+/// Work of a kernel in elements written, plus a matmul's multiply-adds / 16
+/// (vector FMAs): the measure workgroups are sized by. Waking another core
+/// costs tens of microseconds, so small kernels run as one workgroup.
 int64_t estimateWork(kernel::KernelOp kernel) {
   int64_t work = 0;
   kernel.getBody().walk([&](Operation *op) {
@@ -44,7 +45,7 @@ int64_t estimateWork(kernel::KernelOp kernel) {
     if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
       auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
       work += cast<RankedTensorType>(matmul.getResult().getType()).getNumElements() *
-              lhs.getShape().back();
+              lhs.getShape().back() / 16;
     }
   });
   return work;

@@ -61,10 +61,16 @@ public:
     int64_t mr = transposed ? (vl >= 16 ? 4 : 3) : 6;
     int64_t nr = transposed ? mr : 2 * vl;
     int64_t mFull = m - m % mr, nFull = n - n % nr;
+    // Blocks of `mc` rows: within one, the B panel of a column tile is reused
+    // from cache by every row tile before moving to the next columns.
+    int64_t mc = mr * 8;
     if (mFull > 0 && nFull > 0)
-      forLoop(0, mFull, mr, [&](Value i0) {
+      forLoop(0, mFull, mc, [&](Value ib) {
+        Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), index(mFull));
         forLoop(0, nFull, nr, [&](Value j0) {
-          transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
+          forLoop(ib, blockEnd, mr, [&](Value i0) {
+            transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
+          });
         });
       });
     // Ragged edges: the rows below the tiles, then the columns right of them.
@@ -86,7 +92,10 @@ private:
     return indices;
   }
   void forLoop(int64_t lb, int64_t ub, int64_t step, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, index(lb), index(ub), index(step));
+    forLoop(index(lb), index(ub), step, body);
+  }
+  void forLoop(Value lb, Value ub, int64_t step, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, index(step));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
