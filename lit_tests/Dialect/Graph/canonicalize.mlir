@@ -352,3 +352,175 @@ func.func @matmul_of_transposed_lhs(%a: tensor<8x4xf32>, %b: tensor<8x16xf32>) -
   %0 = kiln_graph.matmul %t, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+// Pointwise ops commute with reshapes: the reshape moves below them, so the
+// op can join the kernel of the value it reads.
+// CHECK-LABEL: func.func @sink_reshape_below_unary
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln_graph.relu %[[X]] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[R]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshape_below_unary(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.relu %0 : tensor<6x4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// A chain sinks one op at a time; attributes (gelu's approximation) are kept.
+// CHECK-LABEL: func.func @sink_reshape_below_chain
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[N:.*]] = kiln_graph.neg %[[X]] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[G:.*]] = kiln_graph.gelu %[[N]] {approximate = "tanh"} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[G]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshape_below_chain(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.neg %0 : tensor<6x4xf32> -> tensor<6x4xf32>
+  %2 = kiln_graph.gelu %1 {approximate = "tanh"} : tensor<6x4xf32> -> tensor<6x4xf32>
+  return %2 : tensor<6x4xf32>
+}
+
+// -----
+
+// Both operands are reshapes from the same shape: the op runs on the
+// originals, in operand order.
+// CHECK-LABEL: func.func @sink_reshapes_below_binary
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[Y:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[S:.*]] = kiln_graph.sub %[[X]], %[[Y]] : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[S]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshapes_below_binary(%x: tensor<2x3x4xf32>, %y: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.reshape %y : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %2 = kiln_graph.sub %0, %1 : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>
+  return %2 : tensor<6x4xf32>
+}
+
+// -----
+
+// A comparison keeps its i1 result type on the original shape.
+// CHECK-LABEL: func.func @sink_reshapes_below_compare
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[Y:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[C:.*]] = kiln_graph.lt %[[X]], %[[Y]] : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x4xi1>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[C]] : tensor<2x3x4xi1> -> tensor<6x4xi1>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshapes_below_compare(%x: tensor<2x3x4xf32>, %y: tensor<2x3x4xf32>) -> tensor<6x4xi1> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.reshape %y : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %2 = kiln_graph.lt %0, %1 : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xi1>
+  return %2 : tensor<6x4xi1>
+}
+
+// -----
+
+// Rank-0 operands broadcast the same way before and after the reshape.
+// CHECK-LABEL: func.func @sink_reshape_with_scalar
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[S:.*]]: tensor<f32>)
+// CHECK-NEXT: %[[M:.*]] = kiln_graph.mul %[[S]], %[[X]] : tensor<f32>, tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[M]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshape_with_scalar(%x: tensor<2x3x4xf32>, %s: tensor<f32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.mul %s, %0 : tensor<f32>, tensor<6x4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// The other operand is not a reshape: sinking would need a reshape of it.
+// CHECK-LABEL: func.func @no_sink_with_full_operand
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[Y:.*]]: tensor<6x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln_graph.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %[[A:.*]] = kiln_graph.add %[[R]], %[[Y]] : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @no_sink_with_full_operand(%x: tensor<2x3x4xf32>, %y: tensor<6x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.add %0, %y : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// A broadcast operand of lower rank is not a reshape either.
+// CHECK-LABEL: func.func @no_sink_with_broadcast_operand
+// CHECK: kiln_graph.reshape
+// CHECK-NEXT: kiln_graph.add %{{.*}}, %{{.*}} : tensor<6x4xf32>, tensor<4xf32> -> tensor<6x4xf32>
+func.func @no_sink_with_broadcast_operand(%x: tensor<2x3x4xf32>, %b: tensor<4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.add %0, %b : tensor<6x4xf32>, tensor<4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// Reshapes from different shapes: no common shape to compute in.
+// CHECK-LABEL: func.func @no_sink_reshapes_from_different_shapes
+// CHECK: %[[R0:.*]] = kiln_graph.reshape %{{.*}} : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK: %[[R1:.*]] = kiln_graph.reshape %{{.*}} : tensor<6x2x2xf32> -> tensor<6x4xf32>
+// CHECK: kiln_graph.add %[[R0]], %[[R1]] : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>
+func.func @no_sink_reshapes_from_different_shapes(%x: tensor<2x3x4xf32>, %y: tensor<6x2x2xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.reshape %y : tensor<6x2x2xf32> -> tensor<6x4xf32>
+  %2 = kiln_graph.add %0, %1 : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>
+  return %2 : tensor<6x4xf32>
+}
+
+// -----
+
+// Softmax along the last dim of a reshape that keeps the last dim: the rows
+// are the same, so it runs on the original (along its own last dim).
+// CHECK-LABEL: func.func @sink_reshape_below_softmax
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[S:.*]] = kiln_graph.softmax %[[X]] {dim = 2 : i64} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[S]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshape_below_softmax(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.softmax %0 {dim = 1 : i64} : tensor<6x4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sink_reshape_below_log_softmax
+// CHECK-SAME: (%[[X:.*]]: tensor<24x4xf32>)
+// CHECK-NEXT: %[[S:.*]] = kiln_graph.log_softmax %[[X]] {dim = 1 : i64} : tensor<24x4xf32> -> tensor<24x4xf32>
+// CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[S]] : tensor<24x4xf32> -> tensor<2x12x4xf32>
+// CHECK-NEXT: return %[[V]]
+func.func @sink_reshape_below_log_softmax(%x: tensor<24x4xf32>) -> tensor<2x12x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<24x4xf32> -> tensor<2x12x4xf32>
+  %1 = kiln_graph.log_softmax %0 {dim = -1 : i64} : tensor<2x12x4xf32> -> tensor<2x12x4xf32>
+  return %1 : tensor<2x12x4xf32>
+}
+
+// -----
+
+// Softmax along another dim mixes rows of the reshaped view.
+// CHECK-LABEL: func.func @no_sink_below_softmax_other_dim
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln_graph.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %[[S:.*]] = kiln_graph.softmax %[[R]] {dim = 0 : i64} : tensor<6x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[S]]
+func.func @no_sink_below_softmax_other_dim(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.softmax %0 {dim = 0 : i64} : tensor<6x4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// The reshape splits the last dim: the rows differ.
+// CHECK-LABEL: func.func @no_sink_below_softmax_last_dim_changes
+// CHECK-SAME: (%[[X:.*]]: tensor<2x12xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln_graph.reshape %[[X]] : tensor<2x12xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %[[S:.*]] = kiln_graph.softmax %[[R]] {dim = -1 : i64} : tensor<6x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[S]]
+func.func @no_sink_below_softmax_last_dim_changes(%x: tensor<2x12xf32>) -> tensor<6x4xf32> {
+  %0 = kiln_graph.reshape %x : tensor<2x12xf32> -> tensor<6x4xf32>
+  %1 = kiln_graph.softmax %0 {dim = -1 : i64} : tensor<6x4xf32> -> tensor<6x4xf32>
+  return %1 : tensor<6x4xf32>
+}

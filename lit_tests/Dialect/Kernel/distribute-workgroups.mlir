@@ -104,3 +104,47 @@ func.func @not_a_kernel(%out: memref<10xf32>) {
   }
   return
 }
+
+// -----
+
+// The shape of a matmul microkernel with M = 13: 6-row tiles over [0, 12),
+// then the last row alone. Chunks are multiples of 6, so no tile straddles
+// two workgroups; each loop is clamped to its own bounds.
+// CHECK-LABEL: func.func @microkernel_rows
+// CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index, %{{.*}}: memref<13xf32>)
+// CHECK: %[[EXTENT:.*]] = arith.constant 13 : index
+// CHECK-NEXT: %[[ALIGN:.*]] = arith.constant 6 : index
+// CHECK-NEXT: %[[PER:.*]] = arith.ceildivui %[[EXTENT]], %[[COUNT]] : index
+// CHECK-NEXT: %[[UNITS:.*]] = arith.ceildivui %[[PER]], %[[ALIGN]] : index
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.muli %[[UNITS]], %[[ALIGN]] : index
+// CHECK-NEXT: %[[START:.*]] = arith.muli %[[ID]], %[[CHUNK]] : index
+// CHECK-NEXT: %[[BEGIN:.*]] = arith.minui %[[START]], %[[EXTENT]] : index
+// CHECK-NEXT: %[[STOP:.*]] = arith.addi %[[BEGIN]], %[[CHUNK]] : index
+// CHECK-NEXT: %[[END:.*]] = arith.minui %[[STOP]], %[[EXTENT]] : index
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C6:.*]] = arith.constant 6 : index
+// CHECK-DAG: %[[C12:.*]] = arith.constant 12 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C13:.*]] = arith.constant 13 : index
+// CHECK: %[[LB0:.*]] = arith.maxui %[[C0]], %[[BEGIN]] : index
+// CHECK-NEXT: %[[UB0:.*]] = arith.minui %[[C12]], %[[END]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[LB0]] to %[[UB0]] step %[[C6]] {
+// CHECK: %[[LB1:.*]] = arith.maxui %[[C12]], %[[BEGIN]] : index
+// CHECK-NEXT: %[[UB1:.*]] = arith.minui %[[C13]], %[[END]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[LB1]] to %[[UB1]] step %[[C1]] {
+func.func @microkernel_rows(%wg: index, %wgc: index, %out: memref<13xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 13 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c12 = arith.constant 12 : index
+  %c13 = arith.constant 13 : index
+  %f = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c12 step %c6 {
+    memref.store %f, %out[%i] : memref<13xf32>
+  }
+  scf.for %i = %c12 to %c13 step %c1 {
+    memref.store %f, %out[%i] : memref<13xf32>
+  }
+  return
+}

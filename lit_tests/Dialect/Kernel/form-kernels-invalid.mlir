@@ -7,3 +7,17 @@ func.func @branches(%x: tensor<8xf32>) -> tensor<8xf32> {
   %0 = kiln_graph.exp %x : tensor<8xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+func.func private @opaque(tensor<8xf32>) -> tensor<8xf32>
+
+// Kernels are emitted at the end of the block, where they could not feed an
+// op of another dialect.
+func.func @call_in_graph(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = kiln_graph.exp %x : tensor<8xf32> -> tensor<8xf32>
+  // expected-error @+1 {{'func.call' op is not a kiln_graph op; kiln-form-kernels expects graph functions of kiln_graph ops only}}
+  %1 = func.call @opaque(%0) : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = kiln_graph.neg %1 : tensor<8xf32> -> tensor<8xf32>
+  return %2 : tensor<8xf32>
+}

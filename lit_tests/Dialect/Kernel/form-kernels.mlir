@@ -376,3 +376,71 @@ func.func @output_is_input(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x2x
   %1 = kiln_graph.reshape %x : tensor<4x2xf32> -> tensor<8xf32>
   return %0, %x, %1 : tensor<4x2xf32>, tensor<4x2xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A leading dim of 1 is run by one workgroup (extent 0), and a kernel run by
+// one workgroup executes its ops in order: the epilogue joins the matmul.
+// CHECK-LABEL: func.func @single_row_linear
+// CHECK-SAME: (%[[X:.*]]: tensor<1x32xf32>, %[[W:.*]]: tensor<64x32xf32>, %[[B:.*]]: tensor<64xf32>)
+// CHECK: %[[K:.*]] = kiln_kernel.kernel "kernel_0_matmul" extent(0) ins(%[[X]], %[[W]], %[[B]] : tensor<1x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> (tensor<1x64xf32>)
+// CHECK-NEXT: ^bb0(%[[A0:.*]]: tensor<1x32xf32>, %[[A1:.*]]: tensor<64x32xf32>, %[[A2:.*]]: tensor<64xf32>):
+// CHECK-NEXT:   %[[MM:.*]] = kiln_graph.matmul %[[A0]], %[[A1]] {transpose_rhs = true}
+// CHECK-NEXT:   %[[ADD:.*]] = kiln_graph.add %[[MM]], %[[A2]]
+// CHECK-NEXT:   %[[RELU:.*]] = kiln_graph.relu %[[ADD]]
+// CHECK-NEXT:   kiln_kernel.yield %[[RELU]] : tensor<1x64xf32>
+// CHECK-NEXT: }
+// CHECK-NOT: kiln_kernel.kernel
+// CHECK: return %[[K]]
+func.func @single_row_linear(%x: tensor<1x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<1x64xf32> {
+  %0 = kiln_graph.matmul %x, %w {transpose_rhs = true} : tensor<1x32xf32>, tensor<64x32xf32> -> tensor<1x64xf32>
+  %1 = kiln_graph.add %0, %b : tensor<1x64xf32>, tensor<64xf32> -> tensor<1x64xf32>
+  %2 = kiln_graph.relu %1 : tensor<1x64xf32> -> tensor<1x64xf32>
+  return %2 : tensor<1x64xf32>
+}
+
+// -----
+
+// Scalars (no leading dim) join a single-workgroup kernel too.
+// CHECK-LABEL: func.func @scalar_after_reduction
+// CHECK: %[[K0:.*]] = kiln_kernel.kernel "kernel_0_exp" extent(8)
+// CHECK: %[[K1:.*]] = kiln_kernel.kernel "kernel_1_sum" extent(0) ins(%[[K0]] : tensor<8x16xf32>) -> (tensor<f32>)
+// CHECK:   kiln_graph.sum
+// CHECK-NEXT:   kiln_graph.sqrt
+// CHECK-NEXT:   kiln_kernel.yield
+// CHECK-NOT: kiln_kernel.kernel
+// CHECK: return %[[K1]]
+func.func @scalar_after_reduction(%x: tensor<8x16xf32>) -> tensor<f32> {
+  %0 = kiln_graph.exp %x : tensor<8x16xf32> -> tensor<8x16xf32>
+  %1 = kiln_graph.sum %0 {dims = array<i64>} : tensor<8x16xf32> -> tensor<f32>
+  %2 = kiln_graph.sqrt %1 : tensor<f32> -> tensor<f32>
+  return %2 : tensor<f32>
+}
+
+// -----
+
+// An op over many rows does not join a single-workgroup kernel.
+// CHECK-LABEL: func.func @rows_after_single_workgroup
+// CHECK: %[[K0:.*]] = kiln_kernel.kernel "kernel_0_sum" extent(0)
+// CHECK: %[[K1:.*]] = kiln_kernel.kernel "kernel_1_add" extent(8) ins(%{{.*}}, %[[K0]] : tensor<8x16xf32>, tensor<16xf32>)
+// CHECK: return %[[K1]]
+func.func @rows_after_single_workgroup(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = kiln_graph.sum %x {dims = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  %1 = kiln_graph.add %x, %0 : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
+  return %1 : tensor<8x16xf32>
+}
+
+// -----
+
+// Returning an argument returns a fresh copy.
+// CHECK-LABEL: func.func @return_argument
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[K:.*]] = kiln_kernel.kernel "kernel_0_clone" extent(4) ins(%[[X]] : tensor<4x8xf32>) -> (tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x8xf32>):
+// CHECK-NEXT:   %[[C:.*]] = kiln_graph.clone %[[A]] : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:   kiln_kernel.yield %[[C]] : tensor<4x8xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[K]]
+func.func @return_argument(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  return %x : tensor<4x8xf32>
+}
