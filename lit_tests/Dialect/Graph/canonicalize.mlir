@@ -524,3 +524,36 @@ func.func @no_sink_below_softmax_last_dim_changes(%x: tensor<2x12xf32>) -> tenso
   %1 = kiln_graph.softmax %0 {dim = -1 : i64} : tensor<6x4xf32> -> tensor<6x4xf32>
   return %1 : tensor<6x4xf32>
 }
+
+// -----
+
+// Rank-0 results and broadcasting operands do not sink (and must terminate).
+// CHECK-LABEL: func.func @no_sink_to_scalar
+// CHECK: kiln_graph.reshape
+// CHECK-NEXT: kiln_graph.relu
+func.func @no_sink_to_scalar(%x: tensor<1xf32>) -> tensor<f32> {
+  %0 = kiln_graph.reshape %x : tensor<1xf32> -> tensor<f32>
+  %1 = kiln_graph.relu %0 : tensor<f32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @no_sink_broadcast_outer
+// CHECK: kiln_graph.add %{{.*}}, %{{.*}} : tensor<4x1xf32>, tensor<1x4xf32> -> tensor<4x4xf32>
+func.func @no_sink_broadcast_outer(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4x4xf32> {
+  %0 = kiln_graph.reshape %a : tensor<4xf32> -> tensor<4x1xf32>
+  %1 = kiln_graph.reshape %b : tensor<4xf32> -> tensor<1x4xf32>
+  %2 = kiln_graph.add %0, %1 : tensor<4x1xf32>, tensor<1x4xf32> -> tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @no_sink_scalar_softmax
+// CHECK: kiln_graph.softmax
+func.func @no_sink_scalar_softmax(%x: tensor<1xf32>) -> tensor<f32> {
+  %0 = kiln_graph.reshape %x : tensor<1xf32> -> tensor<f32>
+  %1 = kiln_graph.softmax %0 {dim = -1 : i64} : tensor<f32> -> tensor<f32>
+  return %1 : tensor<f32>
+}

@@ -238,6 +238,8 @@ struct VectorizeMatmulPass
       if (!element.isF32() && !element.isF64())
         continue; // integer matmuls keep the generic loops
       int64_t vl = bits / element.getIntOrFloatBitWidth();
+      if (vl < 2)
+        continue; // no vectors this narrow: keep the generic's loops
       bool transposed =
           op->getAttrOfType<StringAttr>(kiln::kernel::kContractionAttr).getValue() == "ijk";
       OpBuilder b(op);

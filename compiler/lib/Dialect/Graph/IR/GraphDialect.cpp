@@ -30,11 +30,13 @@ struct SinkReshapeBelowElementwise : RewritePattern {
     if (!isElementwise(op) || op->getNumResults() != 1)
       return failure();
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    if (resultType.getRank() == 0)
+      return failure();
     ReshapeOp source;
     for (Value operand : op->getOperands())
       if (auto reshape = operand.getDefiningOp<ReshapeOp>())
         source = reshape;
-    if (!source)
+    if (!source || source.getInput().getType().getRank() == 0)
       return failure();
     // Only when every non-scalar operand is a reshape from the same shape:
     // then no reshape is added, and the rewrite cannot undo itself.
@@ -45,8 +47,10 @@ struct SinkReshapeBelowElementwise : RewritePattern {
         operands.push_back(operand);
         continue;
       }
+      // Broadcasting operands do not commute with the reshape.
       auto reshape = operand.getDefiningOp<ReshapeOp>();
-      if (!reshape || reshape.getInput().getType().getShape() != shape)
+      if (!reshape || reshape.getType().getShape() != resultType.getShape() ||
+          reshape.getInput().getType().getShape() != shape)
         return failure();
       operands.push_back(reshape.getInput());
     }
@@ -73,7 +77,7 @@ struct SinkReshapeBelowSoftmax : OpRewritePattern<SoftmaxOp> {
     int64_t dim = (int64_t)op.getDim();
     if (dim < 0)
       dim += to.getRank();
-    if (dim != to.getRank() - 1 || from.getRank() == 0 ||
+    if (to.getRank() == 0 || dim != to.getRank() - 1 || from.getRank() == 0 ||
         from.getShape().back() != to.getShape().back())
       return failure();
     Value sunk = SoftmaxOp::create(rewriter, op.getLoc(), from, reshape.getInput(),
