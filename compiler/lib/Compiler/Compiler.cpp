@@ -13,7 +13,11 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -287,4 +291,53 @@ llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
   if (!module)
     return llvm::createStringError("importing the FX graph failed:\n" + errors);
   return compileGraphModule(*module, options);
+}
+
+llvm::Expected<CompiledGraph> kiln::compileSource(llvm::StringRef text, llvm::StringRef filename,
+                                                  const CompileOptions &options) {
+  if (text.ltrim().starts_with("{"))
+    return compileFxGraphJson(text, options);
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  loadCompilerDialects(context);
+  std::string errors;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(errors);
+    os << diag.getLocation() << ": " << diag << "\n";
+    return success();
+  });
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, filename),
+                               llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return llvm::createStringError("cannot parse " + filename.str() + ":\n" + errors);
+  return compileGraphModule(*module, options);
+}
+
+llvm::Error kiln::writeStages(const CompiledGraph &compiled, llvm::StringRef directory) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return llvm::createStringError(ec, "cannot create " + directory.str());
+  auto write = [&](const std::string &name, llvm::StringRef text) -> llvm::Error {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return llvm::createStringError(ec, "cannot write " + path.str().str());
+    os << text;
+    return llvm::Error::success();
+  };
+  for (auto [index, stage] : llvm::enumerate(compiled.stages)) {
+    std::string name = (index < 10 ? "0" : "") + std::to_string(index) + "-" +
+                       stage.first + ".mlir";
+    if (llvm::Error err = write(name, stage.second))
+      return err;
+  }
+  if (!compiled.llvmIR.empty())
+    if (llvm::Error err = write("kernels.ll", compiled.llvmIR))
+      return err;
+  if (!compiled.assembly.empty())
+    if (llvm::Error err = write("kernels.s", compiled.assembly))
+      return err;
+  return llvm::Error::success();
 }

@@ -45,6 +45,15 @@ llvm::Expected<CompiledGraph> compileGraphModule(mlir::ModuleOp module,
 llvm::Expected<CompiledGraph> compileFxGraphJson(llvm::StringRef json,
                                                  const CompileOptions &options);
 
+/// Compiles a file's contents: the JSON form of an FX graph (it starts with
+/// `{`) or a kiln_graph module in MLIR text. Diagnostics name `filename`.
+llvm::Expected<CompiledGraph> compileSource(llvm::StringRef text, llvm::StringRef filename,
+                                            const CompileOptions &options);
+
+/// Writes `compiled`'s IR stages (`NN-<stage>.mlir`) and kernel LLVM IR and
+/// assembly into `directory`, creating it.
+llvm::Error writeStages(const CompiledGraph &compiled, llvm::StringRef directory);
+
 /// Registers every dialect Kiln's pipelines use in `context`.
 void loadCompilerDialects(mlir::MLIRContext &context);
 
