@@ -385,3 +385,4 @@ func.func @tensor_matmul_untouched(%a: tensor<12x4xf32>, %b: tensor<4x16xf32>, %
   } -> tensor<12x16xf32>
   return %0 : tensor<12x16xf32>
 }
+

@@ -158,16 +158,68 @@ private:
           next.push_back(fma(rowsA[r], rowsB[col], loop.getRegionIterArgs()[r * nr + col]));
       scf::YieldOp::create(b, loc, next);
     }
+    SmallVector<Value> accumulators(loop.getResults());
+    if (kFull == k && (int64_t)accumulators.size() == vl && llvm::isPowerOf2_64(vl)) {
+      addReducedTile(accumulators, i0, j0, mr, nr);
+      return;
+    }
     for (int64_t r = 0; r < mr; ++r) {
       for (int64_t col = 0; col < nr; ++col) {
         Value i = add(i0, r), j = add(j0, col);
         Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                                loop.getResult(r * nr + col),
+                                                accumulators[r * nr + col],
                                                 arith::FastMathFlags::reassoc);
         sum = dotTail(i, j, kFull, sum);
         Value old = memref::LoadOp::create(b, loc, c, at(i, j));
         memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
       }
+    }
+  }
+
+  /// Reduces vl accumulators of vl lanes each into one vector of their sums
+  /// with a shuffle-and-add tree (vl - 1 adds instead of vl horizontal
+  /// reductions), then adds row r's nr sums to C[i0 + r, j0 : j0 + nr].
+  void addReducedTile(SmallVector<Value> level, Value i0, Value j0, int64_t mr, int64_t nr) {
+    // groups[v][g]: the accumulator whose partial sums fill group g of vector v.
+    SmallVector<SmallVector<int64_t>> groups;
+    for (int64_t a = 0; a < vl; ++a)
+      groups.push_back({a});
+    for (int64_t size = vl; size > 1; size /= 2) {
+      SmallVector<Value> next;
+      SmallVector<SmallVector<int64_t>> nextGroups;
+      int64_t count = vl / size, half = size / 2;
+      for (size_t v = 0; v + 1 < level.size(); v += 2) {
+        SmallVector<int64_t> low, high;
+        for (int64_t side = 0; side < 2; ++side)
+          for (int64_t g = 0; g < count; ++g)
+            for (int64_t lane = 0; lane < half; ++lane) {
+              low.push_back(side * vl + g * size + lane);
+              high.push_back(side * vl + g * size + half + lane);
+            }
+        Value lo = vector::ShuffleOp::create(b, loc, level[v], level[v + 1],
+                                             b.getDenseI64ArrayAttr(low));
+        Value hi = vector::ShuffleOp::create(b, loc, level[v], level[v + 1],
+                                             b.getDenseI64ArrayAttr(high));
+        next.push_back(arith::AddFOp::create(b, loc, lo, hi, flags));
+        SmallVector<int64_t> merged(groups[v]);
+        merged.append(groups[v + 1]);
+        nextGroups.push_back(merged);
+      }
+      level = next;
+      groups = nextGroups;
+    }
+    // Put accumulator a (= r * nr + col) in lane a.
+    SmallVector<int64_t> order(vl);
+    for (int64_t lane = 0; lane < vl; ++lane)
+      order[groups[0][lane]] = lane;
+    Value sums = vector::ShuffleOp::create(b, loc, level[0], level[0],
+                                           b.getDenseI64ArrayAttr(order));
+    auto rowType = VectorType::get({nr}, element);
+    for (int64_t r = 0; r < mr; ++r) {
+      Value rowSums = vector::ExtractStridedSliceOp::create(b, loc, sums, {r * nr}, {nr}, {1});
+      Value old = vector::LoadOp::create(b, loc, rowType, c, at(add(i0, r), j0));
+      vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, rowSums), c,
+                              at(add(i0, r), j0));
     }
   }
 
