@@ -126,7 +126,7 @@ def bench_model(name: str, model: torch.nn.Module, inputs: tuple, args: argparse
         )
         records = kiln.compile_records()
         if records:
-            kiln_v.kernels = sum(r.kernels for r in records)
+            kiln_v.kernels = sum(r.kernel_count for r in records)
             kiln_ms = sum(r.compile_time_ms for r in records)
             stages: dict[str, float] = {}
             for r in records:

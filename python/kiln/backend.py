@@ -9,17 +9,27 @@ the rest as PyTorch calls.
 dump_dir layout, one folder per ATen graph:
 
     graph_<n>/fx_graph.py      the ATen FX graph as Python
-             /graph.json       what the C++ importer received
+             /graph.json       the graph as JSON: what the C++ importer received
+                               (for a split graph: the whole graph, eager ops too)
              /NN-<stage>.mlir  the IR after each pipeline stage
-             /kernels/<kernel>.ll
+             /kernels/kernels.ll, kernels.s
              /artifact.kiln
-             /summary.json     ops, kernels, fallbacks, stage times, sizes
-             /partition_<k>/   when the graph was split: the files above per
-                               Kiln-compiled partition
+             /summary.json     ops, kernels (fused ops, workgroups, source
+                               lines), fallbacks, stage times, sizes
+             /inputs.npz       with dump_inputs: arg0, arg1, ... = graph.json's
+                               inputs (lifted constants last), from the first call
+             /outputs.npz      with dump_inputs: out0, out1, ... = the tensor
+                               outputs of the FX graph run eagerly on them
+             /fx_graph_split.py, partition_<k>/
+                               when the graph was split: the split graph, and
+                               the files above per Kiln-compiled partition
+
+kiln.inspect reads this layout; keep the two in step.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import json
@@ -36,7 +46,13 @@ import torch._decomp
 import torch.fx
 
 from kiln.errors import KilnError, SerializeError, UnsupportedOpError
-from kiln.fx_serialize import SerializedGraph, is_getitem, op_name, serialize_graph
+from kiln.fx_serialize import (
+    SerializedGraph,
+    constant_tensors,
+    is_getitem,
+    op_name,
+    serialize_graph,
+)
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
 
@@ -56,7 +72,10 @@ class CompileRecord:
     target: str
     status: str = "eager"  # "compiled", "partitioned" or "eager"
     ops: dict[str, int] = field(default_factory=dict)
-    kernels: int = 0
+    kernel_count: int = 0
+    # One per kernel: name, workgroups, ops (fused, in order), locations
+    # ("file:line" of the user's code) and partition (its index, or None).
+    kernels: list[dict[str, Any]] = field(default_factory=list)
     partitions: int = 0  # Kiln-compiled partitions when split
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
     compile_time_ms: float = 0.0
@@ -64,6 +83,9 @@ class CompileRecord:
     artifact_bytes: int = 0
     errors: list[str] = field(default_factory=list)
     dump_path: str | None = None
+    # With dump_inputs: t.double().sum().item() per tensor output of the
+    # eager graph on the first call's inputs (outputs.npz holds the tensors).
+    output_checksums: list[float] | None = None
 
 
 def compile_records() -> list[CompileRecord]:
@@ -146,8 +168,14 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     )
     record.fallbacks = [_fallback_json(u) for u in unsupported]
     record.dump_path = str(dump.path) if dump else None
+    replay_inputs = bool(dump and opts.dump_inputs and record.ops)
+    # partition_graph rewrites gm in place; the replay reference must stay eager.
+    reference = _copy_graph_module(gm) if replay_inputs and unsupported else gm
+    constants = constant_tensors(gm) if replay_inputs else []
     if dump:
         dump.write_text("fx_graph.py", gm.code)
+        if unsupported or not record.ops:  # _compile_whole writes its own
+            _write_graph_json(dump, gm, name, record)
 
     try:
         if not record.ops:
@@ -162,6 +190,14 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
         if dump:
             dump.write_json("summary.json", asdict(record))
     _records.append(record)
+    if dump and replay_inputs:
+        def saved(checksums: list[float] | None, error: str | None) -> None:
+            record.output_checksums = checksums
+            if error:
+                record.errors.append(error)
+            dump.write_json("summary.json", asdict(record))
+
+        fn = _save_first_call(fn, reference, constants, dump, saved)
     return fn
 
 
@@ -169,7 +205,7 @@ def _compile_whole(
     gm: torch.fx.GraphModule, ext: Any, opts: KilnOptions, record: CompileRecord, dump: "_Dump | None"
 ) -> Callable[..., Any]:
     try:
-        serialized, exe = _compile_to_executable(gm, record.name, ext, opts, record, dump)
+        serialized, exe, _ = _compile_to_executable(gm, record.name, ext, opts, record, dump)
     except (ext.CompileError, SerializeError, ValueError) as err:  # ValueError: artifact not loadable
         if opts.fallback == "error":
             raise
@@ -195,11 +231,20 @@ def _compile_partitioned(
         if sub_dump:
             sub_dump.write_text("fx_graph.py", sub.code)
         try:
-            serialized, exe = _compile_to_executable(sub, part, ext, opts, record, sub_dump)
+            serialized, exe, summary = _compile_to_executable(
+                sub, part, ext, opts, record, sub_dump, partition=k
+            )
         except (ext.CompileError, SerializeError, ValueError) as err:  # ValueError: artifact not loadable
             _warn_compile_error(record, f"{part} ({record.kind})", err)
             continue
-        setattr(split, sub_name, _KilnModule(exe, serialized, _returns_tuple(sub)))
+        run = _boxed_runner(exe, serialized)
+        if sub_dump:
+            sub_dump.write_json("summary.json", summary)
+            if opts.dump_inputs:
+                run = _save_first_call(
+                    run, sub, serialized.constants, sub_dump, _summary_updater(sub_dump, summary)
+                )
+        setattr(split, sub_name, _KilnModule(exe, run, _returns_tuple(sub)))
         record.partitions += 1
     record.status = "partitioned" if record.partitions else "eager"
     if dump:
@@ -214,7 +259,9 @@ def _compile_to_executable(
     opts: KilnOptions,
     record: CompileRecord,
     dump: "_Dump | None",
-) -> tuple[SerializedGraph, Any]:
+    partition: int | None = None,
+) -> tuple[SerializedGraph, Any, dict[str, Any]]:
+    """Compile gm to a loaded executable; also returns its summary (for a partition's dump)."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     start = time.perf_counter()
@@ -233,33 +280,43 @@ def _compile_to_executable(
         exe = ext.runtime.Executable(artifact)
     elapsed_ms = (time.perf_counter() - start) * 1e3
 
-    kernels = int(result.get("kernels", getattr(exe, "num_kernels", 0)))
+    kernel_count = int(result.get("kernels", getattr(exe, "num_kernels", 0)))
+    kernels = [_kernel_json(k, partition) for k in result.get("kernel_info", ())]
     stage_times = {str(k): float(v) for k, v in result.get("stage_times_ms", ())}
+    record.kernel_count += kernel_count
     record.kernels += kernels
     record.compile_time_ms += elapsed_ms
     record.artifact_bytes += len(artifact)
     for stage, ms in stage_times.items():
         record.stage_times_ms[stage] = record.stage_times_ms.get(stage, 0.0) + ms
-    if dump:
-        nodes = serialized.graph["nodes"]
-        dump.write_json(
-            "summary.json",
-            {
-                "name": name,
-                "target": opts.target,
-                "ops": dict(Counter(n["target"] for n in nodes)),
-                "kernels": kernels,
-                "compile_time_ms": elapsed_ms,
-                "stage_times_ms": stage_times,
-                "artifact_bytes": len(artifact),
-                "kernel_info": result.get("kernel_info", []),
-            },
-        )
+    summary = {
+        "name": name,
+        "partition": partition,
+        "target": opts.target,
+        "ops": dict(Counter(n["target"] for n in serialized.graph["nodes"])),
+        "kernel_count": kernel_count,
+        "kernels": kernels,
+        "compile_time_ms": elapsed_ms,
+        "stage_times_ms": stage_times,
+        "artifact_bytes": len(artifact),
+        "errors": [],
+        "output_checksums": None,
+    }
     log.info(
         "kiln compiled %s: %d ops -> %d kernels in %.1f ms",
-        name, len(serialized.graph["nodes"]), kernels, elapsed_ms,
+        name, len(serialized.graph["nodes"]), kernel_count, elapsed_ms,
     )
-    return serialized, exe
+    return serialized, exe, summary
+
+
+def _kernel_json(info: Any, partition: int | None) -> dict[str, Any]:
+    return {
+        "name": str(info["name"]),
+        "workgroups": int(info["workgroups"]),
+        "ops": [str(op) for op in info["ops"]],
+        "locations": [str(loc) for loc in info["locations"]],
+        "partition": partition,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -313,10 +370,10 @@ def _boxed_runner(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]]
 class _KilnModule(torch.nn.Module):
     """Stands in for a fused partition submodule of a split graph."""
 
-    def __init__(self, exe: Any, serialized: SerializedGraph, returns_tuple: bool):
+    def __init__(self, exe: Any, run: Callable[[list[Any]], Any], returns_tuple: bool):
         super().__init__()
         self.executable = exe
-        self._run = _boxed_runner(exe, serialized)
+        self._run = run
         self._returns_tuple = returns_tuple
 
     def forward(self, *args: Any) -> Any:
@@ -336,6 +393,7 @@ def _returns_tuple(gm: torch.fx.GraphModule) -> bool:
 def _fallback_json(u: Unsupported) -> dict[str, Any]:
     return {
         "op": u.op,
+        "node": u.node.name,
         "file": u.loc.file if u.loc else None,
         "line": u.loc.line if u.loc else None,
         "code": u.loc.code if u.loc else None,
@@ -349,6 +407,81 @@ def _warn_fallback(u: Unsupported) -> None:
         return
     _warned.add(key)
     log.warning("kiln: running in PyTorch eager: %s", u.describe())
+
+
+def _write_graph_json(dump: "_Dump", gm: torch.fx.GraphModule, name: str, record: CompileRecord) -> None:
+    """graph.json of a graph Kiln does not compile whole, when it can be encoded at all."""
+    try:
+        dump.write_text("graph.json", serialize_graph(gm, name).to_json(indent=1))
+    except SerializeError as err:
+        record.errors.append(f"graph.json not written: {err}")
+
+
+def _copy_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A GraphModule sharing gm's tensors but not its graph (node meta is copied shallowly)."""
+    return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+
+
+def _summary_updater(dump: "_Dump", summary: dict[str, Any]) -> Callable[[list[float] | None, str | None], None]:
+    def saved(checksums: list[float] | None, error: str | None) -> None:
+        summary["output_checksums"] = checksums
+        if error:
+            summary["errors"].append(error)
+        dump.write_json("summary.json", summary)
+
+    return saved
+
+
+def _save_first_call(
+    fn: Callable[[list[Any]], Any],
+    reference: torch.fx.GraphModule,
+    constants: Sequence[Any],
+    dump: "_Dump",
+    saved: Callable[[list[float] | None, str | None], None],
+) -> Callable[[list[Any]], Any]:
+    """Wrap the boxed fn so its first call also writes inputs.npz and outputs.npz.
+
+    aot_autograd compiles with fake tensors, so the first call's inputs (the
+    ones Dynamo compiled for) are the first real values there are.
+    """
+    pending = [reference]
+
+    def kiln_graph(args: list[Any]) -> Any:
+        if pending:
+            gm = pending.pop()
+            try:
+                checksums = _write_replay(dump, gm, args, constants)
+            except Exception as err:  # a failed dump must not break the user's program
+                log.warning("kiln: could not save the inputs of %s: %s", dump.path, err)
+                saved(None, f"dump_inputs: {type(err).__name__}: {err}")
+            else:
+                saved(checksums, None)
+        return fn(args)
+
+    kiln_graph._boxed_call = True  # type: ignore[attr-defined]
+    if hasattr(fn, "executable"):
+        kiln_graph.executable = fn.executable  # type: ignore[attr-defined]
+    return kiln_graph
+
+
+def _write_replay(
+    dump: "_Dump", gm: torch.fx.GraphModule, args: Sequence[Any], constants: Sequence[Any]
+) -> list[float]:
+    import numpy as np
+
+    def array(value: Any) -> Any:  # C order: kiln-run reads no Fortran-order .npy
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().resolve_conj().resolve_neg().numpy()
+        return np.ascontiguousarray(value)
+
+    inputs = [*args, *constants]
+    with torch.no_grad():
+        result = gm(*args)
+    results = result if isinstance(result, (tuple, list)) else [result]
+    outputs = [t for t in results if isinstance(t, torch.Tensor)]
+    np.savez(dump.path / "inputs.npz", **{f"arg{i}": array(v) for i, v in enumerate(inputs)})
+    np.savez(dump.path / "outputs.npz", **{f"out{i}": array(t) for i, t in enumerate(outputs)})
+    return [t.detach().double().sum().item() for t in outputs]
 
 
 def _warn_compile_error(record: CompileRecord, what: str, err: Exception) -> None:

@@ -215,7 +215,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
             spec = tensor_spec(node_value(node), f"input {node.name}")
             inputs.append({"name": node.name, **spec})
         elif node.op == "get_attr":
-            value = _fetch_attr(gm, node.target)
+            value = fetch_attr(gm, node.target)
             if not isinstance(value, torch.Tensor):
                 raise SerializeError(f"get_attr {node.target} is not a tensor")
             constants.append({"name": node.name, **tensor_spec(value, f"constant {node.target}")})
@@ -259,7 +259,12 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     return SerializedGraph(graph, constant_values)
 
 
-def _fetch_attr(gm: torch.nn.Module, target: str) -> Any:
+def constant_tensors(gm: torch.fx.GraphModule) -> list[Any]:
+    """The values of gm's get_attr nodes: the inputs serialize_graph appends after the placeholders."""
+    return [fetch_attr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"]
+
+
+def fetch_attr(gm: torch.nn.Module, target: str) -> Any:
     value: Any = gm
     for part in target.split("."):
         value = getattr(value, part)

@@ -15,34 +15,43 @@ ENV_VARS = {
     "target": "KILN_TARGET",
     "fallback": "KILN_FALLBACK",
     "dump_dir": "KILN_DUMP_DIR",
+    "dump_inputs": "KILN_DUMP_INPUTS",
 }
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
 class KilnOptions:
     """How Kiln compiles a graph.
 
-    target:   device the kernels are compiled for; one of TARGETS.
-    fallback: "eager" runs ops Kiln cannot compile in PyTorch (with one warning
-              per op and source line); "error" raises kiln.UnsupportedOpError.
-    dump_dir: when set, every compiled graph writes its FX code, graph JSON,
-              MLIR stages, kernel IR, artifact and a summary under this folder.
+    target:      device the kernels are compiled for; one of TARGETS.
+    fallback:    "eager" runs ops Kiln cannot compile in PyTorch (with one warning
+                 per op and source line); "error" raises kiln.UnsupportedOpError.
+    dump_dir:    when set, every compiled graph writes its FX code, graph JSON,
+                 MLIR stages, kernel IR, artifact and a summary under this folder.
+    dump_inputs: also save each graph's inputs (inputs.npz) and eager outputs
+                 (outputs.npz) in its dump folder on its first call, so it can be
+                 replayed offline; needs dump_dir.
     """
 
     target: str = "cpu"
     fallback: str = "eager"
     dump_dir: str | None = None
+    dump_inputs: bool = False
 
     def __post_init__(self) -> None:
-        _check_choice("target", self.target, TARGETS)
-        _check_choice("fallback", self.fallback, FALLBACKS)
+        for f in dataclasses.fields(self):
+            _check_field(f.name, getattr(self, f.name))
         if self.dump_dir is not None:
-            if not isinstance(self.dump_dir, (str, os.PathLike)):
-                raise ValueError(
-                    f"kiln option 'dump_dir' must be a path or None, got {self.dump_dir!r}"
-                )
             # Normalise PathLike to str so options compare and print simply.
             object.__setattr__(self, "dump_dir", os.fspath(self.dump_dir) or None)
+        if self.dump_inputs and self.dump_dir is None:
+            raise ValueError(
+                "kiln option 'dump_inputs' needs 'dump_dir' (or KILN_DUMP_DIR): "
+                "the inputs are saved in each graph's dump folder"
+            )
 
     @classmethod
     def from_dict(
@@ -71,12 +80,35 @@ class KilnOptions:
             raw = env.get(ENV_VARS[name])
             if raw is None or raw == "":
                 continue
-            try:
-                values[name] = raw
-                cls(**{name: raw})  # validate alone so the error names the variable
+            try:  # check alone so the error names the variable
+                values[name] = _parse_env(name, raw)
+                _check_field(name, values[name])
             except ValueError as err:
                 raise ValueError(f"environment variable {ENV_VARS[name]}: {err}") from None
         return cls(**values)
+
+
+def _check_field(name: str, value: Any) -> None:
+    if name == "target":
+        _check_choice(name, value, TARGETS)
+    elif name == "fallback":
+        _check_choice(name, value, FALLBACKS)
+    elif name == "dump_dir":
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ValueError(f"kiln option 'dump_dir' must be a path or None, got {value!r}")
+    elif name == "dump_inputs":
+        if not isinstance(value, bool):
+            raise ValueError(f"kiln option 'dump_inputs' must be True or False, got {value!r}")
+
+
+def _parse_env(name: str, raw: str) -> Any:
+    if name != "dump_inputs":
+        return raw
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise ValueError(f"kiln option 'dump_inputs' got {raw!r}; use 1, true, yes, on, 0, false, no or off")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:

@@ -122,10 +122,21 @@ def compile(graph_json: str, target: str, keep_stages: bool) -> dict[str, Any]:
             loc = node["loc"]
             where = f"{loc['file']}:{loc['line']}" if loc else "<unknown>"
             raise CompileError(f"{where}: error: {node['target']} is not supported")
-    kernels = [n["name"] for n in graph["nodes"] if n["target"].split(".")[1] not in _VIEW_PACKETS]
+    computing = [n for n in graph["nodes"] if n["target"].split(".")[1] not in _VIEW_PACKETS]
+    kernels = [n["name"] for n in computing]
+    kernel_info = [  # one kernel per computing node, as an unfused compiler would
+        {
+            "name": f"kernel_{i}_{n['target'].split('.')[1]}",
+            "workgroups": 1,
+            "ops": [n["target"].split(".")[1]],
+            "locations": [f"{n['loc']['file']}:{n['loc']['line']}"] if n["loc"] else [],
+        }
+        for i, n in enumerate(computing)
+    ]
     return {
         "artifact": graph_json.encode(),
         "kernels": len(kernels),
+        "kernel_info": kernel_info,
         "stages": [("import", f"// {graph['name']}\n"), ("fused", "// fused\n")] if keep_stages else [],
         "stage_times_ms": [("import", 0.01), ("fused", 0.01)],
         "kernel_asm": [(k, f"; kernel {k}\n") for k in kernels] if keep_stages else [],

@@ -102,3 +102,24 @@ def test_dynamo_reset_resets_kiln():
     compiled = torch.compile(lambda x: x, backend="kiln")  # noqa: F841  (kept alive: Dynamo caches the backend)
     torch._dynamo.reset()
     assert kiln.compile_records() == []
+
+
+@pytest.mark.parametrize("raw, value", [("1", True), ("true", True), ("ON", True), ("0", False), ("no", False)])
+def test_dump_inputs_env(raw, value):
+    env = {"KILN_DUMP_DIR": "/tmp/dump", "KILN_DUMP_INPUTS": raw}
+    assert KilnOptions.from_dict({}, env=env).dump_inputs is value
+
+
+def test_dump_inputs_needs_dump_dir():
+    with pytest.raises(ValueError, match="dump_inputs.*dump_dir"):
+        KilnOptions.from_dict({}, env={"KILN_DUMP_INPUTS": "1"})
+    with pytest.raises(ValueError, match="dump_inputs.*dump_dir"):
+        KilnOptions(dump_inputs=True)
+    assert KilnOptions.from_dict({"dump_dir": "d", "dump_inputs": True}, env={}).dump_inputs
+
+
+def test_bad_dump_inputs_values():
+    with pytest.raises(ValueError, match="KILN_DUMP_INPUTS.*'maybe'"):
+        KilnOptions.from_dict({}, env={"KILN_DUMP_DIR": "d", "KILN_DUMP_INPUTS": "maybe"})
+    with pytest.raises(ValueError, match="True or False"):
+        KilnOptions(dump_dir="d", dump_inputs="yes")  # type: ignore[arg-type]
