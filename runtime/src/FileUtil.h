@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -16,6 +17,15 @@ std::string errnoMessage();
 
 /// Writes all of `data` to `fd`, retrying short writes and EINTR.
 Status writeAll(int fd, const uint8_t *data, size_t size);
+
+/// Reads a whole regular file. Messages do not name the file: callers add
+/// that context.
+Status readFileBytes(const std::string &path, std::vector<uint8_t> &bytes);
+
+/// Writes to a temporary file beside `path`, then renames it into place, so
+/// readers never see a partially written file.
+Status writeFileAtomically(const std::string &path,
+                           const std::vector<uint8_t> &bytes);
 
 /// Closes `fd` on scope exit unless released.
 class ScopedFd {

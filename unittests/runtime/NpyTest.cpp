@@ -57,7 +57,8 @@ template <class T> std::vector<T> valuesOf(const NamedArray &array) {
 }
 
 /// An array whose bytes are a pattern valid for its dtype (bools are 0/1).
-NamedArray patterned(std::string name, DType dtype, std::vector<int64_t> shape) {
+NamedArray patterned(std::string name, DType dtype,
+                      std::vector<int64_t> shape) {
   NamedArray array{std::move(name), TensorDesc{dtype, std::move(shape)}, {}};
   array.data.resize(static_cast<size_t>(array.desc.byteSize()));
   for (size_t i = 0; i < array.data.size(); ++i)
@@ -80,14 +81,16 @@ std::vector<NamedArray> everyDType() {
 /// is a real out-of-bounds access that sanitizers report.
 Status parseNpyPrefix(const std::vector<uint8_t> &bytes, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size ? size : 1]);
-  std::memcpy(copy.get(), bytes.data(), size);
+  if (size)
+    std::memcpy(copy.get(), bytes.data(), size);
   NamedArray out;
   return parseNpy(copy.get(), size, out);
 }
 
 Status parseNpzPrefix(const std::vector<uint8_t> &bytes, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size ? size : 1]);
-  std::memcpy(copy.get(), bytes.data(), size);
+  if (size)
+    std::memcpy(copy.get(), bytes.data(), size);
   std::vector<NamedArray> out;
   return parseNpz(copy.get(), size, out);
 }
@@ -124,7 +127,7 @@ TEST(NpyTest, NpyRoundTripsEveryDType) {
     NamedArray read;
     status = readNpy(path, read);
     ASSERT_TRUE(status.ok()) << status.message();
-    EXPECT_EQ(read.name, array.name);
+    EXPECT_EQ(read.name, "kiln_npy_test_" + array.name);
     EXPECT_EQ(read.desc, array.desc);
     EXPECT_EQ(read.data, array.data);
     std::remove(path.c_str());
@@ -194,7 +197,8 @@ TEST(NpyTest, ReadArraysTellsNpyFromNpzByContent) {
   writeBytes(npy, {'h', 'e', 'l', 'l', 'o'});
   Status status = readArrays(npy, read);
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.message(), npy + ": neither a .npy file nor an .npz archive");
+  EXPECT_EQ(status.message(),
+            npy + ": neither a .npy file nor an .npz archive");
   std::remove(npz.c_str());
   std::remove(npy.c_str());
 }
@@ -308,7 +312,8 @@ TEST(NpyTest, MissingFileIsAnErrorNamingIt) {
   NamedArray array;
   Status status = readNpy(path, array);
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.message(), path + ": cannot open: No such file or directory");
+  EXPECT_EQ(status.message(),
+            path + ": cannot open: No such file or directory");
 }
 
 Status parseHeader(const std::string &header) {
