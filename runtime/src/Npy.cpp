@@ -533,6 +533,133 @@ Status readMember(const uint8_t *data, const CentralDirectory &dir,
   return parseNpy(member, memberSize, out);
 }
 
+struct ZipMember {
+  std::string name;
+  uint32_t crc;
+  uint64_t size; // stored, so also the compressed size
+  uint64_t offset; // of its local header
+};
+
+Status checkArrayToWrite(const NamedArray &array,
+                         std::set<std::string> &names) {
+  std::string context = "array '" + array.name + "'";
+  if (array.name.empty())
+    return Status::error("an array to write has an empty name");
+  if (array.name.size() + std::strlen(kNpySuffix) > kMax16)
+    return Status::error(context + ": name too long for a ZIP archive");
+  if (!names.insert(array.name).second)
+    return Status::error(context + ": name used twice");
+  KILN_RETURN_IF_ERROR(validateTensorDesc(array.desc).withContext(context));
+  if (static_cast<uint64_t>(array.desc.byteSize()) != array.data.size())
+    return Status::error(context + ": " + array.desc.str() + " needs " +
+                         std::to_string(array.desc.byteSize()) +
+                         " bytes, but it has " +
+                         std::to_string(array.data.size()));
+  return Status::OK();
+}
+
+/// Names with bytes beyond ASCII are UTF-8, which ZIP records in a flag.
+uint16_t nameFlags(const std::string &name) {
+  for (unsigned char c : name)
+    if (c >= 0x80)
+      return kFlagUtf8;
+  return 0;
+}
+
+void appendLocalHeader(std::vector<uint8_t> &bytes, const ZipMember &member,
+                       bool forceZip64) {
+  // A local header's ZIP64 extra field carries both sizes.
+  bool zip64 = forceZip64 || member.size >= kMax32;
+  appendLE(bytes, kLocalHeaderSig, 4);
+  appendLE(bytes, zip64 ? kVersionZip64 : kVersionDefault, 2);
+  appendLE(bytes, nameFlags(member.name), 2);
+  appendLE(bytes, kMethodStored, 2);
+  appendLE(bytes, 0, 2); // time 00:00:00
+  appendLE(bytes, kDosDate1980, 2);
+  appendLE(bytes, member.crc, 4);
+  appendLE(bytes, zip64 ? kMax32 : member.size, 4); // compressed size
+  appendLE(bytes, zip64 ? kMax32 : member.size, 4); // size
+  appendLE(bytes, member.name.size(), 2);
+  appendLE(bytes, zip64 ? 4 + 16 : 0, 2);
+  appendBytes(bytes, member.name.data(), member.name.size());
+  if (zip64) {
+    appendLE(bytes, kZip64ExtraId, 2);
+    appendLE(bytes, 16, 2);
+    appendLE(bytes, member.size, 8);
+    appendLE(bytes, member.size, 8);
+  }
+}
+
+void appendCentralEntry(std::vector<uint8_t> &bytes, const ZipMember &member,
+                        bool forceZip64) {
+  // Here the ZIP64 field holds only the values too big for their 32-bit
+  // fields.
+  bool bigSize = forceZip64 || member.size >= kMax32;
+  bool bigOffset = forceZip64 || member.offset >= kMax32;
+  uint16_t extraSize =
+      (bigSize || bigOffset) ? 4 + 16 * bigSize + 8 * bigOffset : 0;
+  uint16_t version = extraSize ? kVersionZip64 : kVersionDefault;
+  appendLE(bytes, kCentralHeaderSig, 4);
+  appendLE(bytes, kMadeByUnix | version, 2);
+  appendLE(bytes, version, 2);
+  appendLE(bytes, nameFlags(member.name), 2);
+  appendLE(bytes, kMethodStored, 2);
+  appendLE(bytes, 0, 2);
+  appendLE(bytes, kDosDate1980, 2);
+  appendLE(bytes, member.crc, 4);
+  appendLE(bytes, bigSize ? kMax32 : member.size, 4);
+  appendLE(bytes, bigSize ? kMax32 : member.size, 4);
+  appendLE(bytes, member.name.size(), 2);
+  appendLE(bytes, extraSize, 2);
+  appendLE(bytes, 0, 2); // comment size
+  appendLE(bytes, 0, 2); // disk
+  appendLE(bytes, 0, 2); // internal attributes
+  appendLE(bytes, kRegularFile0644, 4);
+  appendLE(bytes, bigOffset ? kMax32 : member.offset, 4);
+  appendBytes(bytes, member.name.data(), member.name.size());
+  if (extraSize) {
+    appendLE(bytes, kZip64ExtraId, 2);
+    appendLE(bytes, extraSize - 4, 2);
+    if (bigSize) {
+      appendLE(bytes, member.size, 8);
+      appendLE(bytes, member.size, 8);
+    }
+    if (bigOffset)
+      appendLE(bytes, member.offset, 8);
+  }
+}
+
+void appendEndRecords(std::vector<uint8_t> &bytes, uint64_t count,
+                      uint64_t dirOffset, uint64_t dirSize, bool forceZip64) {
+  bool zip64 = forceZip64 || count >= kMax16 || dirSize >= kMax32 ||
+               dirOffset >= kMax32;
+  if (zip64) {
+    uint64_t recordOffset = bytes.size();
+    appendLE(bytes, kZip64EndSig, 4);
+    appendLE(bytes, kZip64EndSize - 12, 8); // the size of what follows
+    appendLE(bytes, kMadeByUnix | kVersionZip64, 2);
+    appendLE(bytes, kVersionZip64, 2);
+    appendLE(bytes, 0, 4); // this disk
+    appendLE(bytes, 0, 4); // the central directory's disk
+    appendLE(bytes, count, 8);
+    appendLE(bytes, count, 8);
+    appendLE(bytes, dirSize, 8);
+    appendLE(bytes, dirOffset, 8);
+    appendLE(bytes, kZip64LocatorSig, 4);
+    appendLE(bytes, 0, 4); // the ZIP64 end record's disk
+    appendLE(bytes, recordOffset, 8);
+    appendLE(bytes, 1, 4); // disks in all
+  }
+  appendLE(bytes, kEndSig, 4);
+  appendLE(bytes, 0, 2); // this disk
+  appendLE(bytes, 0, 2); // the central directory's disk
+  appendLE(bytes, zip64 ? kMax16 : count, 2);
+  appendLE(bytes, zip64 ? kMax16 : count, 2);
+  appendLE(bytes, zip64 ? kMax32 : dirSize, 4);
+  appendLE(bytes, zip64 ? kMax32 : dirOffset, 4);
+  appendLE(bytes, 0, 2); // comment size
+}
+
 /// The file name without its directory and without a ".npy" suffix.
 std::string arrayNameFromPath(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -662,139 +789,26 @@ Status parseNpy(const uint8_t *data, size_t size, NamedArray &out) {
 
 StatusOr<std::vector<uint8_t>>
 serializeNpz(const std::vector<NamedArray> &arrays, bool forceZip64) {
-  struct Written {
-    std::string name;
-    uint32_t crc;
-    uint64_t size;
-    uint64_t offset;
-  };
-  std::vector<Written> written;
+  std::vector<ZipMember> members;
   std::set<std::string> names;
   std::vector<uint8_t> bytes;
-
   for (const NamedArray &array : arrays) {
-    std::string context = "array '" + array.name + "'";
-    if (array.name.empty())
-      return Status::error("an array to write has an empty name");
-    std::string name = array.name + kNpySuffix;
-    if (name.size() > kMax16)
-      return Status::error(context + ": name too long for a ZIP archive");
-    if (!names.insert(name).second)
-      return Status::error(context + ": name used twice");
-    KILN_RETURN_IF_ERROR(validateTensorDesc(array.desc).withContext(context));
-    if (static_cast<uint64_t>(array.desc.byteSize()) != array.data.size())
-      return Status::error(context + ": " + array.desc.str() + " needs " +
-                           std::to_string(array.desc.byteSize()) +
-                           " bytes, but it has " +
-                           std::to_string(array.data.size()));
-    StatusOr<std::vector<uint8_t>> member =
+    KILN_RETURN_IF_ERROR(checkArrayToWrite(array, names));
+    StatusOr<std::vector<uint8_t>> npy =
         serializeNpy(array.desc, array.data.data());
-    if (!member.ok())
-      return member.status().withContext(context);
-
-    // A local header's ZIP64 extra field carries both sizes.
-    uint64_t size = member->size();
-    bool zip64 = forceZip64 || size >= kMax32;
-    uint16_t flags = 0;
-    for (unsigned char c : name)
-      if (c >= 0x80)
-        flags = kFlagUtf8;
-    Written entry{name, crc32(member->data(), member->size()), size,
-                  bytes.size()};
-    appendLE(bytes, kLocalHeaderSig, 4);
-    appendLE(bytes, zip64 ? kVersionZip64 : kVersionDefault, 2);
-    appendLE(bytes, flags, 2);
-    appendLE(bytes, kMethodStored, 2);
-    appendLE(bytes, 0, 2); // time 00:00:00
-    appendLE(bytes, kDosDate1980, 2);
-    appendLE(bytes, entry.crc, 4);
-    appendLE(bytes, zip64 ? kMax32 : size, 4); // compressed size
-    appendLE(bytes, zip64 ? kMax32 : size, 4); // size
-    appendLE(bytes, name.size(), 2);
-    appendLE(bytes, zip64 ? 4 + 16 : 0, 2);
-    appendBytes(bytes, name.data(), name.size());
-    if (zip64) {
-      appendLE(bytes, kZip64ExtraId, 2);
-      appendLE(bytes, 16, 2);
-      appendLE(bytes, size, 8);
-      appendLE(bytes, size, 8);
-    }
-    appendBytes(bytes, member->data(), member->size());
-    written.push_back(std::move(entry));
+    if (!npy.ok())
+      return npy.status().withContext("array '" + array.name + "'");
+    ZipMember member{array.name + kNpySuffix, crc32(npy->data(), npy->size()),
+                     npy->size(), bytes.size()};
+    appendLocalHeader(bytes, member, forceZip64);
+    appendBytes(bytes, npy->data(), npy->size());
+    members.push_back(std::move(member));
   }
-
   uint64_t dirOffset = bytes.size();
-  for (const Written &entry : written) {
-    // The central directory's ZIP64 field holds only the values that do not
-    // fit in their 32-bit fields.
-    bool bigSize = forceZip64 || entry.size >= kMax32;
-    bool bigOffset = forceZip64 || entry.offset >= kMax32;
-    uint16_t extraSize =
-        (bigSize || bigOffset) ? 4 + 16 * bigSize + 8 * bigOffset : 0;
-    uint16_t version = extraSize ? kVersionZip64 : kVersionDefault;
-    uint16_t flags = 0;
-    for (unsigned char c : entry.name)
-      if (c >= 0x80)
-        flags = kFlagUtf8;
-    appendLE(bytes, kCentralHeaderSig, 4);
-    appendLE(bytes, kMadeByUnix | version, 2);
-    appendLE(bytes, version, 2);
-    appendLE(bytes, flags, 2);
-    appendLE(bytes, kMethodStored, 2);
-    appendLE(bytes, 0, 2);
-    appendLE(bytes, kDosDate1980, 2);
-    appendLE(bytes, entry.crc, 4);
-    appendLE(bytes, bigSize ? kMax32 : entry.size, 4);
-    appendLE(bytes, bigSize ? kMax32 : entry.size, 4);
-    appendLE(bytes, entry.name.size(), 2);
-    appendLE(bytes, extraSize, 2);
-    appendLE(bytes, 0, 2); // comment size
-    appendLE(bytes, 0, 2); // disk
-    appendLE(bytes, 0, 2); // internal attributes
-    appendLE(bytes, kRegularFile0644, 4);
-    appendLE(bytes, bigOffset ? kMax32 : entry.offset, 4);
-    appendBytes(bytes, entry.name.data(), entry.name.size());
-    if (extraSize) {
-      appendLE(bytes, kZip64ExtraId, 2);
-      appendLE(bytes, extraSize - 4, 2);
-      if (bigSize) {
-        appendLE(bytes, entry.size, 8);
-        appendLE(bytes, entry.size, 8);
-      }
-      if (bigOffset)
-        appendLE(bytes, entry.offset, 8);
-    }
-  }
-  uint64_t dirSize = bytes.size() - dirOffset;
-  uint64_t count = written.size();
-
-  bool zip64End = forceZip64 || count >= kMax16 || dirSize >= kMax32 ||
-                  dirOffset >= kMax32;
-  if (zip64End) {
-    uint64_t recordOffset = bytes.size();
-    appendLE(bytes, kZip64EndSig, 4);
-    appendLE(bytes, kZip64EndSize - 12, 8); // the size of what follows
-    appendLE(bytes, kMadeByUnix | kVersionZip64, 2);
-    appendLE(bytes, kVersionZip64, 2);
-    appendLE(bytes, 0, 4); // this disk
-    appendLE(bytes, 0, 4); // the central directory's disk
-    appendLE(bytes, count, 8);
-    appendLE(bytes, count, 8);
-    appendLE(bytes, dirSize, 8);
-    appendLE(bytes, dirOffset, 8);
-    appendLE(bytes, kZip64LocatorSig, 4);
-    appendLE(bytes, 0, 4); // the ZIP64 end record's disk
-    appendLE(bytes, recordOffset, 8);
-    appendLE(bytes, 1, 4); // disks in all
-  }
-  appendLE(bytes, kEndSig, 4);
-  appendLE(bytes, 0, 2);
-  appendLE(bytes, 0, 2);
-  appendLE(bytes, zip64End ? kMax16 : count, 2);
-  appendLE(bytes, zip64End ? kMax16 : count, 2);
-  appendLE(bytes, zip64End ? kMax32 : dirSize, 4);
-  appendLE(bytes, zip64End ? kMax32 : dirOffset, 4);
-  appendLE(bytes, 0, 2); // comment size
+  for (const ZipMember &member : members)
+    appendCentralEntry(bytes, member, forceZip64);
+  appendEndRecords(bytes, members.size(), dirOffset, bytes.size() - dirOffset,
+                   forceZip64);
   return bytes;
 }
 
