@@ -272,7 +272,10 @@ def _compile_to_executable(
     # aot_autograd calls compilers inside its FakeTensorMode; anything the
     # extension allocates through ATen must be real.
     with _disable_current_modes():
-        result = ext.compiler.compile(graph_json, opts.target, dump is not None)
+        try:
+            result = ext.compiler.compile(graph_json, opts.target, dump is not None)
+        except ext.CompileError as err:
+            raise ext.CompileError(_write_reproducer(name, graph_json, opts, dump, err)) from err
         artifact = result["artifact"]
         if dump:
             dump.write_stages(result.get("stages", ()), result.get("kernel_asm", ()))
@@ -307,6 +310,28 @@ def _compile_to_executable(
         name, len(serialized.graph["nodes"]), kernel_count, elapsed_ms,
     )
     return serialized, exe, summary
+
+
+def _write_reproducer(
+    name: str, graph_json: str, opts: KilnOptions, dump: "_Dump | None", err: Exception
+) -> str:
+    """Writes a self-contained bundle for a failed compile (the graph, the
+    options, the error) and returns the error message extended with the one
+    command that reproduces it without Python."""
+    import tempfile
+
+    folder = dump.path / "repro" if dump else Path(tempfile.mkdtemp(prefix=f"kiln-repro-{name}-"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "graph.json").write_text(graph_json)
+        (folder / "options.json").write_text(json.dumps({"target": opts.target, "graph": name}))
+        (folder / "error.txt").write_text(str(err))
+        command = (f"kiln-compile {folder / 'graph.json'} -o {folder / 'graph.kiln'}"
+                   f" --target {opts.target}")
+        (folder / "reproduce.sh").write_text(f"#!/bin/sh\n{command}\n")
+    except OSError as write_err:
+        return f"{err}\n(could not write a reproducer: {write_err})"
+    return f"{err}\nReproducer: {folder}\nReproduce with: {command}"
 
 
 def _kernel_json(info: Any, partition: int | None) -> dict[str, Any]:

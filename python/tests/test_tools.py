@@ -1,0 +1,111 @@
+"""The offline tools on real dumps: kiln-run replays a dumped graph without
+Python and prints the checksum Python computes for the same outputs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build")) / "bin"
+
+
+def _tool(name: str) -> Path:
+    path = BIN / name
+    if not path.exists():
+        pytest.skip(f"{path} is not built")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _dump_graph(tmp_path: Path):
+    def fn(x, w):
+        return torch.softmax(torch.relu(x @ w.t()) * 0.5, dim=-1)
+
+    x = torch.randn(16, 32)
+    w = torch.randn(24, 32)
+    compiled = torch.compile(
+        fn, backend="kiln", dynamic=False,
+        options={"fallback": "error", "dump_dir": str(tmp_path), "dump_inputs": True},
+    )
+    out = compiled(x, w)
+    graph = tmp_path / "graph_0"
+    assert (graph / "artifact.kiln").exists() and (graph / "inputs.npz").exists()
+    return graph, out
+
+
+def test_kiln_run_replays_a_dump_with_the_same_checksum(tmp_path):
+    kiln_run = _tool("kiln-run")
+    graph, out = _dump_graph(tmp_path)
+    result = subprocess.run(
+        [str(kiln_run), str(graph / "artifact.kiln"), "--inputs", str(graph / "inputs.npz")],
+        capture_output=True, text=True, check=True,
+    )
+    match = re.search(r"output 0: float32\[16x24\] checksum=(\S+)", result.stdout)
+    assert match, result.stdout
+    assert float(match.group(1)) == pytest.approx(out.double().sum().item(), rel=1e-6)
+
+
+def test_kiln_compile_rebuilds_the_dumped_graph(tmp_path):
+    kiln_compile = _tool("kiln-compile")
+    kiln_run = _tool("kiln-run")
+    graph, out = _dump_graph(tmp_path)
+    rebuilt = tmp_path / "rebuilt.kiln"
+    subprocess.run([str(kiln_compile), str(graph / "graph.json"), "-o", str(rebuilt)],
+                   capture_output=True, text=True, check=True)
+    result = subprocess.run([str(kiln_run), str(rebuilt), "--inputs", str(graph / "inputs.npz")],
+                            capture_output=True, text=True, check=True)
+    match = re.search(r"checksum=(\S+)", result.stdout)
+    assert match and float(match.group(1)) == pytest.approx(out.double().sum().item(), rel=1e-6)
+
+
+def test_kiln_run_rejects_a_corrupt_artifact(tmp_path):
+    kiln_run = _tool("kiln-run")
+    graph, _ = _dump_graph(tmp_path)
+    data = bytearray((graph / "artifact.kiln").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    corrupt = tmp_path / "corrupt.kiln"
+    corrupt.write_bytes(bytes(data))
+    result = subprocess.run([str(kiln_run), str(corrupt), "--random"], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "corrupt" in result.stderr.lower(), result.stderr
+
+
+def test_failed_compile_writes_a_reproducer(tmp_path, monkeypatch, caplog):
+    import kiln._C as C
+
+    real_compile = C.compiler.compile
+
+    def failing_compile(*args, **kwargs):
+        raise C.CompileError("stage 'llvm' failed: injected by the test")
+
+    monkeypatch.setattr(C.compiler, "compile", failing_compile)
+    x = torch.randn(4, 8)
+    with caplog.at_level("WARNING", logger="kiln"):
+        out = torch.compile(lambda t: t.exp() + 1, backend="kiln", dynamic=False,
+                            options={"dump_dir": str(tmp_path)})(x)
+    torch.testing.assert_close(out, x.exp() + 1)  # fell back to eager
+    message = "\n".join(r.getMessage() for r in caplog.records)
+    match = re.search(r"Reproduce with: (kiln-compile (\S+) -o (\S+) --target cpu)", message)
+    assert match, message
+    repro = Path(match.group(2)).parent
+    assert (repro / "graph.json").exists() and (repro / "error.txt").exists()
+    assert "injected by the test" in (repro / "error.txt").read_text()
+
+    # The printed command reproduces the compile with the offline tool.
+    monkeypatch.setattr(C.compiler, "compile", real_compile)
+    kiln_compile = _tool("kiln-compile")
+    subprocess.run([str(kiln_compile), match.group(2), "-o", match.group(3)], check=True,
+                   capture_output=True)
+    assert Path(match.group(3)).exists()
