@@ -65,16 +65,22 @@ class SourceLoc:
         return {"file": self.file, "line": self.line, "code": self.code}
 
 
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
 def source_loc(node: torch.fx.Node) -> SourceLoc | None:
-    """The last frame of node.meta["stack_trace"] (the innermost user line), or None."""
+    """The innermost frame of node.meta["stack_trace"] outside torch itself
+    (the user's line: torch.export traces into nn.Linear and friends, whose
+    frames come last), else the innermost frame; None without a trace."""
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
     lines = trace.splitlines()
-    for i in range(len(lines) - 1, -1, -1):
+    frames = [i for i, line in enumerate(lines) if _FRAME_RE.match(line)]
+    user = [i for i in frames
+            if not os.path.abspath(_FRAME_RE.match(lines[i])["file"]).startswith(_TORCH_DIR)]
+    for i in reversed(user or frames):
         match = _FRAME_RE.match(lines[i])
-        if not match:
-            continue
         code = ""
         if i + 1 < len(lines) and not _FRAME_RE.match(lines[i + 1]):
             code = lines[i + 1].strip()
