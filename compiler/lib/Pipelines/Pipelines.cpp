@@ -13,7 +13,7 @@ std::vector<PipelineStage> kiln::graphStages() {
 
 std::vector<PipelineStage> kiln::cpuKernelStages() {
   return {
-      {"linalg", "convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
+      {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
                  "kiln-fuse-elementwise),canonicalize,cse"},
       {"bufferized", "kiln-bufferize-kernels,buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,convert-linalg-to-loops,"

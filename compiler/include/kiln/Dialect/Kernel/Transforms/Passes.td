@@ -53,4 +53,13 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
+def ExtractKernelsPass : Pass<"kiln-extract-kernels", "mlir::ModuleOp"> {
+  let summary = "Keep only the kernel functions of a module";
+  let description = [{
+    Erases every function that is not a kernel (`kiln.kernel`), such as the
+    host plan, so that kernel code generation can run on the output of
+    kiln-outline-kernels (a dump's 02-plan.mlir) directly.
+  }];
+}
+
 #endif // KILN_KERNEL_PASSES
