@@ -312,6 +312,31 @@ def _compile_to_executable(
     return serialized, exe, summary
 
 
+_LL_DEFINE = re.compile(r"^define [^@]*@(kernel_\w+?)(_body)?\(", re.M)
+_ASM_LABEL = re.compile(r"^(kernel_\w+?)(_body)?:", re.M)
+
+
+def split_kernel_text(text: str, suffix: str) -> dict[str, str]:
+    """Splits the kernels' LLVM IR (.ll) or assembly (.s) into one text per
+    kernel: its exported entry and its internal body, which LLVM may inline."""
+    pattern = _LL_DEFINE if suffix == ".ll" else _ASM_LABEL if suffix == ".s" else None
+    if pattern is None:
+        return {}
+    pieces: dict[str, list[str]] = {}
+    matches = list(pattern.finditer(text))
+    for i, match in enumerate(matches):
+        start = text.rfind("\n", 0, match.start()) + 1
+        if suffix == ".s":  # include the function's directives (.globl, .type, ...)
+            start = text.rfind("\n\t.text", 0, match.start())
+            start = 0 if start < 0 else start + 1
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        if suffix == ".ll":
+            end = text.find("\n}\n", match.start())
+            end = len(text) if end < 0 else end + 3
+        pieces.setdefault(match.group(1), []).append(text[start:end].strip("\n") + "\n")
+    return {name: "\n".join(parts) for name, parts in pieces.items()}
+
+
 def _write_reproducer(
     name: str, graph_json: str, opts: KilnOptions, dump: "_Dump | None", err: Exception
 ) -> str:
@@ -325,6 +350,12 @@ def _write_reproducer(
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "graph.json").write_text(graph_json)
         (folder / "options.json").write_text(json.dumps({"target": opts.target, "graph": name}))
+        try:  # the imported MLIR too, when the failure comes after import
+            from kiln import _C
+
+            (folder / "graph.mlir").write_text(_C.compiler.import_graph(graph_json))
+        except Exception:  # noqa: BLE001 - the import itself may be what fails
+            pass
         (folder / "error.txt").write_text(str(err))
         command = (f"kiln-compile {folder / 'graph.json'} -o {folder / 'graph.kiln'}"
                    f" --target {opts.target}")
@@ -562,3 +593,7 @@ class _Dump:
             if not name.endswith((".ll", ".s", ".ptx")):
                 name += ".ll"
             self.write_text(f"kernels/{name}", text)
+            # One file per kernel too: kernels/<kernel>.ll and .s.
+            suffix = name[name.rindex("."):]
+            for kernel_name, body in split_kernel_text(text, suffix).items():
+                self.write_text(f"kernels/{kernel_name}{suffix}", body)

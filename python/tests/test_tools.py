@@ -101,6 +101,7 @@ def test_failed_compile_writes_a_reproducer(tmp_path, monkeypatch, caplog):
     assert match, message
     repro = Path(match.group(2)).parent
     assert (repro / "graph.json").exists() and (repro / "error.txt").exists()
+    assert "kiln_graph.exp" in (repro / "graph.mlir").read_text()
     assert "injected by the test" in (repro / "error.txt").read_text()
 
     # The printed command reproduces the compile with the offline tool.
@@ -146,3 +147,13 @@ def test_kiln_import_reports_a_missing_file(tmp_path, capsys):
 
     assert kiln_import([str(tmp_path / "nope.pt2")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_dump_has_each_kernels_llvm_ir_and_assembly(tmp_path):
+    graph, _ = _dump_graph(tmp_path)
+    summary = __import__("json").loads((graph / "summary.json").read_text())
+    for kernel in summary["kernels"]:
+        ll = (graph / "kernels" / f"{kernel['name']}.ll").read_text()
+        asm = (graph / "kernels" / f"{kernel['name']}.s").read_text()
+        assert f"define void @{kernel['name']}(" in ll
+        assert f"{kernel['name']}:" in asm
