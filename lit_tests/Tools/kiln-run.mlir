@@ -2,6 +2,7 @@
 // RUN: kiln-compile %s -o %t.kiln --quiet
 // RUN: kiln-run %t.kiln --random --seed 3 --repeat 2 | FileCheck %s
 // RUN: kiln-run %t.kiln --inputs %S/Inputs/ones-4x8.npy --quiet | FileCheck %s --check-prefix=ONES
+// RUN: kiln-run %t.kiln --random --repeat 3 --profile --quiet | FileCheck %s --check-prefix=PROFILE
 // RUN: not kiln-run %t.kiln --inputs %S/Inputs/does-not-exist.npz 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not kiln-run %S/Inputs/invalid-graph.mlir 2>&1 | FileCheck %s --check-prefix=NOTART
 
@@ -15,6 +16,10 @@
 // 2 * ones(4, 8): 32 twos, and four row sums of 16.
 // ONES: output 0: float32[4x8] checksum=64 min=2 max=2
 // ONES: output 1: float32[4] checksum=64 min=16 max=16
+
+// PROFILE: time: median
+// PROFILE-NEXT: profile: 1 launches, {{.*}} ms in kernels (medians)
+// PROFILE-NEXT: launch 0 kernel_0_mul {{.*}} workgroups {{.*}} ms {{.*}}%
 
 // MISSING: kiln-run: error:
 // MISSING-SAME: does-not-exist.npz

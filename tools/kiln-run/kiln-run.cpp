@@ -51,6 +51,7 @@ Options:
                         else every hardware thread)
   --save-outputs FILE   write the outputs of the first run to FILE, an .npz
                         archive with members output_0, output_1, ...
+  --profile             with --repeat: each launch's median time, slowest first
   --quiet               print only the output and time lines
   -h, --help            print this help
 
@@ -70,6 +71,7 @@ struct Options {
   int threads = 0; // 0: defaultThreadCount()
   std::string saveOutputs;
   bool quiet = false;
+  bool profile = false;
 };
 
 void printError(const std::string &message) {
@@ -115,6 +117,10 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
       return ParseResult::Help;
     if (arg == "--random") {
       options.random = true;
+      continue;
+    }
+    if (arg == "--profile") {
+      options.profile = true;
       continue;
     }
     if (arg == "--quiet") {
@@ -327,6 +333,40 @@ void printTimes(std::vector<double> ms) {
               ms[0], n);
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/// One line per launch: its median time over the timed runs, slowest first.
+void printProfile(const Artifact &artifact,
+                  const std::vector<std::vector<double>> &runs) {
+  struct Row {
+    size_t launch;
+    double ms;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (size_t l = 0; l < artifact.launches.size(); ++l) {
+    std::vector<double> samples;
+    for (const std::vector<double> &run : runs)
+      samples.push_back(run[l]);
+    rows.push_back({l, median(samples)});
+    total += rows.back().ms;
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const Row &a, const Row &b) { return a.ms > b.ms; });
+  std::printf("profile: %zu launches, %.4g ms in kernels (medians)\n",
+              rows.size(), total);
+  for (const Row &row : rows) {
+    const LaunchCmd &launch = artifact.launches[row.launch];
+    std::printf("  launch %-3zu %-32s %4u workgroups  %9.4f ms  %5.1f%%\n",
+                row.launch, artifact.kernels[launch.kernel].name.c_str(),
+                launch.workgroups, row.ms, total > 0 ? 100 * row.ms / total : 0);
+  }
+}
+
 int run(const Options &options) {
   const std::string &path = options.artifactPath;
   std::vector<uint8_t> bytes;
@@ -383,10 +423,12 @@ int run(const Options &options) {
   }
   arrays = {};
 
+  std::vector<std::vector<double>> launchTimes; // per timed run
+  std::vector<double> launchMs;
   auto runOnce = [&](std::vector<std::shared_ptr<Buffer>> &allocated,
                      std::vector<OutputRef> &outputs) {
-    Status result =
-        program.run(inputPointers, inputDescs, allocator, allocated, outputs);
+    Status result = program.run(inputPointers, inputDescs, allocator, allocated,
+                                outputs, options.profile ? &launchMs : nullptr);
     if (!result.ok())
       printError(path + ": " + result.message());
     return result.ok();
@@ -425,12 +467,17 @@ int run(const Options &options) {
     if (!runOnce(scratch, scratchOutputs))
       return 1;
     auto end = std::chrono::steady_clock::now();
-    if (i >= options.warmup)
+    if (i >= options.warmup) {
       times.push_back(
           std::chrono::duration<double, std::milli>(end - start).count());
+      if (options.profile)
+        launchTimes.push_back(launchMs);
+    }
   }
   if (!times.empty())
     printTimes(std::move(times));
+  if (!launchTimes.empty())
+    printProfile(program.artifact(), launchTimes);
   return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include "kiln/runtime/Program.h"
 
+#include <chrono>
+
 #include <string>
 
 namespace kiln::runtime {
@@ -85,12 +87,13 @@ Status Program::run(const std::vector<void *> &inputs,
                     const std::vector<TensorDesc> &inputDescs,
                     Allocator &allocator,
                     std::vector<std::shared_ptr<Buffer>> &allocated,
-                    std::vector<OutputRef> &outputs) const {
+                    std::vector<OutputRef> &outputs,
+                    std::vector<double> *launchMs) const {
   allocated.clear();
   outputs.clear();
   Status status = checkInputs(inputs, inputDescs);
   if (status.ok())
-    status = runImpl(inputs, allocator, allocated, outputs);
+    status = runImpl(inputs, allocator, allocated, outputs, launchMs);
   if (!status.ok()) {
     allocated.clear();
     outputs.clear();
@@ -101,7 +104,8 @@ Status Program::run(const std::vector<void *> &inputs,
 Status Program::runImpl(const std::vector<void *> &inputs,
                         Allocator &allocator,
                         std::vector<std::shared_ptr<Buffer>> &allocated,
-                        std::vector<OutputRef> &outputs) const {
+                        std::vector<OutputRef> &outputs,
+                        std::vector<double> *launchMs) const {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
   allocated.reserve(allocBuffers_.size());
   for (uint32_t id : allocBuffers_) {
@@ -125,7 +129,10 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   }
 
   std::vector<void *> bindings;
-  for (const LaunchCmd &launch : artifact_.launches) {
+  if (launchMs)
+    launchMs->assign(artifact_.launches.size(), 0.0);
+  for (size_t index = 0; index < artifact_.launches.size(); ++index) {
+    const LaunchCmd &launch = artifact_.launches[index];
     if (launch.workgroups == 0)
       continue;
     bindings.clear();
@@ -134,8 +141,13 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     KernelFn fn = executable_->kernel(launch.kernel);
     void **args = bindings.data();
     int64_t count = launch.workgroups;
+    auto start = std::chrono::steady_clock::now();
     device_.pool().parallelFor(
         count, [fn, count, args](int64_t wg) { fn(wg, count, args); });
+    if (launchMs)
+      (*launchMs)[index] = std::chrono::duration<double, std::milli>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
   }
 
   outputs.reserve(artifact_.outputs.size());

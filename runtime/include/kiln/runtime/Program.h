@@ -52,11 +52,14 @@ public:
   /// Runs the graph once. `inputs[i]` points at graph input i, whose desc must
   /// equal inputDescs()[i] exactly. Alloc buffers come from `allocator`, in
   /// buffer order, into `allocated`; `outputs` says where each output is.
-  /// Both vectors are replaced, and left empty on error.
+  /// Both vectors are replaced, and left empty on error. With `launchMs`,
+  /// the wall time of each launch (in artifact().launches order, 0 for a
+  /// skipped launch) is stored there, for profiling.
   Status run(const std::vector<void *> &inputs,
              const std::vector<TensorDesc> &inputDescs, Allocator &allocator,
              std::vector<std::shared_ptr<Buffer>> &allocated,
-             std::vector<OutputRef> &outputs) const;
+             std::vector<OutputRef> &outputs,
+             std::vector<double> *launchMs = nullptr) const;
 
 private:
   /// The Input or Alloc buffer a buffer's bytes belong to.
@@ -73,7 +76,8 @@ private:
                      const std::vector<TensorDesc> &inputDescs) const;
   Status runImpl(const std::vector<void *> &inputs, Allocator &allocator,
                  std::vector<std::shared_ptr<Buffer>> &allocated,
-                 std::vector<OutputRef> &outputs) const;
+                 std::vector<OutputRef> &outputs,
+                 std::vector<double> *launchMs) const;
 
   Artifact artifact_;
   CpuDevice &device_;
