@@ -71,13 +71,13 @@ func.func @folded_constant() -> tensor<2xf32> {
 
 // Large enough kernels are split across workgroups.
 // CHECK-LABEL: func.func @large
-// 3 ops x 256 x 512 elements / 65536 = 6 workgroups.
+// 3 ops x 1024 x 512 elements / 262144 = 6 workgroups.
 // CHECK: kiln_plan.launch @kernel_0_exp[6]
 // CHECK: func.func private @kernel_0_exp
-// CHECK-SAME: kiln.workgroup_extent = 256 : i64
-func.func @large(%x: tensor<256x512xf32>) -> tensor<256x512xf32> {
-  %0 = kiln_graph.exp %x : tensor<256x512xf32> -> tensor<256x512xf32>
-  %1 = kiln_graph.neg %0 : tensor<256x512xf32> -> tensor<256x512xf32>
-  %2 = kiln_graph.tanh %1 : tensor<256x512xf32> -> tensor<256x512xf32>
-  return %2 : tensor<256x512xf32>
+// CHECK-SAME: kiln.workgroup_extent = 1024 : i64
+func.func @large(%x: tensor<1024x512xf32>) -> tensor<1024x512xf32> {
+  %0 = kiln_graph.exp %x : tensor<1024x512xf32> -> tensor<1024x512xf32>
+  %1 = kiln_graph.neg %0 : tensor<1024x512xf32> -> tensor<1024x512xf32>
+  %2 = kiln_graph.tanh %1 : tensor<1024x512xf32> -> tensor<1024x512xf32>
+  return %2 : tensor<1024x512xf32>
 }

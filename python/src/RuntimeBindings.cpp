@@ -60,8 +60,9 @@ public:
 class TorchAllocator : public rt::Allocator {
 public:
   rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
-    at::Tensor t = at::empty({desc.numElements()},
-                             at::TensorOptions().dtype(scalarTypeOf(desc.dtype)));
+    // Allocated in the buffer's own shape: an output that is a whole buffer
+    // is returned as is, without a view.
+    at::Tensor t = at::empty(desc.shape, at::TensorOptions().dtype(scalarTypeOf(desc.dtype)));
     return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(std::move(t)));
   }
 };
@@ -125,8 +126,11 @@ public:
                           : inputs[out.input];
       int64_t itemSize = (int64_t)rt::dtypeSize(out.type.dtype);
       const std::vector<int64_t> &shape = out.type.shape;
-      if (out.byteOffset == 0 && base.numel() == out.type.numElements() &&
-          base.scalar_type() == scalarTypeOf(out.type.dtype))
+      if (out.byteOffset == 0 && base.sizes().equals(shape) &&
+          base.scalar_type() == scalarTypeOf(out.type.dtype) && out.buffer >= 0)
+        results.push_back(base);
+      else if (out.byteOffset == 0 && base.numel() == out.type.numElements() &&
+               base.scalar_type() == scalarTypeOf(out.type.dtype))
         results.push_back(base.view(shape));
       else
         results.push_back(base.as_strided(shape, contiguousStrides(shape),

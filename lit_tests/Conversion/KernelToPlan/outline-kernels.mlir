@@ -51,31 +51,31 @@ func.func @matmul(%x: tensor<16x32xf32>, %w: tensor<32x64xf32>) -> tensor<16x64x
 
 // The workgroup count never exceeds the extent.
 // CHECK-LABEL: func.func @big_kernel
-// 256 x 1024 elements / 65536 = 4 workgroups.
+// 1024 x 1024 elements / 262144 = 4 workgroups.
 // CHECK: kiln_plan.launch @kernel_0_exp[4]
 // SMALL-LABEL: func.func @big_kernel
 // SMALL: kiln_plan.launch @kernel_0_exp[4]
-func.func @big_kernel(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
-  %0 = kiln_kernel.kernel "kernel_0_exp" extent(256) ins(%x : tensor<256x1024xf32>) -> (tensor<256x1024xf32>) {
-  ^bb0(%a: tensor<256x1024xf32>):
-    %1 = kiln_graph.exp %a : tensor<256x1024xf32> -> tensor<256x1024xf32>
-    kiln_kernel.yield %1 : tensor<256x1024xf32>
+func.func @big_kernel(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+  %0 = kiln_kernel.kernel "kernel_0_exp" extent(1024) ins(%x : tensor<1024x1024xf32>) -> (tensor<1024x1024xf32>) {
+  ^bb0(%a: tensor<1024x1024xf32>):
+    %1 = kiln_graph.exp %a : tensor<1024x1024xf32> -> tensor<1024x1024xf32>
+    kiln_kernel.yield %1 : tensor<1024x1024xf32>
   }
-  return %0 : tensor<256x1024xf32>
+  return %0 : tensor<1024x1024xf32>
 }
 
 // -----
 
 // CHECK-LABEL: func.func @wide_rows
-// 2 rows of 65536: the extent caps the count at 2.
+// 2 rows of 1048576: the extent caps the count at 2.
 // CHECK: kiln_plan.launch @kernel_0_exp[2]
-func.func @wide_rows(%x: tensor<2x65536xf32>) -> tensor<2x65536xf32> {
-  %0 = kiln_kernel.kernel "kernel_0_exp" extent(2) ins(%x : tensor<2x65536xf32>) -> (tensor<2x65536xf32>) {
-  ^bb0(%a: tensor<2x65536xf32>):
-    %1 = kiln_graph.exp %a : tensor<2x65536xf32> -> tensor<2x65536xf32>
-    kiln_kernel.yield %1 : tensor<2x65536xf32>
+func.func @wide_rows(%x: tensor<2x1048576xf32>) -> tensor<2x1048576xf32> {
+  %0 = kiln_kernel.kernel "kernel_0_exp" extent(2) ins(%x : tensor<2x1048576xf32>) -> (tensor<2x1048576xf32>) {
+  ^bb0(%a: tensor<2x1048576xf32>):
+    %1 = kiln_graph.exp %a : tensor<2x1048576xf32> -> tensor<2x1048576xf32>
+    kiln_kernel.yield %1 : tensor<2x1048576xf32>
   }
-  return %0 : tensor<2x65536xf32>
+  return %0 : tensor<2x1048576xf32>
 }
 
 // -----

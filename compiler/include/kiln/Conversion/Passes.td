@@ -31,7 +31,7 @@ def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t",
-           /*default=*/"65536",
+           /*default=*/"262144",
            "Smallest amount of work (elements, plus multiply-adds / 16) worth a workgroup">,
     Option<"maxWorkgroups", "max-workgroups", "int64_t", /*default=*/"64",
            "Upper bound on workgroups per launch">,
