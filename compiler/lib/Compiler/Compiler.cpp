@@ -281,15 +281,10 @@ llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
                                                        const CompileOptions &options) {
   MLIRContext context(MLIRContext::Threading::DISABLED);
   loadCompilerDialects(context);
-  std::string errors;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(errors);
-    os << diag.getLocation() << ": " << diag << "\n";
-    return success();
-  });
+  DiagnosticCollector diagnostics(&context);
   OwningOpRef<ModuleOp> module = importFxGraph(json, context);
   if (!module)
-    return llvm::createStringError("importing the FX graph failed:\n" + errors);
+    return diagnostics.error("importing the FX graph failed");
   return compileGraphModule(*module, options);
 }
 
@@ -299,18 +294,13 @@ llvm::Expected<CompiledGraph> kiln::compileSource(llvm::StringRef text, llvm::St
     return compileFxGraphJson(text, options);
   MLIRContext context(MLIRContext::Threading::DISABLED);
   loadCompilerDialects(context);
-  std::string errors;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    llvm::raw_string_ostream os(errors);
-    os << diag.getLocation() << ": " << diag << "\n";
-    return success();
-  });
+  DiagnosticCollector diagnostics(&context);
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, filename),
                                llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
-    return llvm::createStringError("cannot parse " + filename.str() + ":\n" + errors);
+    return diagnostics.error("cannot parse " + filename.str());
   return compileGraphModule(*module, options);
 }
 
