@@ -239,12 +239,6 @@ private:
     emitKernel(builder, it->second, outside);
   }
 
-  Value lookupOrMaterialize(OpBuilder &builder, Value value, IRMapping &outside) {
-    if (Value mapped = outside.lookupOrNull(value))
-      return mapped;
-    return value; // a function argument
-  }
-
   void emitKernel(OpBuilder &builder, int index, IRMapping &outside) {
     Kernel &kernel = kernels[index];
     DenseSet<Operation *> members(kernel.ops.begin(), kernel.ops.end());
@@ -271,7 +265,7 @@ private:
     Location loc = kernel.ops.front()->getLoc();
     SmallVector<Value> kernelInputs;
     for (Value input : inputs)
-      kernelInputs.push_back(lookupOrMaterialize(builder, input, outside));
+      kernelInputs.push_back(outside.lookupOrDefault(input)); // args map to themselves
     std::string name = "kernel_" + std::to_string(index) + "_" +
                        kernel.ops.front()->getName().stripDialect().str();
     auto kernelOp = kernel::KernelOp::create(
