@@ -220,3 +220,30 @@ func.func @second(%x: tensor<8xf32>) -> tensor<8xf32> {
   }
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// Two graphs in one module: kernel symbols stay unique, and each kernel's
+// kiln.kernel attribute names the symbol it ended up with.
+// CHECK-LABEL: func.func @first
+// CHECK: kiln_plan.launch @kernel_0_exp[
+// CHECK: func.func private @kernel_0_exp({{.*}} attributes {kiln.kernel = "kernel_0_exp",
+// CHECK-LABEL: func.func @second
+// CHECK: kiln_plan.launch @[[SECOND:kernel_0_exp_[0-9]+]][
+// CHECK: func.func private @[[SECOND]]({{.*}} attributes {kiln.kernel = "[[SECOND]]",
+func.func @first(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_kernel.kernel "kernel_0_exp" extent(0) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = kiln_graph.exp %a : tensor<4xf32> -> tensor<4xf32>
+    kiln_kernel.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+func.func @second(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_kernel.kernel "kernel_0_exp" extent(0) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %1 = kiln_graph.exp %a : tensor<4xf32> -> tensor<4xf32>
+    kiln_kernel.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}

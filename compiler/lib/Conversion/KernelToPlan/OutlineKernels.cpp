@@ -101,7 +101,8 @@ struct OutlineKernelsPass
           bindings.push_back(buffer);
         }
         func::FuncOp kernelFunc = outline(builder, kernelOp);
-        symbols.insert(kernelFunc);
+        symbols.insert(kernelFunc); // may rename it to keep symbols unique
+        kernelFunc->setAttr(kernel::kKernelAttr, kernelFunc.getSymNameAttr());
         int64_t extent = kernelOp.getWorkgroupExtent();
         int64_t workgroups =
             extent > 1 ? std::clamp<int64_t>(estimateWork(kernelOp) / minWorkPerWorkgroup,
