@@ -112,9 +112,12 @@ public:
     for (auto func : llvm::to_vector(kernels->getOps<func::FuncOp>()))
       if (!func->hasAttr(kernel::kKernelAttr))
         func.erase();
-    for (const PipelineStage &stage : cpuKernelStages())
+    for (const PipelineStage &stage : cpuKernelStages()) {
       if (failed(runStage(*kernels, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
+      if (stage.name == "loops")
+        recordDistribution(*kernels);
+    }
 
     auto start = std::chrono::steady_clock::now();
     cpu::CpuCodegenOptions codegen;
@@ -135,6 +138,29 @@ public:
   }
 
 private:
+  /// Each kernel's extent and chunk alignment, once workgroups are assigned.
+  void recordDistribution(ModuleOp kernels) {
+    for (auto func : kernels.getOps<func::FuncOp>()) {
+      auto extent = func->getAttrOfType<IntegerAttr>(kernel::kExtentAttr);
+      auto alignment = func->getAttrOfType<IntegerAttr>(kernel::kAlignmentAttr);
+      if (extent && alignment)
+        distribution[func.getName()] = {extent.getInt(), alignment.getInt()};
+    }
+  }
+
+  /// The launch's workgroup count, lowered to the number of workgroups that
+  /// get rows: chunks are aligned (e.g. to a microkernel's row block), so a
+  /// plan's count can exceed the chunks there are.
+  uint32_t usefulWorkgroups(plan::LaunchOp launch) {
+    int64_t count = launch.getWorkgroups();
+    auto it = distribution.find(launch.getKernel());
+    if (it == distribution.end() || count <= 1)
+      return count;
+    auto [extent, alignment] = it->second;
+    int64_t chunk = llvm::divideCeil(llvm::divideCeil(extent, count), alignment) * alignment;
+    return std::max<int64_t>(1, llvm::divideCeil(extent, chunk));
+  }
+
   void summarizeKernels(ModuleOp module) {
     module.walk([&](kernel::KernelOp kernelOp) {
       KernelSummary summary;
@@ -214,7 +240,7 @@ private:
           artifact.kernels.push_back({launch.getKernel().str(),
                                       (uint32_t)launch.getBindings().size(),
                                       launch.getKernel().str()});
-        runtime::LaunchCmd cmd{it->second, (uint32_t)launch.getWorkgroups(), {}};
+        runtime::LaunchCmd cmd{it->second, usefulWorkgroups(launch), {}};
         for (Value binding : launch.getBindings())
           cmd.bindings.push_back(ids.lookup(binding));
         artifact.launches.push_back(std::move(cmd));
@@ -261,6 +287,7 @@ private:
 
   const CompileOptions &options;
   CompiledGraph result_;
+  llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
 };
 
 } // namespace

@@ -52,6 +52,8 @@ struct DistributeWorkgroupsPass
       }
       alignment = std::lcm(alignment, *step);
     }
+    func->setAttr(kiln::kernel::kAlignmentAttr,
+                  IntegerAttr::get(IntegerType::get(func.getContext(), 64), alignment));
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
     // chunk = align(ceil(extent / count)); begin = min(id * chunk, extent);

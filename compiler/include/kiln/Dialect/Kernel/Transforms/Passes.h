@@ -17,6 +17,8 @@ namespace kiln::kernel {
 inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";
 /// Attribute on outlined kernel functions: the leading parallel extent.
 inline constexpr llvm::StringLiteral kExtentAttr = "kiln.workgroup_extent";
+/// Set by kiln-distribute-workgroups: the row alignment of workgroup chunks.
+inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln.workgroup_alignment";
 /// Marks the linalg.generic a graph matmul lowers to: "ikj" (B is [K, N]) or
 /// "ijk" (B is [N, K]), the loop order of its iteration space. Targets use it
 /// to pick a microkernel.
