@@ -4,10 +4,6 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Importer/FxImporter.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/raw_ostream.h"
-
 #include <pybind11/stl.h>
 
 namespace py = pybind11;
@@ -63,23 +59,13 @@ void initCompiler(py::module_ &root, py::module_ m) {
   m.def(
       "import_graph",
       [](const std::string &json) {
-        mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-        loadCompilerDialects(context);
-        std::string errors;
-        mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-          llvm::raw_string_ostream os(errors);
-          os << diag.getLocation() << ": " << diag << "\n";
-          return mlir::success();
-        });
-        mlir::OwningOpRef<mlir::ModuleOp> module = importFxGraph(json, context);
-        if (!module) {
-          PyErr_SetString(compileError.ptr(), ("importing the FX graph failed:\n" + errors).c_str());
+        llvm::Expected<std::string> text = importFxGraphAsMLIR(json);
+        if (!text) {
+          std::string message = llvm::toString(text.takeError());
+          PyErr_SetString(compileError.ptr(), message.c_str());
           throw py::error_already_set();
         }
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        module->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/false));
-        return text;
+        return *text;
       },
       py::arg("graph_json"),
       "Import the JSON form of an FX graph; returns kiln_graph MLIR text with locations.");

@@ -157,7 +157,7 @@ private:
     if (it == distribution.end() || count <= 1)
       return count;
     auto [extent, alignment] = it->second;
-    int64_t chunk = llvm::divideCeil(llvm::divideCeil(extent, count), alignment) * alignment;
+    int64_t chunk = kernel::workgroupChunk(extent, count, alignment);
     return std::max<int64_t>(1, llvm::divideCeil(extent, chunk));
   }
 
@@ -313,6 +313,16 @@ llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
   if (!module)
     return diagnostics.error("importing the FX graph failed");
   return compileGraphModule(*module, options);
+}
+
+llvm::Expected<std::string> kiln::importFxGraphAsMLIR(llvm::StringRef json) {
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  loadCompilerDialects(context);
+  DiagnosticCollector diagnostics(&context);
+  OwningOpRef<ModuleOp> module = importFxGraph(json, context);
+  if (!module)
+    return diagnostics.error("importing the FX graph failed");
+  return printOp(*module);
 }
 
 llvm::Expected<CompiledGraph> kiln::compileSource(llvm::StringRef text, llvm::StringRef filename,

@@ -114,6 +114,22 @@ public:
     }
     return list;
   }
+  /// A dim argument normalized against `rank` (negative dims count from the
+  /// back, as in ATen); `missing` when it is absent or None.
+  FailureOr<int64_t> dim(unsigned i, StringRef name, int64_t rank,
+                         std::optional<int64_t> missing = std::nullopt) {
+    const json::Value *v = arg(i, name);
+    if (isNull(v) && missing)
+      return *missing;
+    auto d = integer(v, name);
+    if (failed(d))
+      return failure();
+    int64_t bound = std::max<int64_t>(rank, 1); // ATen accepts 0 and -1 for scalars
+    if (*d < -bound || *d >= bound)
+      return fail(name.str() + " " + std::to_string(*d) + " is out of range for rank " +
+                  std::to_string(rank));
+    return *d < 0 ? *d + bound : *d;
+  }
   bool flag(unsigned i, StringRef name, bool defaultValue) {
     const json::Value *v = arg(i, name);
     if (isNull(v))
@@ -379,6 +395,7 @@ LogicalResult reduce(Importer &im, bool allDims) {
 
 template <typename Op>
 LogicalResult softmax(Importer &im) {
+  // The dim stays as written (ops normalize it: getNormalizedDim).
   auto input = im.tensor(0);
   auto dim = im.integer(im.arg(1, "dim"), "dim");
   if (failed(input) || failed(dim))
@@ -460,13 +477,10 @@ LogicalResult slice(Importer &im) {
   if (failed(input))
     return failure();
   auto type = cast<RankedTensorType>(input->getType());
-  int64_t dim = 0, step = 1;
-  if (!im.isNull(im.arg(1, "dim"))) {
-    auto d = im.integer(im.arg(1, "dim"), "dim");
-    if (failed(d))
-      return failure();
-    dim = *d < 0 ? *d + type.getRank() : *d;
-  }
+  auto dimArg = im.dim(1, "dim", type.getRank(), 0);
+  if (failed(dimArg))
+    return failure();
+  int64_t dim = *dimArg, step = 1;
   if (!im.isNull(im.arg(4, "step"))) {
     auto s = im.integer(im.arg(4, "step"), "step");
     if (failed(s) || *s < 1)
@@ -487,14 +501,18 @@ LogicalResult slice(Importer &im) {
 
 LogicalResult select(Importer &im) {
   auto input = im.tensor(0);
-  auto dimArg = im.integer(im.arg(1, "dim"), "dim");
-  auto indexArg = im.integer(im.arg(2, "index"), "index");
-  if (failed(input) || failed(dimArg) || failed(indexArg))
+  if (failed(input))
     return failure();
   auto type = cast<RankedTensorType>(input->getType());
-  int64_t dim = *dimArg < 0 ? *dimArg + type.getRank() : *dimArg;
+  auto dimArg = im.dim(1, "dim", type.getRank());
+  auto indexArg = im.integer(im.arg(2, "index"), "index");
+  if (type.getRank() == 0)
+    return im.fail("cannot select from a 0-d tensor");
+  if (failed(dimArg) || failed(indexArg))
+    return failure();
+  int64_t dim = *dimArg;
   int64_t index = *indexArg < 0 ? *indexArg + type.getDimSize(dim) : *indexArg;
-  if (dim < 0 || dim >= type.getRank() || index < 0 || index >= type.getDimSize(dim))
+  if (index < 0 || index >= type.getDimSize(dim))
     return im.fail("index out of range");
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = 1;
@@ -509,13 +527,10 @@ LogicalResult concat(Importer &im) {
   if (!array || array->empty())
     return im.fail("expects a non-empty list of tensors");
   RankedTensorType type = im.outType();
-  int64_t dim = 0;
-  if (!im.isNull(im.arg(1, "dim"))) {
-    auto d = im.integer(im.arg(1, "dim"), "dim");
-    if (failed(d))
-      return failure();
-    dim = *d < 0 ? *d + type.getRank() : *d;
-  }
+  auto dimArg = im.dim(1, "dim", type.getRank(), 0);
+  if (failed(dimArg))
+    return failure();
+  int64_t dim = *dimArg;
   SmallVector<Value> inputs;
   for (const json::Value &entry : *array) {
     auto input = im.tensorOf(entry);
@@ -616,15 +631,12 @@ const llvm::StringMap<Handler> &handlers() {
     };
     t["aten.transpose.int"] = [](Importer &im) {
       return permute(im, [&](int64_t rank) -> FailureOr<SmallVector<int64_t>> {
-        auto d0 = im.integer(im.arg(1, "dim0"), "dim0");
-        auto d1 = im.integer(im.arg(2, "dim1"), "dim1");
+        auto d0 = im.dim(1, "dim0", rank), d1 = im.dim(2, "dim1", rank);
         if (failed(d0) || failed(d1))
           return failure();
         auto dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-        int64_t a = *d0 < 0 ? *d0 + rank : *d0, c = *d1 < 0 ? *d1 + rank : *d1;
-        if (rank == 0)
-          return dims;
-        std::swap(dims[a], dims[c]);
+        if (rank > 0)
+          std::swap(dims[*d0], dims[*d1]);
         return dims;
       });
     };

@@ -45,6 +45,10 @@ llvm::Expected<CompiledGraph> compileGraphModule(mlir::ModuleOp module,
 llvm::Expected<CompiledGraph> compileFxGraphJson(llvm::StringRef json,
                                                  const CompileOptions &options);
 
+/// Imports the JSON form of an FX graph and prints the kiln_graph module,
+/// with locations; errors carry the importer's diagnostics.
+llvm::Expected<std::string> importFxGraphAsMLIR(llvm::StringRef json);
+
 /// Compiles a file's contents: the JSON form of an FX graph (it starts with
 /// `{`) or a kiln_graph module in MLIR text. Diagnostics name `filename`.
 llvm::Expected<CompiledGraph> compileSource(llvm::StringRef text, llvm::StringRef filename,

@@ -159,6 +159,13 @@ Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorType type)
   return reshapeTensor(b, loc, reduced, type);
 }
 
+/// `index` clamped into [0, size - 1]: gathers never read out of bounds.
+Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
+  Value high = arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(size - 1, 0));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, index, zero), high);
+}
+
 //===----------------------------------------------------------------------===//
 // Scalar semantics
 //===----------------------------------------------------------------------===//
@@ -420,7 +427,7 @@ LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
   Location loc = op.getLoc();
   Value input = op.getInput();
   auto type = tensorType(input);
-  int64_t dim = (int64_t)op.getDim() < 0 ? (int64_t)op.getDim() + type.getRank() : (int64_t)op.getDim();
+  int64_t dim = op.getNormalizedDim();
   if (type.getRank() == 0) { // softmax of a scalar is 1 (log: 0)
     rewriter.replaceOp(op, elementwise(rewriter, loc, {input}, type,
                                        [&](OpBuilder &b, Location l, ValueRange) {
@@ -625,11 +632,8 @@ LogicalResult lowerConcat(RewriterBase &rewriter, ConcatOp op) {
           int64_t size = tensorType(input).getDimSize(dim);
           Value startValue = arith::ConstantIndexOp::create(b, l, start);
           Value local = arith::SubIOp::create(b, l, indices[dim], startValue);
-          Value clamped = arith::MinSIOp::create(
-              b, l, arith::MaxSIOp::create(b, l, local, arith::ConstantIndexOp::create(b, l, 0)),
-              arith::ConstantIndexOp::create(b, l, size - 1));
           SmallVector<Value> at(indices);
-          at[dim] = clamped;
+          at[dim] = clampIndex(b, l, local, size);
           Value element = tensor::ExtractOp::create(b, l, input, at);
           if (!result) {
             result = element;
@@ -664,10 +668,8 @@ LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
   auto generic = linalg::GenericOp::create(
       rewriter, loc, TypeRange{type}, ValueRange{op.getIndices()}, ValueRange{init},
       maps, iterators, "", "", [&](OpBuilder &b, Location l, ValueRange a) {
-        Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
-        row = arith::MinSIOp::create(
-            b, l, arith::MaxSIOp::create(b, l, row, arith::ConstantIndexOp::create(b, l, 0)),
-            arith::ConstantIndexOp::create(b, l, std::max<int64_t>(rows - 1, 0)));
+        Value row = clampIndex(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]),
+                               rows);
         Value column = linalg::IndexOp::create(b, l, rank - 1);
         Value element = tensor::ExtractOp::create(b, l, weight, ValueRange{row, column});
         linalg::YieldOp::create(b, l, element);

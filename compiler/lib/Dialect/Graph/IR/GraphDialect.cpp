@@ -74,10 +74,7 @@ struct SinkReshapeBelowSoftmax : OpRewritePattern<SoftmaxOp> {
       return failure();
     auto from = reshape.getInput().getType();
     auto to = op.getInput().getType();
-    int64_t dim = (int64_t)op.getDim();
-    if (dim < 0)
-      dim += to.getRank();
-    if (to.getRank() == 0 || dim != to.getRank() - 1 || from.getRank() == 0 ||
+    if (to.getRank() == 0 || op.getNormalizedDim() != to.getRank() - 1 || from.getRank() == 0 ||
         from.getShape().back() != to.getShape().back())
       return failure();
     Value sunk = SoftmaxOp::create(rewriter, op.getLoc(), from, reshape.getInput(),

@@ -56,8 +56,8 @@ struct DistributeWorkgroupsPass
                   IntegerAttr::get(IntegerType::get(func.getContext(), 64), alignment));
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
-    // chunk = align(ceil(extent / count)); begin = min(id * chunk, extent);
-    // end = min(begin + chunk, extent); each loop runs [lb, ub) ∩ [begin, end).
+    // The chunk of kiln::kernel::workgroupChunk, computed at run time from
+    // the launch's count; each loop runs [lb, ub) ∩ [begin, end).
     Value id = func.getArgument(0), count = func.getArgument(1);
     Value extentValue = arith::ConstantIndexOp::create(b, loc, extent);
     Value alignValue = arith::ConstantIndexOp::create(b, loc, alignment);

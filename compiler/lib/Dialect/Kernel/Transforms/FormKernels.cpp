@@ -66,10 +66,10 @@ LeadingDim leadingDimOf(Operation *op) {
     if (!llvm::is_contained(reduce.getReducedDims(), 0))
       info.extent = extent, alignAll(true);
   } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    if (int64_t dim = softmax.getDim(); dim != 0 && dim != -resultType.getRank())
+    if (softmax.getNormalizedDim() != 0)
       info.extent = extent, alignAll(true);
   } else if (auto softmax = dyn_cast<LogSoftmaxOp>(op)) {
-    if (int64_t dim = softmax.getDim(); dim != 0 && dim != -resultType.getRank())
+    if (softmax.getNormalizedDim() != 0)
       info.extent = extent, alignAll(true);
   } else if (auto norm = dyn_cast<LayerNormOp>(op)) {
     if ((int64_t)norm.getNormalizedRank() < resultType.getRank()) {

@@ -134,6 +134,13 @@ class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dim` counted from the front (negative dims count from the back).
+    int64_t getNormalizedDim() {
+      int64_t dim = (int64_t)getDim();
+      return dim < 0 ? dim + std::max<int64_t>(getInput().getType().getRank(), 1) : dim;
+    }
+  }];
 }
 def Graph_SoftmaxOp : Graph_SoftmaxLikeOp<"softmax">;
 def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax">;

@@ -24,6 +24,15 @@ inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln.workgroup_alignment"
 /// to pick a microkernel.
 inline constexpr llvm::StringLiteral kContractionAttr = "kiln.contraction";
 
+/// Rows per workgroup when `count` workgroups split a kernel's leading
+/// extent: ceil(extent / count) rounded up to `alignment`. Workgroup `id`
+/// runs [min(id * chunk, extent), min((id + 1) * chunk, extent)).
+/// kiln-distribute-workgroups emits this computation into every kernel.
+inline int64_t workgroupChunk(int64_t extent, int64_t count, int64_t alignment) {
+  int64_t perWorkgroup = (extent + count - 1) / count;
+  return (perWorkgroup + alignment - 1) / alignment * alignment;
+}
+
 #define GEN_PASS_DECL
 #include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
 
