@@ -133,9 +133,24 @@ def kiln_backend(
 kiln_backend.reset = reset  # type: ignore[attr-defined]
 
 
+# Core ATen decompositions that are exact only for inference. aot_autograd
+# applies decompositions below autograd, so a decomposed forward op still gets
+# the backward formula of the op itself, which reads the op's extra outputs.
+# The CPU flash-attention decomposition (meant for torch.export) returns the
+# attention probabilities where the op returns logsumexp, and
+# _scaled_dot_product_flash_attention_for_cpu_backward then computes NaN or
+# wrong gradients from them. Inductor excludes it for the same reason.
+_INFERENCE_ONLY_DECOMPOSITIONS = (
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
+
+
 @functools.cache
 def _decompositions() -> dict[Any, Callable[..., Any]]:
-    return torch._decomp.core_aten_decompositions()
+    table = dict(torch._decomp.core_aten_decompositions())
+    for op in _INFERENCE_ONLY_DECOMPOSITIONS:
+        table.pop(op, None)
+    return table
 
 
 def _ext() -> Any:
@@ -404,11 +419,20 @@ def _output_filler(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]
     return fill
 
 
+def _executable_layouts(exe: Any, serialized: SerializedGraph) -> list[dict[str, Any] | None]:
+    """Eager's layout of each output the executable returns (literals it does not return)."""
+    layouts = serialized.layouts
+    if exe.num_outputs != len(layouts):
+        layouts = [layout for layout, ref in zip(layouts, serialized.output_is_ref) if ref]
+    return [None if layout is None else layout.to_dict() for layout in layouts]
+
+
 def _boxed_runner(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]], Any]:
     """A boxed callable running exe; its per-call path is one run() call where possible."""
     run = exe.run
     constants = serialized.constants
     fill = _output_filler(exe, serialized)
+    exe.set_output_layouts(_executable_layouts(exe, serialized))
     if fill is None and not constants:
         def kiln_graph(args: list[Any]) -> Any:
             return run(args)

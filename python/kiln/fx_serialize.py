@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from kiln.errors import SerializeError
+from kiln.layout import OutputLayout, output_layouts
 
 FORMAT_VERSION = 1
 
@@ -198,6 +199,9 @@ class SerializedGraph:
 
     graph: dict[str, Any]
     constants: list[torch.Tensor]
+    # Per entry of graph["outputs"]: the layout eager gives it (None for a
+    # literal). Kiln computes dense outputs in storage order (see kiln.layout).
+    layouts: list[OutputLayout | None]
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.graph, allow_nan=False, indent=indent)
@@ -215,6 +219,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     constant_values: list[torch.Tensor] = []
     nodes: list[dict[str, Any]] = []
     outputs: list[Any] | None = None
+    layouts: list[OutputLayout | None] = []
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -249,7 +254,9 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
         elif node.op == "output":
             result = node.args[0]
             results = result if isinstance(result, (tuple, list)) else [result]
+            layouts = output_layouts(gm)
             outputs = [encode_arg(r) for r in results]
+            outputs = _in_storage_order(outputs, results, layouts, nodes, gm)
         else:
             raise SerializeError(f"node {node.name} is a {node.op}, which Kiln cannot encode")
 
@@ -262,7 +269,45 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
         "nodes": nodes,
         "outputs": outputs,
     }
-    return SerializedGraph(graph, constant_values)
+    return SerializedGraph(graph, constant_values, layouts)
+
+
+def _in_storage_order(
+    outputs: list[Any],
+    results: list[Any],
+    layouts: list[OutputLayout | None],
+    nodes: list[dict[str, Any]],
+    gm: torch.fx.GraphModule,
+) -> list[Any]:
+    """Each output whose eager layout is a dense non-row-major one becomes a
+    permute into storage order, appended to nodes; the runtime views it back
+    with eager's strides."""
+    taken = {n.name for n in gm.graph.nodes}
+    permuted: dict[tuple[str, int, tuple[int, ...]], dict[str, Any]] = {}
+    encoded = []
+    for out, value, layout in zip(outputs, results, layouts):
+        if layout is None or layout.physical_order is None or layout.is_row_major:
+            encoded.append(out)
+            continue
+        key = (out["ref"], out["index"], layout.physical_order)
+        if key not in permuted:
+            name = f"{out['ref']}_storage_order"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            loc = source_loc(value) if isinstance(value, torch.fx.Node) else None
+            nodes.append({
+                "name": name,
+                "target": "aten.permute.default",
+                "args": [out, list(layout.physical_order)],
+                "kwargs": {},
+                "outputs": [{"shape": layout.physical_shape,
+                             "dtype": dtype_name(node_value(value).dtype)}],
+                "loc": loc.to_json() if loc else None,
+            })
+            permuted[key] = {"ref": name, "index": 0}
+        encoded.append(permuted[key])
+    return encoded
 
 
 def constant_tensors(gm: torch.fx.GraphModule) -> list[Any]:

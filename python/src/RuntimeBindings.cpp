@@ -67,6 +67,73 @@ public:
   }
 };
 
+/// Where eager puts one output (kiln/layout.py's OutputLayout): the bridge
+/// returns Kiln's result with exactly these sizes, strides and offset.
+struct OutputLayout {
+  std::vector<int64_t> sizes, strides;
+  int64_t storageOffset = 0;
+  bool dense = false; // Kiln computed it in storage order (row-major physical)
+  int64_t aliasInput = -1;
+  std::vector<int64_t> aliasInputStrides;
+  int64_t aliasInputOffset = 0;
+};
+
+OutputLayout layoutFromDict(const py::dict &d) {
+  OutputLayout layout;
+  layout.sizes = d["size"].cast<std::vector<int64_t>>();
+  layout.strides = d["stride"].cast<std::vector<int64_t>>();
+  layout.storageOffset = d["storage_offset"].cast<int64_t>();
+  layout.dense = d["dense"].cast<bool>();
+  layout.aliasInput = d["alias_input"].cast<int64_t>();
+  layout.aliasInputStrides = d["alias_input_stride"].cast<std::vector<int64_t>>();
+  layout.aliasInputOffset = d["alias_input_offset"].cast<int64_t>();
+  if (layout.sizes.size() != layout.strides.size())
+    throw py::value_error("output layout: size and stride differ in rank");
+  return layout;
+}
+
+int64_t storageExtent(const OutputLayout &layout) {
+  int64_t extent = 1;
+  for (size_t d = 0; d < layout.sizes.size(); ++d) {
+    if (layout.sizes[d] == 0)
+      return 0;
+    extent += (layout.sizes[d] - 1) * layout.strides[d];
+  }
+  return extent;
+}
+
+/// Kiln's result (row-major, in storage order when dense) as eager lays it out.
+at::Tensor applyLayout(at::Tensor result, const OutputLayout &layout,
+                       const std::vector<at::Tensor> &args) {
+  if (layout.aliasInput >= 0) {
+    const at::Tensor &base = args[layout.aliasInput];
+    if (base.strides().equals(layout.aliasInputStrides))
+      return base.as_strided(layout.sizes, layout.strides,
+                             base.storage_offset() + layout.storageOffset -
+                                 layout.aliasInputOffset);
+  }
+  if (layout.dense) {
+    if (result.storage_offset() == layout.storageOffset) {
+      if (result.sizes().equals(layout.sizes) && result.strides().equals(layout.strides))
+        return result;
+      return result.as_strided(layout.sizes, layout.strides, layout.storageOffset);
+    }
+    result = result.as_strided(layout.sizes, layout.strides, result.storage_offset());
+  }
+  // Gaps, broadcast strides or another offset: storage laid out as eager's.
+  at::Tensor storage = at::empty({layout.storageOffset + storageExtent(layout)},
+                                 result.options());
+  at::Tensor view = storage.as_strided(layout.sizes, layout.strides, layout.storageOffset);
+  at::Tensor target = view, source = result;
+  for (size_t d = 0; d < layout.sizes.size(); ++d)
+    if (layout.strides[d] == 0 && layout.sizes[d] > 1) { // one write per element in memory
+      target = target.narrow((int64_t)d, 0, 1);
+      source = source.narrow((int64_t)d, 0, 1);
+    }
+  target.copy_(source);
+  return view;
+}
+
 rt::CpuDevice &device() {
   static rt::CpuDevice cpu; // KILN_NUM_THREADS or all cores
   return cpu;
@@ -135,14 +202,45 @@ public:
       else
         results.push_back(base.as_strided(shape, contiguousStrides(shape),
                                           base.storage_offset() + out.byteOffset / itemSize));
+      size_t index = results.size() - 1;
+      if (index < layouts_.size() && layouts_[index])
+        results.back() = applyLayout(std::move(results.back()), *layouts_[index], args);
     }
     return results;
+  }
+
+  /// One entry per output: a layout dict (kiln.layout.OutputLayout.to_dict)
+  /// or None to return the output row-major.
+  void setOutputLayouts(const py::list &layouts) {
+    const rt::Artifact &artifact = program_->artifact();
+    if (layouts.size() != artifact.outputs.size())
+      throw py::value_error("graph '" + artifact.graphName + "' has " +
+                            std::to_string(artifact.outputs.size()) + " outputs, got " +
+                            std::to_string(layouts.size()) + " layouts");
+    std::vector<std::optional<OutputLayout>> parsed;
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      if (layouts[i].is_none()) {
+        parsed.emplace_back();
+        continue;
+      }
+      OutputLayout layout = layoutFromDict(layouts[i].cast<py::dict>());
+      const rt::TensorDesc &type = artifact.buffers[artifact.outputs[i]].type;
+      int64_t numel = 1;
+      for (int64_t n : layout.sizes)
+        numel *= n;
+      if (numel != type.numElements() || layout.aliasInput >= (int64_t)artifact.numInputs())
+        throw py::value_error("output " + std::to_string(i) + " of graph '" +
+                              artifact.graphName + "': the layout does not fit it");
+      parsed.push_back(std::move(layout));
+    }
+    layouts_ = std::move(parsed);
   }
 
   const rt::Program &program() const { return *program_; }
 
 private:
   std::unique_ptr<rt::Program> program_;
+  std::vector<std::optional<OutputLayout>> layouts_;
 };
 
 } // namespace
@@ -153,6 +251,9 @@ void initRuntime(py::module_ m) {
            "Load an artifact; raises ValueError if it is corrupt or incompatible.")
       .def("run", &Executable::run, py::arg("inputs"),
            "Run on a list of CPU tensors; returns the outputs as new tensors.")
+      .def("set_output_layouts", &Executable::setOutputLayouts, py::arg("layouts"),
+           "Return each output laid out as eager would (sizes, strides, storage "
+           "offset, aliasing of inputs); see kiln/layout.py.")
       .def_property_readonly("num_inputs",
                              [](const Executable &e) { return e.program().artifact().numInputs(); })
       .def_property_readonly("num_outputs",

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from kiln.layout import OutputLayout, apply_layout, physical_order
+
 # The Core ATen overloads the tests and models produce (after
 # core_aten_decompositions, torch 2.13). The real extension must support at
 # least these for the fallback="error" tests to pass.
@@ -237,6 +239,7 @@ class Executable:
         self.num_inputs = len(g["inputs"])
         self.num_outputs = sum(isinstance(o, dict) and "ref" in o for o in g["outputs"])
         self.num_kernels = sum(n["target"].split(".")[1] not in _VIEW_PACKETS for n in g["nodes"])
+        self._layouts: list[OutputLayout | None] = [None] * self.num_outputs
 
     def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         g = self._graph
@@ -274,11 +277,26 @@ class Executable:
                         f"JSON says {spec['dtype']}{spec['shape']}"
                     )
             env[node["name"]] = outs
-        return [
+        results = [
             _decode(o, env).contiguous().clone()
             for o in g["outputs"]
             if isinstance(o, dict) and "ref" in o
         ]
+        return [apply_layout(r, layout, inputs) for r, layout in zip(results, self._layouts)]
+
+    def set_output_layouts(self, layouts: list[dict[str, Any] | None]) -> None:
+        if len(layouts) != self.num_outputs:
+            raise ValueError(f"{self.num_outputs} outputs, got {len(layouts)} layouts")
+        self._layouts = [None if d is None else _layout_from_dict(d) for d in layouts]
+
+
+def _layout_from_dict(d: dict[str, Any]) -> OutputLayout:
+    alias = d["alias_input"]
+    return OutputLayout(
+        tuple(d["size"]), tuple(d["stride"]), d["storage_offset"],
+        physical_order(d["size"], d["stride"]) if d["dense"] else None,
+        None if alias < 0 else alias, tuple(d["alias_input_stride"]), d["alias_input_offset"],
+    )
 
 
 def _decode(arg: Any, env: dict[str, list[Any]]) -> Any:
