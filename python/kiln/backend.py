@@ -170,10 +170,10 @@ def _ext() -> Any:
 
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
     ext = _ext()
-    support = KilnSupport(ext.compiler.supported_ops(), opts.target)
+    support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager)
     unsupported = find_unsupported(gm, support)
-    if unsupported and opts.fallback == "error":
-        raise UnsupportedOpError(unsupported)
+    if opts.fallback == "error" and any(not u.forced for u in unsupported):
+        raise UnsupportedOpError([u for u in unsupported if not u.forced])
 
     dump = _Dump.create(Path(opts.dump_dir)) if opts.dump_dir else None
     name = dump.path.name if dump else f"graph_{next(_graph_ids)}"
@@ -199,7 +199,8 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
             fn = _compile_whole(gm, ext, opts, record, dump)
         else:
             for u in unsupported:
-                _warn_fallback(u)
+                if not u.forced:
+                    _warn_fallback(u)
             fn = _compile_partitioned(gm, support, ext, opts, record, dump)
     finally:
         if dump:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Union
 
 TARGETS = ("cpu",)
 FALLBACKS = ("eager", "error")
@@ -16,7 +16,12 @@ ENV_VARS = {
     "fallback": "KILN_FALLBACK",
     "dump_dir": "KILN_DUMP_DIR",
     "dump_inputs": "KILN_DUMP_INPUTS",
+    "force_eager": "KILN_FORCE_EAGER",
 }
+
+# force_eager: op names ("aten.mm" or "aten.mm.default"), FX node names, or a
+# predicate on the ATen FX node.
+ForceEager = Union[tuple[str, ...], Callable[[Any], bool], None]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -34,12 +39,18 @@ class KilnOptions:
     dump_inputs: also save each graph's inputs (inputs.npz) and eager outputs
                  (outputs.npz) in its dump folder on its first call, so it can be
                  replayed offline; needs dump_dir.
+    force_eager: for testing partition boundaries: ops that run in PyTorch even
+                 though Kiln supports them. Op names ("aten.mm" or
+                 "aten.mm.default") or ATen FX node names, as a list (the
+                 variable: comma-separated), or a predicate on the FX node.
+                 Forced ops are not errors under fallback="error".
     """
 
     target: str = "cpu"
     fallback: str = "eager"
     dump_dir: str | None = None
     dump_inputs: bool = False
+    force_eager: ForceEager = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -47,6 +58,8 @@ class KilnOptions:
         if self.dump_dir is not None:
             # Normalise PathLike to str so options compare and print simply.
             object.__setattr__(self, "dump_dir", os.fspath(self.dump_dir) or None)
+        if isinstance(self.force_eager, (list, tuple, set, frozenset)):
+            object.__setattr__(self, "force_eager", tuple(sorted(self.force_eager)) or None)
         if self.dump_inputs and self.dump_dir is None:
             raise ValueError(
                 "kiln option 'dump_inputs' needs 'dump_dir' (or KILN_DUMP_DIR): "
@@ -99,9 +112,18 @@ def _check_field(name: str, value: Any) -> None:
     elif name == "dump_inputs":
         if not isinstance(value, bool):
             raise ValueError(f"kiln option 'dump_inputs' must be True or False, got {value!r}")
+    elif name == "force_eager":
+        names_ok = isinstance(value, (list, tuple, set, frozenset)) and all(
+            isinstance(v, str) for v in value)
+        if not (value is None or callable(value) or names_ok):
+            raise ValueError(
+                "kiln option 'force_eager' must be a list of op or node names or a "
+                f"predicate on FX nodes, got {value!r}")
 
 
 def _parse_env(name: str, raw: str) -> Any:
+    if name == "force_eager":
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
     if name != "dump_inputs":
         return raw
     if raw.lower() in _TRUE:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 import torch
 import torch.fx
@@ -44,6 +44,8 @@ VIEW_OPS = frozenset(
 
 PARTITION_PREFIX = "kiln_partition_"
 
+FORCED_REASON = "forced to run in eager by the force_eager option"
+
 
 @dataclass(frozen=True)
 class Unsupported:
@@ -53,6 +55,11 @@ class Unsupported:
     op: str
     reason: str
     loc: SourceLoc | None
+
+    @property
+    def forced(self) -> bool:
+        """Did the force_eager option send it to eager (rather than a missing lowering)?"""
+        return self.reason == FORCED_REASON
 
     def where(self) -> str:
         return str(self.loc) if self.loc else "<unknown source line>"
@@ -65,11 +72,18 @@ class Unsupported:
 
 
 class KilnSupport(OperatorSupportBase):
-    """Per-node support: a known ATen overload, Kiln dtypes, static shapes, the target device."""
+    """Per-node support: a known ATen overload, Kiln dtypes, static shapes, the
+    target device, and not forced to eager (the force_eager option)."""
 
-    def __init__(self, supported_ops: Iterable[str], target: str = "cpu"):
+    def __init__(
+        self,
+        supported_ops: Iterable[str],
+        target: str = "cpu",
+        force_eager: Collection[str] | Callable[[torch.fx.Node], bool] | None = None,
+    ):
         self.supported_ops = frozenset(supported_ops)
         self.target = target
+        self._force_eager = _forcing_predicate(force_eager)
         self._reasons: dict[torch.fx.Node, str | None] = {}
 
     def is_node_supported(
@@ -95,6 +109,8 @@ class KilnSupport(OperatorSupportBase):
             return "not an ATen operator"
         if str(node.target) not in self.supported_ops:
             return "op not supported by Kiln"
+        if self._force_eager(node):
+            return FORCED_REASON
         if "val" not in node.meta:
             return "no shape metadata (meta['val'])"
         values: list[tuple[str, Any]] = [("result", node.meta["val"])]
@@ -132,6 +148,22 @@ class KilnSupport(OperatorSupportBase):
         if value.device.type != self.target:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
+
+
+def _forcing_predicate(
+    force_eager: Collection[str] | Callable[[torch.fx.Node], bool] | None,
+) -> Callable[[torch.fx.Node], bool]:
+    if force_eager is None:
+        return lambda node: False
+    if callable(force_eager):
+        return force_eager
+    names = frozenset(force_eager)
+
+    def forced(node: torch.fx.Node) -> bool:
+        op = str(node.target)
+        return op in names or op.rsplit(".", 1)[0] in names or node.name in names
+
+    return forced
 
 
 def find_unsupported(gm: torch.fx.GraphModule, support: KilnSupport) -> list[Unsupported]:
