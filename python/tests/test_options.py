@@ -123,3 +123,21 @@ def test_bad_dump_inputs_values():
         KilnOptions.from_dict({}, env={"KILN_DUMP_DIR": "d", "KILN_DUMP_INPUTS": "maybe"})
     with pytest.raises(ValueError, match="True or False"):
         KilnOptions(dump_dir="d", dump_inputs="yes")  # type: ignore[arg-type]
+
+
+def test_force_eager_names_and_env():
+    opts = KilnOptions.from_dict({"force_eager": ["aten.mm", "add_1"]}, env={})
+    assert opts.force_eager == ("add_1", "aten.mm")
+    env = {"KILN_FORCE_EAGER": "aten.mm.default, aten.relu"}
+    assert KilnOptions.from_dict({}, env=env).force_eager == ("aten.mm.default", "aten.relu")
+    assert KilnOptions.from_dict({"force_eager": []}, env={}).force_eager is None
+
+
+def test_force_eager_predicate_and_bad_values():
+    def predicate(node):
+        return False
+
+    assert KilnOptions.from_dict({"force_eager": predicate}, env={}).force_eager is predicate
+    for bad in ("aten.mm", [1, 2], 3):
+        with pytest.raises(ValueError, match="force_eager"):
+            KilnOptions.from_dict({"force_eager": bad}, env={})

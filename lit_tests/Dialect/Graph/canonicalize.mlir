@@ -55,6 +55,31 @@ func.func @identity_permute(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 // -----
 
+// A permute that undoes another folds away (outputs put in storage order).
+// CHECK-LABEL: func.func @permute_of_inverse_permute
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @permute_of_inverse_permute(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %0 = kiln_graph.permute %x {dims = array<i64: 1, 2, 0>} : tensor<2x3x4xf32> -> tensor<3x4x2xf32>
+  %1 = kiln_graph.permute %0 {dims = array<i64: 2, 0, 1>} : tensor<3x4x2xf32> -> tensor<2x3x4xf32>
+  return %1 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Two permutes compose into one.
+// CHECK-LABEL: func.func @permute_of_permute
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[P:.*]] = kiln_graph.permute %[[X]] {dims = array<i64: 2, 1, 0>} : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+// CHECK-NEXT: return %[[P]]
+func.func @permute_of_permute(%x: tensor<2x3x4xf32>) -> tensor<4x3x2xf32> {
+  %0 = kiln_graph.permute %x {dims = array<i64: 1, 0, 2>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  %1 = kiln_graph.permute %0 {dims = array<i64: 2, 0, 1>} : tensor<3x2x4xf32> -> tensor<4x3x2xf32>
+  return %1 : tensor<4x3x2xf32>
+}
+
+// -----
+
 // A permute that swaps two equal-sized dims keeps the type but moves data.
 // CHECK-LABEL: func.func @square_transpose_kept
 // CHECK: kiln_graph.permute %{{.*}} {dims = array<i64: 1, 0>}

@@ -422,9 +422,21 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult PermuteOp::fold(FoldAdaptor) {
+  // permute(permute(x, inner), outer) == permute(x, inner[outer[i]]): outputs
+  // laid out in storage order undo the view that made them this way.
+  bool composed = false;
+  if (auto inner = getInput().getDefiningOp<PermuteOp>()) {
+    ArrayRef<int64_t> innerDims = inner.getDims();
+    SmallVector<int64_t> dims;
+    for (int64_t d : getDims())
+      dims.push_back(innerDims[d]);
+    getInputMutable().assign(inner.getInput());
+    setDims(dims);
+    composed = true;
+  }
   for (auto [i, d] : llvm::enumerate(getDims()))
     if ((int64_t)i != d)
-      return {};
+      return composed ? getResult() : OpFoldResult();
   return getInput();
 }
 

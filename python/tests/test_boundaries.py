@@ -1,0 +1,68 @@
+"""Kiln/eager partition boundaries, differentially against aot_eager.
+
+Each seed is one random program (kiln.testing.boundaries) run forward and
+backward with a random subset of its ops forced to eager. CI runs this fixed
+range; `python -m kiln.testing.boundaries --seeds 0:5000` is the long run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kiln.testing import boundaries
+
+pytestmark = pytest.mark.usefixtures("kiln_ext")
+
+CI_SEEDS = range(0, 80)
+
+
+@pytest.mark.parametrize("seed", CI_SEEDS)
+def test_boundary_case_matches_aot_eager(seed):
+    case = boundaries.generate(seed)
+    outcome = boundaries.check(case)
+    assert outcome.ok, f"{case.describe()}\n{outcome.message}"
+    assert outcome.graphs > 0, "Kiln compiled nothing"
+
+
+def test_generator_is_deterministic_and_varied():
+    assert boundaries.generate(7) == boundaries.generate(7)
+    sources = {boundaries.generate(s).source for s in CI_SEEDS}
+    assert len(sources) == len(CI_SEEDS)
+    text = "\n".join(sources)
+    for feature in ("transpose", "permute", "expand", "::2", "select", "@", "softmax",
+                    "layer_norm", "scaled_dot_product_attention", "cat"):
+        assert feature in text, feature
+    forced = {boundaries.generate(s).force_fraction for s in CI_SEEDS}
+    assert {0.0, 0.5} <= forced
+
+
+def test_forced_ops_create_boundaries_in_forward_and_backward():
+    case = next(c for c in map(boundaries.generate, CI_SEEDS) if c.force_fraction >= 0.5)
+    outcome = boundaries.check(case)
+    assert outcome.ok, outcome.message
+    assert outcome.forced > 0 and {"forward", "backward"} <= outcome.kinds
+
+
+def test_catches_row_major_outputs(monkeypatch):
+    """The check fails when Kiln's outputs lose eager's layout (the old bridge)."""
+    import kiln.backend
+
+    monkeypatch.setattr(kiln.backend, "_executable_layouts",
+                        lambda exe, serialized: [None] * exe.num_outputs)
+    outcome = boundaries.check(boundaries.generate(1))
+    assert not outcome.ok, "the old row-major outputs give wrong gradients here"
+
+
+def test_catches_inference_only_decomposition(monkeypatch):
+    """...and when the decompositions break SDPA's backward (the NaN gradients)."""
+    import kiln.backend
+
+    monkeypatch.setattr(kiln.backend, "_INFERENCE_ONLY_DECOMPOSITIONS", ())
+    kiln.backend._decompositions.cache_clear()
+    try:
+        case = boundaries.generate(5)
+        assert "scaled_dot_product_attention" in case.source
+        outcome = boundaries.check(case)
+    finally:
+        kiln.backend._decompositions.cache_clear()
+    assert not outcome.ok
