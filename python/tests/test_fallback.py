@@ -160,3 +160,21 @@ def test_dump_dir(tmp_path):
     assert summary["fallbacks"][0]["op"] == "aten.cumsum.default"
     assert (split / "partition_0" / "graph.json").is_file()
     assert (split / "partition_1" / "artifact.kiln").is_file()
+
+
+def test_force_eager_ops_run_in_pytorch_even_under_fallback_error(caplog):
+    """force_eager (for testing boundaries) is not an error under fallback="error",
+    is not warned about, and the records say why the ops ran in eager."""
+
+    def f(x, w):
+        return torch.relu(x @ w) + 1
+
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        out = compile_kiln(f, fallback="error", force_eager=["aten.mm"])(x, w)
+    torch.testing.assert_close(out, f(x, w), rtol=1e-5, atol=1e-6)
+    (record,) = kiln.compile_records()
+    assert record.status == "partitioned" and record.kernel_count > 0
+    assert [fb["op"] for fb in record.fallbacks] == ["aten.mm.default"]
+    assert "force_eager" in record.fallbacks[0]["reason"]
+    assert "running in PyTorch eager" not in caplog.text

@@ -45,7 +45,8 @@ def test_transformer_block_small_matches_eager():
 
 
 def test_mlp_training_step_matches_eager():
-    """Forward and backward graphs; ops the backward needs and Kiln lacks run eagerly."""
+    """Forward and backward graphs; ops the backward needs and Kiln lacks run
+    eagerly (test_training.py checks gradients more widely)."""
     eager, compiled_model = MLP(64, 32, 10), MLP(64, 32, 10)
     (x,) = eager.make_inputs(batch=4)
     target = torch.tensor([1, 0, 3, 9])
@@ -59,8 +60,10 @@ def test_mlp_training_step_matches_eager():
     torch.testing.assert_close(loss, eager_loss, rtol=RTOL, atol=ATOL)
     for (name, p), q in zip(compiled_model.named_parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=ATOL, msg=name)
-    kinds = {r.kind for r in kiln.compile_records()}
-    assert {"forward", "backward"} <= kinds
+    # Both graphs ran Kiln kernels (not only eager fallbacks).
+    ran = {r.kind for r in kiln.compile_records()
+           if r.kernel_count > 0 and r.status in ("compiled", "partitioned")}
+    assert {"forward", "backward"} <= ran, kiln.compile_records()
 
 
 def test_backend_registered_without_importing_kiln(uses_fake_ext):

@@ -158,3 +158,38 @@ def test_transformer_block_gradients_match_eager(batch, seq, forced):
     model = TransformerBlock(width=32, heads=4, mlp_ratio=2)
     (x,) = model.make_inputs(batch=batch, seq=seq)
     _check_training(model, x, lambda out: out.square().mean() * math.sqrt(seq), FORCED[forced])
+
+
+@pytest.mark.parametrize("batch, seq", [(2, 16), (1, 9)])
+def test_llama_training_steps_match_eager(batch, seq):
+    """A decoder-only transformers model (grouped-query SDPA, RoPE, RMSNorm)
+    trained for two SGD steps: its loss used to drift from eager's after the
+    first step."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=64)
+    model = LlamaForCausalLM(config)
+    ids = torch.randint(0, config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(1))
+
+    def train(backend):
+        m = copy.deepcopy(model)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fn = torch.compile(m, backend=backend, dynamic=False) if backend else m
+        losses = []
+        for _ in range(2):
+            opt.zero_grad()
+            loss = fn(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        return torch.stack(losses), dict(m.named_parameters())
+
+    eager_losses, eager_params = train(None)
+    kiln_losses, kiln_params = train("kiln")
+    assert _kiln_kernels_ran("forward") and _kiln_kernels_ran("backward")
+    torch.testing.assert_close(kiln_losses, eager_losses, rtol=1e-5, atol=1e-5)
+    for name, p in kiln_params.items():
+        torch.testing.assert_close(p, eager_params[name], rtol=1e-4, atol=1e-5, msg=name)
