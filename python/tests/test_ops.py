@@ -313,6 +313,18 @@ def test_layer_norm(make):
     check(fn, x, *tensors)
 
 
+@pytest.mark.parametrize("row", [5, 333])
+def test_layer_norm_of_constant_rows_is_the_bias(row):
+    """Zero variance: any rounding of the mean is amplified by rsqrt(eps) ~ 316,
+    so the mean must come out exactly the rows' value (eager's does)."""
+    x = torch.randn(6, 1).expand(6, row) * 7.3
+    w, b = torch.randn(row), torch.randn(row)
+    fn = lambda x, w, b: F.layer_norm(x, (row,), w, b)  # noqa: E731
+    out = compile_kiln(fn, fallback="error")(x, w, b)
+    torch.testing.assert_close(out, fn(x, w, b), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(out, b.expand(6, row), rtol=1e-6, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # reductions
 

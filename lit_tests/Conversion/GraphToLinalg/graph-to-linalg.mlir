@@ -306,8 +306,14 @@ func.func @softmax_of_scalar(%x: tensor<f32>) -> tensor<f32> {
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[W:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] :
-// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] :
+// CHECK: %[[ROUGH:.*]] = linalg.generic {{.*}} ins(%[[SUM]] :
 // CHECK: arith.constant 4.000000e+00 : f32
+// The mean is corrected by the mean deviation from it (exact for constant rows).
+// CHECK: %[[DEV:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[ROUGH]] :
+// CHECK: arith.subf
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[ROUGH]], %[[DEV]] :
+// CHECK: arith.divf
+// CHECK-NEXT: arith.addf
 // CHECK: %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MEAN]] :
 // CHECK: arith.subf
 // CHECK-NEXT: arith.mulf

@@ -467,7 +467,10 @@ LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
   return success();
 }
 
-/// Two-pass layer norm (mean, then the centered sum of squares) for accuracy.
+/// Layer norm with a corrected mean, then the centered sum of squares. The
+/// correction pass (adding the mean of x - sum(x)/n) makes the mean of a
+/// constant row exactly that constant, so its variance is exactly 0: without
+/// it the rounding of sum(x)/n, times rsqrt(eps) ~ 316, shows in the output.
 LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   Location loc = op.getLoc();
   Value input = op.getInput();
@@ -484,9 +487,21 @@ LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   };
   Value sum = reduce(rewriter, loc, input, dims, 0, identity, add);
   auto rowType = tensorType(sum);
-  Value mean = elementwise(rewriter, loc, {sum}, rowType,
+  Value roughMean = elementwise(rewriter, loc, {sum}, rowType,
+                                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                  return arith::DivFOp::create(b, l, a[0], scalarConstant(b, l, element, count));
+                                });
+  Value deviation = reduce(
+      rewriter, loc, input, dims, 0,
+      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return arith::SubFOp::create(b, l, a[0], a[1]);
+      },
+      add, {roughMean});
+  Value mean = elementwise(rewriter, loc, {roughMean, deviation}, rowType,
                            [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             return arith::DivFOp::create(b, l, a[0], scalarConstant(b, l, element, count));
+                             Value correction = arith::DivFOp::create(
+                                 b, l, a[1], scalarConstant(b, l, element, count));
+                             return arith::AddFOp::create(b, l, a[0], correction);
                            });
   Value squares = reduce(
       rewriter, loc, input, dims, 0,
