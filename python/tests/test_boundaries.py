@@ -30,7 +30,7 @@ def test_generator_is_deterministic_and_varied():
     assert len(sources) == len(CI_SEEDS)
     text = "\n".join(sources)
     for feature in ("transpose", "permute", "expand", "::2", "select", "@", "softmax",
-                    "layer_norm", "scaled_dot_product_attention", "cat"):
+                    "layer_norm", "scaled_dot_product_attention", "cat", "fill_", "mul_"):
         assert feature in text, feature
     forced = {boundaries.generate(s).force_fraction for s in CI_SEEDS}
     assert {0.0, 0.5} <= forced
@@ -43,14 +43,21 @@ def test_forced_ops_create_boundaries_in_forward_and_backward():
     assert outcome.forced > 0 and {"forward", "backward"} <= outcome.kinds
 
 
+def _first_failing_seed(cases) -> int | None:
+    for case in cases:
+        if not boundaries.check(case).ok:
+            return case.seed
+    return None
+
+
 def test_catches_row_major_outputs(monkeypatch):
     """The check fails when Kiln's outputs lose eager's layout (the old bridge)."""
     import kiln.backend
 
     monkeypatch.setattr(kiln.backend, "_executable_layouts",
                         lambda exe, serialized: [None] * exe.num_outputs)
-    outcome = boundaries.check(boundaries.generate(1))
-    assert not outcome.ok, "the old row-major outputs give wrong gradients here"
+    cases = [boundaries.generate(s) for s in list(CI_SEEDS)[:20]]
+    assert _first_failing_seed(cases) is not None
 
 
 def test_catches_inference_only_decomposition(monkeypatch):
@@ -59,10 +66,9 @@ def test_catches_inference_only_decomposition(monkeypatch):
 
     monkeypatch.setattr(kiln.backend, "_INFERENCE_ONLY_DECOMPOSITIONS", ())
     kiln.backend._decompositions.cache_clear()
+    cases = [c for c in map(boundaries.generate, range(1000))
+             if "scaled_dot_product_attention" in c.source][:8]
     try:
-        case = boundaries.generate(5)
-        assert "scaled_dot_product_attention" in case.source
-        outcome = boundaries.check(case)
+        assert _first_failing_seed(cases) is not None
     finally:
         kiln.backend._decompositions.cache_clear()
-    assert not outcome.ok

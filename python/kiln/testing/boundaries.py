@@ -2,9 +2,9 @@
 
 Each seed generates a small random program from ops Kiln supports: views
 (transpose, permute, reshape, expand, slices, select), pointwise ops with
-broadcasting, matmuls, reductions, softmax and layer norm (and
-scaled_dot_product_attention, which Kiln leaves to PyTorch), with several
-outputs, some of which view the inputs or each other. Its inputs may be
+broadcasting, matmuls, reductions, softmax and layer norm, in-place updates
+of copies (directly and through views), and scaled_dot_product_attention
+(which Kiln leaves to PyTorch), with several outputs, some of which view the inputs or each other. Its inputs may be
 non-contiguous, broadcast or aliased. The program runs forward and backward
 through torch.compile twice: with backend="aot_eager" (the reference: the same
 aot_autograd graphs, run by PyTorch) and with backend="kiln", where the
@@ -154,8 +154,9 @@ class _Builder:
 
     def step(self) -> None:
         kind = self.rng.choices(
-            ("unary", "binary", "matmul", "reduce", "softmax", "norm", "view", "cat", "attention"),
-            weights=(3, 3, 2, 1.5, 1, 0.7, 4, 0.7, 0.7),
+            ("unary", "binary", "matmul", "reduce", "softmax", "norm", "view", "cat", "attention",
+             "mutate"),
+            weights=(3, 3, 2, 1.5, 1, 0.7, 4, 0.7, 0.7, 0.7),
         )[0]
         getattr(self, f"op_{kind}")(self.pick())
 
@@ -300,7 +301,23 @@ class _Builder:
         same = [n for n, s in self.shapes.items() if s == shape]
         k, v = self.rng.choice(same), self.rng.choice(same)
         causal = self.rng.random() < 0.5
+        if len(shape) == 3:  # PyTorch's fused CPU kernel (and its backward) wants heads
+            q, k, v = (f"{t}.unsqueeze(1)" for t in (x, k, v))
+            self.emit(f"F.scaled_dot_product_attention({q}, {k}, {v}, is_causal={causal}).squeeze(1)",
+                      shape)
+            return
         self.emit(f"F.scaled_dot_product_attention({x}, {k}, {v}, is_causal={causal})", shape)
+
+    def op_mutate(self, x: str) -> None:
+        """In-place ops on a fresh copy, directly or through a view of it:
+        functionalization turns them into out-of-place ops and scatters."""
+        shape = self.shapes[x]
+        y = self.emit(f"{x}.clone()", shape)
+        if shape and self.rng.random() < 0.6:
+            d = self.rng.randrange(len(shape))
+            self.lines.append(f"    {y}.narrow({d}, 0, 1).fill_(0.25)")
+        else:
+            self.lines.append(f"    {y}.mul_(0.5)")
 
     def op_cat(self, x: str) -> None:
         shape = self.shapes[x]
