@@ -347,6 +347,14 @@ def test_reduction(name, kwargs):
     check(lambda x: fn(x, **kwargs), f32(3, 4, 5))
 
 
+@pytest.mark.parametrize("kwargs", [{"dim": 0, "keepdim": True}, {"dim": -1}, {"dim": (0,)}])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax"])
+def test_reduction_of_0d_tensor_over_dim_0(name, kwargs):
+    """A 0-d tensor's dim 0 (or -1) is the scalar itself; this used to crash the compiler."""
+    fn = getattr(torch, name)
+    check(lambda x: fn(x, **kwargs) * 2, torch.tensor(3.5))
+
+
 @pytest.mark.parametrize(
     "fn, make",
     [

@@ -228,6 +228,19 @@ func.func @mean_all(%x: tensor<2x3xf32>) -> tensor<f32> {
 
 // -----
 
+// dim 0 of a 0-d tensor names the scalar: nothing to reduce, mean divides by 1.
+// CHECK-LABEL: func.func @mean_of_scalar_over_dim0
+// CHECK-SAME: (%[[X:.*]]: tensor<f32>)
+// CHECK: linalg.generic {{.*}} iterator_types = []} ins(%[[X]] : tensor<f32>)
+// CHECK: arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: arith.divf
+func.func @mean_of_scalar_over_dim0(%x: tensor<f32>) -> tensor<f32> {
+  %0 = kiln_graph.mean %x {dims = array<i64: 0>, keepdim = true} : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @amax
 // CHECK: %[[LOW:.*]] = arith.constant 0xFF800000 : f32
 // CHECK: linalg.fill ins(%[[LOW]] : f32)

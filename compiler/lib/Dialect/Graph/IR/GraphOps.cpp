@@ -132,6 +132,8 @@ template <typename ReduceOp>
 static SmallVector<int64_t> reducedDims(ReduceOp op) {
   int64_t rank = tensorType(op.getInput()).getRank();
   SmallVector<int64_t> dims;
+  if (rank == 0) // dim 0 or -1 of a 0-d tensor names the scalar: no loop to reduce
+    return dims;
   for (int64_t d : op.getDims())
     dims.push_back(d < 0 ? d + rank : d);
   if (dims.empty())
