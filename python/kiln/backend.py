@@ -387,6 +387,7 @@ def _kernel_json(info: Any, partition: int | None) -> dict[str, Any]:
         "workgroups": int(info["workgroups"]),
         "ops": [str(op) for op in info["ops"]],
         "locations": [str(loc) for loc in info["locations"]],
+        "nodes": [str(node) for node in info.get("nodes", ())],
         "partition": partition,
     }
 

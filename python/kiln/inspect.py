@@ -378,7 +378,10 @@ def node_roles(g: GraphDump) -> tuple[dict[str, NodeRole], list[str]]:
         graph = part.graph_json() or {}
         part_nodes = [n["name"] for n in graph.get("nodes", [])]
         mlir = part.kernels_mlir()
-        if mlir is not None:
+        kernels = part.summary.get("kernels") or []
+        if kernels and all("nodes" in k for k in kernels):
+            members = _membership_from_nodes(kernels)
+        elif mlir is not None:  # dumps written before kernels listed their FX nodes
             members = kernel_membership(mlir)
         else:
             members = _membership_from_locations(graph, part.summary.get("kernels") or [])
@@ -402,6 +405,15 @@ def node_roles(g: GraphDump) -> tuple[dict[str, NodeRole], list[str]]:
     for inp in graph.get("inputs", []):
         roles[inp["name"]] = NodeRole("input")
     return roles, notes
+
+
+def _membership_from_nodes(kernels: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """FX node name -> kernels, from the node names the compiler lists per kernel."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for k in kernels:
+        for node in k["nodes"]:
+            members[node].append(k["name"])
+    return members
 
 
 def _membership_from_locations(graph: dict[str, Any], kernels: list[dict[str, Any]]) -> dict[str, list[str]]:

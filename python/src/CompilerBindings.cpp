@@ -36,6 +36,7 @@ void initCompiler(py::module_ &root, py::module_ m) {
           kernel["workgroups"] = k.workgroups;
           kernel["ops"] = k.ops;
           kernel["locations"] = k.locations;
+          kernel["nodes"] = k.nodes;
           kernels.append(kernel);
         }
         py::dict result;

@@ -132,6 +132,7 @@ def compile(graph_json: str, target: str, keep_stages: bool) -> dict[str, Any]:
             "workgroups": 1,
             "ops": [n["target"].split(".")[1]],
             "locations": [f"{n['loc']['file']}:{n['loc']['line']}"] if n["loc"] else [],
+            "nodes": [n["name"]],
         }
         for i, n in enumerate(computing)
     ]

@@ -84,7 +84,7 @@ def test_summary_lists_kernels_with_ops_and_source_lines(dumps):
     assert s["status"] == "compiled" and s["kind"] == "inference"
     assert s["kernel_count"] == len(s["kernels"]) > 0
     for k in s["kernels"]:
-        assert set(k) == {"name", "workgroups", "ops", "locations", "partition"}
+        assert set(k) == {"name", "workgroups", "ops", "locations", "nodes", "partition"}
         assert k["workgroups"] >= 1 and k["ops"] and k["partition"] is None
     matmul = next(k for k in s["kernels"] if "matmul" in k["ops"])
     assert {"relu", "softmax"} <= set(matmul["ops"])
@@ -229,6 +229,23 @@ def test_inspect_html_draws_each_graph(dumps, tmp_path, capsys):
     assert f'stroke="{kinspect.FALLBACK_LINE}"' in cumsum and "stroke-dasharray" in cumsum
     assert "stroke-dasharray" not in node_svg(sections["graph_1"], "relu")
     assert "aten.cumsum.default" in sections["graph_1"]
+
+
+@pytest.mark.parametrize("graph", ["graph_2", "graph_3"])
+def test_picture_colours_library_modules_by_kernel(dumps, graph):
+    """graph_2/3 (a training step of nn.Sequential(Linear, Tanh)) have no source
+    lines of the user's own: nodes map to kernels through their FX node names."""
+    (g,) = kinspect.load_dump(dumps / graph)
+    roles, notes = kinspect.node_roles(g)
+    kernel_nodes = {name for name, role in roles.items() if role.kind == "kernel"}
+    assert kernel_nodes, (roles, notes)
+    in_kernels = {node for k in g.kernels for node in k["nodes"]}
+    assert kernel_nodes == in_kernels
+    colors = kinspect.kernel_colors(g)
+    dot = kinspect.graph_dot(g, roles)
+    for name in kernel_nodes:
+        line = next(l for l in dot.splitlines() if l.strip().startswith(f'"{name}" ['))
+        assert colors[roles[name].kernels[0]] in line, line
 
 
 def test_inspect_html_without_dot(dumps, tmp_path, capsys, monkeypatch):

@@ -68,6 +68,19 @@ std::string sourceLine(Location loc) {
   return "";
 }
 
+/// The FX node names (the importer's NameLocs) a location carries; folded
+/// ops carry several in a FusedLoc.
+void collectNodeNames(Location loc, std::vector<std::string> &names,
+                      std::set<std::string> &seen) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (seen.insert(name.getName().str()).second)
+      names.push_back(name.getName().str());
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNodeNames(inner, names, seen);
+  }
+}
+
 class Driver {
 public:
   Driver(const CompileOptions &options) : options(options) {}
@@ -165,7 +178,7 @@ private:
     module.walk([&](kernel::KernelOp kernelOp) {
       KernelSummary summary;
       summary.name = kernelOp.getKernelName().str();
-      std::set<std::string> seen;
+      std::set<std::string> seen, seenNodes;
       kernelOp.getBody().walk([&](Operation *op) {
         if (isa<kernel::YieldOp>(op) || op->getName().getStringRef() == "kiln_graph.constant")
           return;
@@ -173,6 +186,7 @@ private:
         std::string line = sourceLine(op->getLoc());
         if (!line.empty() && seen.insert(line).second)
           summary.locations.push_back(line);
+        collectNodeNames(op->getLoc(), summary.nodes, seenNodes);
       });
       result_.kernels.push_back(std::move(summary));
     });
@@ -265,15 +279,18 @@ private:
   std::string metadataJson() {
     llvm::json::Array kernels;
     for (const KernelSummary &k : result_.kernels) {
-      llvm::json::Array ops, locations;
+      llvm::json::Array ops, locations, nodes;
       for (const std::string &op : k.ops)
         ops.push_back(op);
       for (const std::string &line : k.locations)
         locations.push_back(line);
+      for (const std::string &node : k.nodes)
+        nodes.push_back(node);
       kernels.push_back(llvm::json::Object{{"name", k.name},
                                            {"workgroups", k.workgroups},
                                            {"ops", std::move(ops)},
-                                           {"locations", std::move(locations)}});
+                                           {"locations", std::move(locations)},
+                                           {"nodes", std::move(nodes)}});
     }
     llvm::json::Object times;
     for (const auto &[stage, ms] : result_.stageTimesMs)

@@ -26,6 +26,7 @@ struct KernelSummary {
   int64_t workgroups = 0;
   std::vector<std::string> ops;       // e.g. "matmul", "add", "relu"
   std::vector<std::string> locations; // "file:line" of the fused ops, unique
+  std::vector<std::string> nodes;     // FX node names of the fused ops, unique
 };
 
 struct CompiledGraph {
