@@ -52,6 +52,7 @@ from kiln.fx_serialize import (
     is_getitem,
     op_name,
     serialize_graph,
+    source_loc,
 )
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
@@ -196,7 +197,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
         if not record.ops:
             fn = _boxed(gm.forward)  # nothing to compute
         elif not unsupported:
-            fn = _compile_whole(gm, ext, opts, record, dump)
+            fn = _compile_whole(gm, support, ext, opts, record, dump)
         else:
             for u in unsupported:
                 if not u.forced:
@@ -218,17 +219,32 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
 
 
 def _compile_whole(
-    gm: torch.fx.GraphModule, ext: Any, opts: KilnOptions, record: CompileRecord, dump: "_Dump | None"
+    gm: torch.fx.GraphModule,
+    support: KilnSupport,
+    ext: Any,
+    opts: KilnOptions,
+    record: CompileRecord,
+    dump: "_Dump | None",
 ) -> Callable[..., Any]:
     try:
         serialized, exe, _ = _compile_to_executable(gm, record.name, ext, opts, record, dump)
     except (ext.CompileError, SerializeError, ValueError) as err:  # ValueError: artifact not loadable
         if opts.fallback == "error":
             raise
-        _warn_compile_error(record, f"{record.name} ({record.kind})", err)
-        return _boxed(gm.forward)
+        failing = _failing_nodes(err, gm)
+        _warn_compile_error(record, f"{record.name} ({record.kind})", err, failing)
+        if not failing:
+            return _boxed(gm.forward)
+        # Only the ops the compiler failed on run eagerly; the rest still compiles.
+        return _compile_partitioned(gm, _excluding(support, failing, err, record), ext, opts,
+                                    record, dump)
     record.status = "compiled"
     return _boxed_runner(exe, serialized)
+
+
+# How many times one graph may fail to compile at an op before Kiln stops
+# isolating failing ops and runs the failing partition eagerly as a whole.
+_MAX_ISOLATED_FAILURES = 8
 
 
 def _compile_partitioned(
@@ -239,9 +255,28 @@ def _compile_partitioned(
     record: CompileRecord,
     dump: "_Dump | None",
 ) -> Callable[..., Any]:
+    split = _partition_and_compile(gm, support, ext, opts, record, dump, itertools.count())
+    record.status = "partitioned" if record.partitions else "eager"
+    if dump:
+        dump.write_text("fx_graph_split.py", split.code)
+    return _boxed(split.forward)
+
+
+def _partition_and_compile(
+    gm: torch.fx.GraphModule,
+    support: KilnSupport,
+    ext: Any,
+    opts: KilnOptions,
+    record: CompileRecord,
+    dump: "_Dump | None",
+    numbers: "itertools.count[int]",
+) -> torch.fx.GraphModule:
+    """gm split into Kiln partitions and eager ops; a partition the compiler
+    fails on at some ops is split again with just those ops in eager."""
     split, names = partition_graph(gm, support)
-    for k, sub_name in enumerate(names):
+    for sub_name in names:
         sub = getattr(split, sub_name)
+        k = next(numbers)
         part = f"{record.name}_partition_{k}"
         sub_dump = dump.child(f"partition_{k}") if dump else None
         if sub_dump:
@@ -251,7 +286,15 @@ def _compile_partitioned(
                 sub, part, ext, opts, record, sub_dump, partition=k
             )
         except (ext.CompileError, SerializeError, ValueError) as err:  # ValueError: artifact not loadable
-            _warn_compile_error(record, f"{part} ({record.kind})", err)
+            failing = _failing_nodes(err, sub)
+            isolated = sum(1 for f in record.fallbacks if f["reason"].startswith(_COMPILE_FAILED))
+            if isolated >= _MAX_ISOLATED_FAILURES:
+                failing = []
+            _warn_compile_error(record, f"{part} ({record.kind})", err, failing)
+            if failing:
+                inner = _excluding(support, failing, err, record)
+                setattr(split, sub_name,
+                        _partition_and_compile(sub, inner, ext, opts, record, dump, numbers))
             continue
         run = _boxed_runner(exe, serialized)
         if sub_dump:
@@ -262,10 +305,34 @@ def _compile_partitioned(
                 )
         setattr(split, sub_name, _KilnModule(exe, run, _returns_tuple(sub)))
         record.partitions += 1
-    record.status = "partitioned" if record.partitions else "eager"
-    if dump:
-        dump.write_text("fx_graph_split.py", split.code)
-    return _boxed(split.forward)
+    return split
+
+
+_COMPILE_FAILED = "Kiln failed to compile it"
+
+
+def _failing_nodes(err: Exception, gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The ops of gm that a compile error is located at (kiln._C.CompileError.nodes)."""
+    by_name = {n.name: n for n in gm.graph.nodes if n.op == "call_function"}
+    names = getattr(err, "nodes", None) or []
+    nodes = [by_name[name] for name in names if name in by_name]
+    return nodes if len(nodes) == len(names) else []  # a node we do not know: no isolation
+
+
+def _excluding(
+    support: KilnSupport, nodes: list[torch.fx.Node], err: Exception, record: CompileRecord
+) -> KilnSupport:
+    """support, with nodes marked as failed to compile (and recorded as fallbacks)."""
+    # The diagnostic at the node (the error's first lines are a summary, and
+    # the reproducer's lines come last).
+    text = str(err.__cause__ or err)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    at_node = [line for line in lines if any(f'"{n.name}"' in line for n in nodes)]
+    reason = f"{_COMPILE_FAILED}: {(at_node or lines or [type(err).__name__])[0]}"
+    for node in nodes:
+        record.fallbacks.append(_fallback_json(Unsupported(node, op_name(node), reason,
+                                                            source_loc(node))))
+    return support.excluding({node.name: reason for node in nodes})
 
 
 def _compile_to_executable(
@@ -291,7 +358,9 @@ def _compile_to_executable(
         try:
             result = ext.compiler.compile(graph_json, opts.target, dump is not None)
         except ext.CompileError as err:
-            raise ext.CompileError(_write_reproducer(name, graph_json, opts, dump, err)) from err
+            extended = ext.CompileError(_write_reproducer(name, graph_json, opts, dump, err))
+            extended.nodes = getattr(err, "nodes", [])
+            raise extended from err
         artifact = result["artifact"]
         if dump:
             dump.write_stages(result.get("stages", ()), result.get("kernel_asm", ()))
@@ -566,9 +635,17 @@ def _write_replay(
     return [t.detach().double().sum().item() for t in outputs]
 
 
-def _warn_compile_error(record: CompileRecord, what: str, err: Exception) -> None:
+def _warn_compile_error(
+    record: CompileRecord, what: str, err: Exception, failing: Sequence[torch.fx.Node] = ()
+) -> None:
     record.errors.append(f"{what}: {err}")
-    log.warning("kiln: compiling %s failed; running it in PyTorch eager instead:\n%s", what, err)
+    if failing:
+        ops = ", ".join(f"{op_name(n)} ({n.name})" for n in failing)
+        log.warning("kiln: compiling %s failed at %s; running those ops in PyTorch eager, "
+                    "the rest in Kiln:\n%s", what, ops, err)
+    else:
+        log.warning("kiln: compiling %s failed; running it in PyTorch eager instead:\n%s",
+                    what, err)
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -84,7 +84,16 @@ class KilnSupport(OperatorSupportBase):
         self.supported_ops = frozenset(supported_ops)
         self.target = target
         self._force_eager = _forcing_predicate(force_eager)
+        self._failed: dict[str, str] = {}  # node name -> why compiling it failed
         self._reasons: dict[torch.fx.Node, str | None] = {}
+
+    def excluding(self, failed: Mapping[str, str]) -> "KilnSupport":
+        """This support, with the named nodes unsupported for the given reasons
+        (ops the compiler failed on)."""
+        support = KilnSupport(self.supported_ops, self.target)
+        support._force_eager = self._force_eager
+        support._failed = {**self._failed, **failed}
+        return support
 
     def is_node_supported(
         self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node
@@ -111,6 +120,8 @@ class KilnSupport(OperatorSupportBase):
             return "op not supported by Kiln"
         if self._force_eager(node):
             return FORCED_REASON
+        if node.name in self._failed:
+            return self._failed[node.name]
         if "val" not in node.meta:
             return "no shape metadata (meta['val'])"
         values: list[tuple[str, Any]] = [("result", node.meta["val"])]

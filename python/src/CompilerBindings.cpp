@@ -10,6 +10,27 @@ namespace py = pybind11;
 
 namespace kiln::python {
 
+namespace {
+/// Raises kiln._C.CompileError(message) with `nodes`: the FX nodes the
+/// diagnostics name (empty when the failure is not located at a node).
+[[noreturn]] void raiseCompileError(const py::exception<std::runtime_error> &type,
+                                    llvm::Error error) {
+  std::string message;
+  std::vector<std::string> nodes;
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const CompileFailure &failure) {
+        message = failure.message;
+        nodes = failure.nodes;
+      },
+      [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
+  py::object exception = py::reinterpret_borrow<py::object>(type.ptr())(message);
+  exception.attr("nodes") = nodes;
+  PyErr_SetObject(type.ptr(), exception.ptr());
+  throw py::error_already_set();
+}
+} // namespace
+
 void initCompiler(py::module_ &root, py::module_ m) {
   static py::exception<std::runtime_error> compileError(root, "CompileError",
                                                         PyExc_RuntimeError);
@@ -23,11 +44,8 @@ void initCompiler(py::module_ &root, py::module_ m) {
           py::gil_scoped_release release;
           return compileFxGraphJson(json, options);
         }();
-        if (!compiled) {
-          std::string message = llvm::toString(compiled.takeError());
-          PyErr_SetString(compileError.ptr(), message.c_str());
-          throw py::error_already_set();
-        }
+        if (!compiled)
+          raiseCompileError(compileError, compiled.takeError());
         std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled->artifact);
         py::list kernels;
         for (const KernelSummary &k : compiled->kernels) {
@@ -61,11 +79,8 @@ void initCompiler(py::module_ &root, py::module_ m) {
       "import_graph",
       [](const std::string &json) {
         llvm::Expected<std::string> text = importFxGraphAsMLIR(json);
-        if (!text) {
-          std::string message = llvm::toString(text.takeError());
-          PyErr_SetString(compileError.ptr(), message.c_str());
-          throw py::error_already_set();
-        }
+        if (!text)
+          raiseCompileError(compileError, text.takeError());
         return *text;
       },
       py::arg("graph_json"),

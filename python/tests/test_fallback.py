@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -178,3 +179,67 @@ def test_force_eager_ops_run_in_pytorch_even_under_fallback_error(caplog):
     assert [fb["op"] for fb in record.fallbacks] == ["aten.mm.default"]
     assert "force_eager" in record.fallbacks[0]["reason"]
     assert "running in PyTorch eager" not in caplog.text
+
+
+def test_compile_error_names_the_failing_fx_node(kiln_ext, uses_fake_ext):
+    if uses_fake_ext:
+        pytest.skip("needs the real compiler's diagnostics")
+    graph = {
+        "version": 1, "name": "g",
+        "inputs": [{"name": "x", "shape": [2, 3], "dtype": "float32"}],
+        "nodes": [{"name": "add_7", "target": "aten.add.Tensor",
+                   "args": [{"ref": "x", "index": 0}, {"ref": "x", "index": 0}], "kwargs": {},
+                   "outputs": [{"shape": [3, 3], "dtype": "float32"}], "loc": None}],
+        "outputs": [{"ref": "add_7", "index": 0}],
+    }
+    with pytest.raises(kiln_ext.CompileError) as info:
+        kiln_ext.compiler.compile(json.dumps(graph), "cpu", False)
+    assert info.value.nodes == ["add_7"]
+
+
+def _compile_fails_at(kiln_ext, target: str):
+    """compiler.compile that fails, located at the node, on graphs holding `target`."""
+    real_compile = kiln_ext.compiler.compile
+
+    def compile_(graph_json, target_name, keep_stages):
+        names = [n["name"] for n in json.loads(graph_json)["nodes"] if n["target"] == target]
+        if names:
+            err = kiln_ext.CompileError(f"stage failed:\nloc(\"{names[0]}\"): injected failure")
+            err.nodes = names
+            raise err
+        return real_compile(graph_json, target_name, keep_stages)
+
+    return compile_
+
+
+@pytest.mark.parametrize("shape", [(5, 8), (2, 3)])
+def test_compile_error_at_one_op_runs_only_that_op_eagerly(kiln_ext, monkeypatch, caplog, shape):
+    """A graph Kiln supports whole, but the compiler fails at one op: that op runs
+    in eager, everything else still runs in Kiln kernels, and the records say why."""
+    monkeypatch.setattr(kiln_ext.compiler, "compile", _compile_fails_at(kiln_ext, "aten.tanh.default"))
+
+    def f(x, w):
+        h = torch.relu(x @ w)
+        return torch.tanh(h) * 2 + h.sum(-1, keepdim=True)
+
+    x, w = torch.randn(*shape), torch.randn(shape[1], shape[1])
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        torch.testing.assert_close(compile_kiln(f)(x, w), f(x, w), rtol=1e-4, atol=1e-5)
+    (record,) = kiln.compile_records()
+    assert record.status == "partitioned" and record.kernel_count >= 2, record
+    assert [fb["op"] for fb in record.fallbacks] == ["aten.tanh.default"]
+    assert record.fallbacks[0]["reason"].startswith("Kiln failed to compile it: ")
+    assert "injected failure" in record.fallbacks[0]["reason"]
+    assert "failed at aten.tanh.default (tanh)" in caplog.text
+
+
+def test_compile_error_at_an_op_inside_a_partition(kiln_ext, monkeypatch):
+    """The same inside a partition of a split graph: the partition is split
+    again around the failing op; the other partition is untouched."""
+    monkeypatch.setattr(kiln_ext.compiler, "compile", _compile_fails_at(kiln_ext, "aten.mul.Tensor"))
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(compile_kiln(with_cumsum)(x), with_cumsum(x), rtol=1e-4, atol=1e-5)
+    (record,) = kiln.compile_records()
+    ops = sorted(fb["op"] for fb in record.fallbacks)
+    assert ops == ["aten.cumsum.default", "aten.mul.Tensor"], ops
+    assert record.partitions >= 2 and record.kernel_count >= 2, record

@@ -111,4 +111,31 @@ TEST(CompileAndRunTest, InvalidGraphReportsLocatedDiagnostics) {
   EXPECT_NE(message.find("unknown target 'tpu'"), std::string::npos) << message;
 }
 
+TEST(CompileAndRunTest, FailureNamesTheFxNodesItIsLocatedAt) {
+  // The declared result shape is wrong: the verifier rejects the op, and the
+  // failure names its FX node so the backend can run just that op eagerly.
+  const char *json = R"json({"version": 1, "name": "g",
+    "inputs": [{"name": "x", "shape": [2, 3], "dtype": "float32"}],
+    "nodes": [
+      {"name": "exp", "target": "aten.exp.default", "args": [{"ref": "x", "index": 0}],
+       "kwargs": {}, "outputs": [{"shape": [2, 3], "dtype": "float32"}], "loc": null},
+      {"name": "add_7", "target": "aten.add.Tensor",
+       "args": [{"ref": "exp", "index": 0}, {"ref": "x", "index": 0}], "kwargs": {},
+       "outputs": [{"shape": [3, 3], "dtype": "float32"}],
+       "loc": {"file": "/u.py", "line": 5, "code": "y = x.exp() + x"}}],
+    "outputs": [{"ref": "add_7", "index": 0}]})json";
+  kiln::CompileOptions options;
+  auto compiled = kiln::compileFxGraphJson(json, options);
+  ASSERT_FALSE(compiled);
+  std::vector<std::string> nodes;
+  std::string message;
+  llvm::handleAllErrors(compiled.takeError(), [&](const kiln::CompileFailure &failure) {
+    nodes = failure.nodes;
+    message = failure.message;
+  });
+  EXPECT_EQ(nodes, std::vector<std::string>{"add_7"});
+  EXPECT_NE(message.find("\"/u.py\":5"), std::string::npos) << message;
+  EXPECT_NE(message.find("broadcast"), std::string::npos) << message;
+}
+
 } // namespace

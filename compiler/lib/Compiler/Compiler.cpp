@@ -28,7 +28,21 @@ using namespace kiln;
 
 namespace {
 
-/// Collects diagnostics so that a failure can report all of them.
+/// The FX node names (the importer's NameLocs) a location carries; folded
+/// ops carry several in a FusedLoc.
+void collectNodeNames(Location loc, std::vector<std::string> &names,
+                      std::set<std::string> &seen) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (seen.insert(name.getName().str()).second)
+      names.push_back(name.getName().str());
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNodeNames(inner, names, seen);
+  }
+}
+
+/// Collects diagnostics so that a failure can report all of them, with the FX
+/// nodes the errors are located at.
 class DiagnosticCollector {
 public:
   explicit DiagnosticCollector(MLIRContext *context)
@@ -37,14 +51,18 @@ public:
           os << diag.getLocation() << ": " << diag << "\n";
           for (Diagnostic &note : diag.getNotes())
             os << "  " << note.getLocation() << ": note: " << note << "\n";
+          if (diag.getSeverity() == DiagnosticSeverity::Error)
+            collectNodeNames(diag.getLocation(), nodes, seenNodes);
           return success();
         }) {}
   llvm::Error error(const std::string &what) const {
-    return llvm::createStringError(what + (text.empty() ? "" : ":\n" + text));
+    return llvm::make_error<CompileFailure>(what + (text.empty() ? "" : ":\n" + text), nodes);
   }
 
 private:
   std::string text;
+  std::vector<std::string> nodes;
+  std::set<std::string> seenNodes;
   ScopedDiagnosticHandler handler;
 };
 
@@ -66,19 +84,6 @@ std::string sourceLine(Location loc) {
       if (std::string line = sourceLine(inner); !line.empty())
         return line;
   return "";
-}
-
-/// The FX node names (the importer's NameLocs) a location carries; folded
-/// ops carry several in a FusedLoc.
-void collectNodeNames(Location loc, std::vector<std::string> &names,
-                      std::set<std::string> &seen) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    if (seen.insert(name.getName().str()).second)
-      names.push_back(name.getName().str());
-  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      collectNodeNames(inner, names, seen);
-  }
 }
 
 class Driver {
@@ -315,6 +320,8 @@ void kiln::loadCompilerDialects(MLIRContext &context) {
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 }
+
+char kiln::CompileFailure::ID = 0;
 
 llvm::Expected<CompiledGraph> kiln::compileGraphModule(ModuleOp module,
                                                        const CompileOptions &options) {

@@ -37,6 +37,21 @@ struct CompiledGraph {
   std::string llvmIR, assembly;
 };
 
+/// A failed compile: the diagnostics, and the FX nodes their locations name
+/// (the importer's NameLocs), so a caller can run just those ops elsewhere.
+class CompileFailure : public llvm::ErrorInfo<CompileFailure> {
+public:
+  static char ID;
+  CompileFailure(std::string message, std::vector<std::string> nodes)
+      : message(std::move(message)), nodes(std::move(nodes)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+  std::string message;
+  std::vector<std::string> nodes; // unique, in diagnostic order
+};
+
 /// Compiles a kiln_graph module (one public graph function) to an artifact.
 /// Errors carry the MLIR diagnostics, with source locations.
 llvm::Expected<CompiledGraph> compileGraphModule(mlir::ModuleOp module,
