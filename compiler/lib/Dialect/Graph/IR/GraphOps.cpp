@@ -30,13 +30,59 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
   return result;
 }
 
-bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, EqOp, NeOp, LtOp,
-             LeOp, GtOp, GeOp, WhereOp, NegOp, ReluOp, TanhOp, ExpOp, LogOp,
-             SqrtOp, RsqrtOp, SigmoidOp, CloneOp, ConvertOp, GeluOp>(op);
+static int64_t leadingSize(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getRank() ? type.getDimSize(0) : -1;
+}
+
+/// Nothing aligned and no parallel extent: the answer for a rank-0 result,
+/// and the start of every other.
+static LeadingDim notParallel(Operation *op) {
+  LeadingDim info;
+  info.aligned.assign(op->getNumOperands(), false);
+  return info;
+}
+
+/// The op's leading loop is parallel; the caller says which operands align.
+static std::optional<LeadingDim> parallel(Operation *op) {
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  if (result.getRank() == 0)
+    return std::nullopt;
+  LeadingDim info = notParallel(op);
+  info.extent = result.getDimSize(0);
+  return info;
+}
+
+/// Operand v has the result's rank and leading size (no broadcast along it).
+static bool sameLeadingDim(Operation *op, Value v) {
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  return cast<RankedTensorType>(v.getType()).getRank() == result.getRank() &&
+         leadingSize(v) == result.getDimSize(0);
+}
+
+LeadingDim elementwiseLeadingDim(Operation *op) {
+  std::optional<LeadingDim> info = parallel(op);
+  if (!info)
+    return notParallel(op);
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    info->aligned[i] = sameLeadingDim(op, operand);
+  return *info;
+}
+
+/// Row-wise ops (reductions over inner dims, softmax, layer norm) are
+/// parallel and aligned along dim 0 unless they reduce over it.
+static LeadingDim rowwise(Operation *op, bool reducesDim0, unsigned alignedOperands) {
+  std::optional<LeadingDim> info = parallel(op);
+  if (!info || reducesDim0)
+    return notParallel(op);
+  for (unsigned i = 0; i < alignedOperands && i < info->aligned.size(); ++i)
+    info->aligned[i] = true;
+  return *info;
 }
 
 } // namespace kiln::graph
+
+#include "kiln/Dialect/Graph/IR/GraphInterfaces.cpp.inc"
 
 static RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
@@ -170,6 +216,71 @@ static LogicalResult verifyReduce(ReduceOp op) {
   if (isa<MeanOp>(op.getOperation()) && !isa<FloatType>(input.getElementType()))
     return op.emitOpError("requires a floating-point element type");
   return success();
+}
+
+template <typename ReduceOp>
+static LeadingDim reduceLeadingDim(ReduceOp op) {
+  return rowwise(op, llvm::is_contained(op.getReducedDims(), 0), op->getNumOperands());
+}
+LeadingDim SumOp::getLeadingDim() { return reduceLeadingDim(*this); }
+LeadingDim MeanOp::getLeadingDim() { return reduceLeadingDim(*this); }
+LeadingDim AmaxOp::getLeadingDim() { return reduceLeadingDim(*this); }
+LeadingDim SoftmaxOp::getLeadingDim() {
+  return rowwise(*this, getNormalizedDim() == 0, getOperation()->getNumOperands());
+}
+LeadingDim LogSoftmaxOp::getLeadingDim() {
+  return rowwise(*this, getNormalizedDim() == 0, getOperation()->getNumOperands());
+}
+LeadingDim LayerNormOp::getLeadingDim() {
+  // Only the input is read per row; weight and bias span the normalized dims.
+  return rowwise(*this, (int64_t)getNormalizedRank() >= tensorType(getResult()).getRank(), 1);
+}
+LeadingDim MatmulOp::getLeadingDim() {
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned[0] = true;                                   // rows of A
+  info->aligned[1] = tensorType(getResult()).getRank() == 3; // B per batch
+  return *info;
+}
+LeadingDim ReshapeOp::getLeadingDim() {
+  // Row-major: equal leading sizes mean equal trailing element counts, so row
+  // r of the result is exactly row r of the input.
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned[0] = leadingSize(getInput()) == *info->extent;
+  return *info;
+}
+LeadingDim PermuteOp::getLeadingDim() {
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned[0] = getDims()[0] == 0;
+  return *info;
+}
+LeadingDim ExpandOp::getLeadingDim() { return elementwiseLeadingDim(*this); }
+LeadingDim SliceOp::getLeadingDim() {
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned[0] = getDim() != 0;
+  return *info;
+}
+LeadingDim ConcatOp::getLeadingDim() {
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned.assign(info->aligned.size(), getDim() != 0);
+  return *info;
+}
+LeadingDim EmbeddingOp::getLeadingDim() {
+  // Row r of the result is looked up by index r; the table is read anywhere.
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned[1] = tensorType(getIndices()).getRank() > 0;
+  return *info;
 }
 
 LogicalResult SumOp::verify() { return verifyReduce(*this); }

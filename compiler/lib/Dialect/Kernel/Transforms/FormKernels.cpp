@@ -25,82 +25,13 @@ using namespace kiln::graph;
 
 namespace {
 
-/// How an op iterates its leading dimension, as fusion sees it.
-struct LeadingDim {
-  /// Extent of the op's outermost loop if that loop is parallel.
-  std::optional<int64_t> extent;
-  /// Per operand: read at the same leading index the op writes.
-  SmallVector<bool> aligned;
-};
-
-int64_t dim0(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return type.getRank() ? type.getDimSize(0) : -1;
-}
-
+/// How op iterates its leading dimension; ops that do not say cannot share
+/// a parallel leading loop (they run in a single-workgroup kernel).
 LeadingDim leadingDimOf(Operation *op) {
+  if (auto fusable = dyn_cast<FusableOpInterface>(op))
+    return fusable.getLeadingDim();
   LeadingDim info;
   info.aligned.assign(op->getNumOperands(), false);
-  Value result = op->getResult(0);
-  auto resultType = cast<RankedTensorType>(result.getType());
-  if (resultType.getRank() == 0)
-    return info;
-  int64_t extent = resultType.getDimSize(0);
-  auto sameRankSameDim0 = [&](Value operand) {
-    auto type = cast<RankedTensorType>(operand.getType());
-    return type.getRank() == resultType.getRank() && dim0(operand) == extent;
-  };
-  auto alignAll = [&](bool value) { info.aligned.assign(op->getNumOperands(), value); };
-
-  if (isElementwise(op)) {
-    info.extent = extent;
-    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-      info.aligned[i] = sameRankSameDim0(operand);
-  } else if (auto reduce = dyn_cast<SumOp>(op)) {
-    if (!llvm::is_contained(reduce.getReducedDims(), 0))
-      info.extent = extent, alignAll(true);
-  } else if (auto reduce = dyn_cast<MeanOp>(op)) {
-    if (!llvm::is_contained(reduce.getReducedDims(), 0))
-      info.extent = extent, alignAll(true);
-  } else if (auto reduce = dyn_cast<AmaxOp>(op)) {
-    if (!llvm::is_contained(reduce.getReducedDims(), 0))
-      info.extent = extent, alignAll(true);
-  } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    if (softmax.getNormalizedDim() != 0)
-      info.extent = extent, alignAll(true);
-  } else if (auto softmax = dyn_cast<LogSoftmaxOp>(op)) {
-    if (softmax.getNormalizedDim() != 0)
-      info.extent = extent, alignAll(true);
-  } else if (auto norm = dyn_cast<LayerNormOp>(op)) {
-    if ((int64_t)norm.getNormalizedRank() < resultType.getRank()) {
-      info.extent = extent;
-      info.aligned[0] = true;
-    }
-  } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    info.extent = extent;
-    info.aligned[0] = true;
-    info.aligned[1] = resultType.getRank() == 3;
-  } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    // Row-major: equal leading sizes mean equal trailing element counts, so
-    // row r of the result is exactly row r of the input.
-    info.extent = extent;
-    info.aligned[0] = dim0(reshape.getInput()) == extent;
-  } else if (auto permute = dyn_cast<PermuteOp>(op)) {
-    info.extent = extent;
-    info.aligned[0] = permute.getDims()[0] == 0;
-  } else if (auto expand = dyn_cast<ExpandOp>(op)) {
-    info.extent = extent;
-    info.aligned[0] = sameRankSameDim0(expand.getInput());
-  } else if (auto slice = dyn_cast<SliceOp>(op)) {
-    info.extent = extent;
-    info.aligned[0] = slice.getDim() != 0;
-  } else if (auto concat = dyn_cast<ConcatOp>(op)) {
-    info.extent = extent;
-    alignAll(concat.getDim() != 0);
-  } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-    info.extent = extent;
-    info.aligned[1] = cast<RankedTensorType>(embedding.getIndices().getType()).getRank() > 0;
-  }
   return info;
 }
 

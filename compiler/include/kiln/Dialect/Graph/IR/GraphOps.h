@@ -8,6 +8,26 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace kiln::graph {
+/// How an op iterates its leading dimension, as kernel formation sees it
+/// (FusableOpInterface).
+struct LeadingDim {
+  /// Extent of the op's outermost loop if that loop is parallel.
+  std::optional<int64_t> extent;
+  /// Per operand: read at the same leading index the op writes.
+  llvm::SmallVector<bool> aligned;
+};
+
+/// The FusableOpInterface rule for elementwise ops.
+LeadingDim elementwiseLeadingDim(mlir::Operation *op);
+
+/// Marks ops that compute each result element from the operand elements at
+/// the same (broadcast) index.
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+} // namespace kiln::graph
+
+#include "kiln/Dialect/Graph/IR/GraphInterfaces.h.inc"
 #include "kiln/Dialect/Graph/IR/GraphOpsDialect.h.inc"
 
 #define GET_OP_CLASSES
@@ -18,9 +38,8 @@ namespace kiln::graph {
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 
-/// True for the ops that compute each result element from the operand
-/// elements at the same (broadcast) index.
-bool isElementwise(mlir::Operation *op);
+/// True for the ops with the Elementwise trait.
+inline bool isElementwise(mlir::Operation *op) { return op->hasTrait<Elementwise>(); }
 } // namespace kiln::graph
 
 #endif

@@ -2,6 +2,7 @@
 #define KILN_GRAPH_OPS
 
 include "kiln/Dialect/Graph/IR/GraphDialect.td"
+include "kiln/Dialect/Graph/IR/GraphInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -24,7 +25,8 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure,
 //===----------------------------------------------------------------------===//
 
 class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat(traits, [Pure])> {
+    : Graph_Op<mnemonic, !listconcat(traits, [Pure, Graph_Elementwise,
+                                              Graph_FusableOpInterface])> {
   let hasVerifier = 1;
 }
 
@@ -112,7 +114,10 @@ def Graph_GeluOp : Graph_ElementwiseOp<"gelu"> {
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 
-class Graph_ReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
+// An op with its own FusableOpInterface rule (GraphOps.cpp).
+defvar Graph_OwnLeadingDim = DeclareOpInterfaceMethods<Graph_FusableOpInterface, ["getLeadingDim"]>;
+
+class Graph_ReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten." # mnemonic # ".dim_IntList over `dims` (empty: all dims)";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$dims,
                        DefaultValuedAttr<BoolAttr, "false">:$keepdim);
@@ -128,7 +133,7 @@ def Graph_SumOp : Graph_ReduceOp<"sum">;
 def Graph_MeanOp : Graph_ReduceOp<"mean">;
 def Graph_AmaxOp : Graph_ReduceOp<"amax">;
 
-class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
+class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten._" # mnemonic # " along `dim`";
   let arguments = (ins Graph_Tensor:$input, I64Attr:$dim);
   let results = (outs Graph_Tensor:$result);
@@ -145,7 +150,7 @@ class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
 def Graph_SoftmaxOp : Graph_SoftmaxLikeOp<"softmax">;
 def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax">;
 
-def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure]> {
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.native_layer_norm over the trailing `normalized_rank` dims";
   let description = [{
     Returns the normalized output, and the mean and reciprocal standard
@@ -167,7 +172,7 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure]> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
+def Graph_MatmulOp : Graph_Op<"matmul", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.mm ([M,K]x[K,N]) and aten.bmm ([B,M,K]x[B,K,N])";
   let description = [{
     With `transpose_rhs`, the right operand is given transposed ([N,K] or
@@ -187,7 +192,7 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.view / _unsafe_view / reshape / squeeze / unsqueeze";
   let description = [{
     Row-major reinterpretation with the same number of elements. On a
@@ -200,7 +205,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_PermuteOp : Graph_Op<"permute", [Pure]> {
+def Graph_PermuteOp : Graph_Op<"permute", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.permute: result dim i is input dim dims[i]";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$dims);
   let results = (outs Graph_Tensor:$result);
@@ -209,7 +214,7 @@ def Graph_PermuteOp : Graph_Op<"permute", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
+def Graph_ExpandOp : Graph_Op<"expand", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.expand: broadcast size-1 (or missing leading) dims";
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$result);
@@ -218,7 +223,7 @@ def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+def Graph_SliceOp : Graph_Op<"slice", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.slice.Tensor along `dim` with start and step (result size from the type)";
   let arguments = (ins Graph_Tensor:$input, I64Attr:$dim, I64Attr:$start,
                        I64Attr:$step);
@@ -228,7 +233,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.cat along `dim`";
   let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$dim);
   let results = (outs Graph_Tensor:$result);
@@ -236,7 +241,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
+def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.embedding: rows of `weight` gathered by int64 `indices`";
   let description = [{
     Out-of-range indices are clamped into range: ATen raises for them, and a
