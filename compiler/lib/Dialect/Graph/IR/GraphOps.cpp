@@ -94,7 +94,7 @@ static RankedTensorType tensorType(Value v) {
 
 /// Elementwise ops: the result shape is the broadcast of the operand shapes;
 /// arithmetic results share the operands' element type, comparisons give i1.
-static LogicalResult verifyElementwise(Operation *op) {
+LogicalResult kiln::graph::verifyElementwise(Operation *op) {
   SmallVector<int64_t> shape;
   for (Value operand : op->getOperands()) {
     auto next = broadcastShapes(shape, tensorType(operand).getShape());
@@ -107,7 +107,7 @@ static LogicalResult verifyElementwise(Operation *op) {
     return op->emitOpError("result shape must be the broadcast operand shape");
 
   Type resultElement = result.getElementType();
-  if (isa<EqOp, NeOp, LtOp, LeOp, GtOp, GeOp>(op)) {
+  if (op->hasTrait<Comparison>()) {
     if (!resultElement.isInteger(1))
       return op->emitOpError("comparison result must have i1 elements");
     if (tensorType(op->getOperand(0)).getElementType() !=
@@ -115,57 +115,33 @@ static LogicalResult verifyElementwise(Operation *op) {
       return op->emitOpError("compared operands must share an element type");
     return success();
   }
-  if (isa<ConvertOp>(op))
+  if (op->hasTrait<OwnElementTypes>())
     return success();
-  if (auto where = dyn_cast<WhereOp>(op)) {
-    if (!tensorType(where.getCondition()).getElementType().isInteger(1))
-      return op->emitOpError("condition must have i1 elements");
-    if (tensorType(where.getOnTrue()).getElementType() != resultElement ||
-        tensorType(where.getOnFalse()).getElementType() != resultElement)
-      return op->emitOpError("selected values must have the result element type");
-    return success();
-  }
   for (Value operand : op->getOperands())
     if (tensorType(operand).getElementType() != resultElement)
       return op->emitOpError("operand element type ")
              << tensorType(operand).getElementType()
              << " differs from the result element type " << resultElement;
-  if (isa<TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SigmoidOp, GeluOp, DivOp>(op) &&
-      !isa<FloatType>(resultElement))
+  if (op->hasTrait<FloatOnly>() && !isa<FloatType>(resultElement))
     return op->emitOpError("requires a floating-point element type");
-  if (auto gelu = dyn_cast<GeluOp>(op))
-    if (gelu.getApproximate() != "none" && gelu.getApproximate() != "tanh")
-      return op->emitOpError("approximate must be \"none\" or \"tanh\"");
   return success();
 }
 
-#define KILN_ELEMENTWISE_VERIFIER(Op)                                          \
-  LogicalResult Op::verify() { return verifyElementwise(getOperation()); }
-KILN_ELEMENTWISE_VERIFIER(AddOp)
-KILN_ELEMENTWISE_VERIFIER(SubOp)
-KILN_ELEMENTWISE_VERIFIER(MulOp)
-KILN_ELEMENTWISE_VERIFIER(DivOp)
-KILN_ELEMENTWISE_VERIFIER(PowOp)
-KILN_ELEMENTWISE_VERIFIER(MaximumOp)
-KILN_ELEMENTWISE_VERIFIER(EqOp)
-KILN_ELEMENTWISE_VERIFIER(NeOp)
-KILN_ELEMENTWISE_VERIFIER(LtOp)
-KILN_ELEMENTWISE_VERIFIER(LeOp)
-KILN_ELEMENTWISE_VERIFIER(GtOp)
-KILN_ELEMENTWISE_VERIFIER(GeOp)
-KILN_ELEMENTWISE_VERIFIER(WhereOp)
-KILN_ELEMENTWISE_VERIFIER(NegOp)
-KILN_ELEMENTWISE_VERIFIER(ReluOp)
-KILN_ELEMENTWISE_VERIFIER(TanhOp)
-KILN_ELEMENTWISE_VERIFIER(ExpOp)
-KILN_ELEMENTWISE_VERIFIER(LogOp)
-KILN_ELEMENTWISE_VERIFIER(SqrtOp)
-KILN_ELEMENTWISE_VERIFIER(RsqrtOp)
-KILN_ELEMENTWISE_VERIFIER(SigmoidOp)
-KILN_ELEMENTWISE_VERIFIER(CloneOp)
-KILN_ELEMENTWISE_VERIFIER(ConvertOp)
-KILN_ELEMENTWISE_VERIFIER(GeluOp)
-#undef KILN_ELEMENTWISE_VERIFIER
+LogicalResult WhereOp::verify() {
+  Type resultElement = tensorType(getResult()).getElementType();
+  if (!tensorType(getCondition()).getElementType().isInteger(1))
+    return emitOpError("condition must have i1 elements");
+  if (tensorType(getOnTrue()).getElementType() != resultElement ||
+      tensorType(getOnFalse()).getElementType() != resultElement)
+    return emitOpError("selected values must have the result element type");
+  return success();
+}
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\"");
+  return success();
+}
 
 /// Normalizes `dim` against `rank` (negative dims count from the back).
 static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {

@@ -9,6 +9,15 @@ def Graph_Elementwise : NativeOpTrait<"Elementwise"> {
   let cppNamespace = "::kiln::graph";
 }
 
+// Element types of elementwise ops, when they are not all the result's:
+// comparisons give i1 from operands of one element type; FloatOnly ops need a
+// floating-point result; OwnElementTypes ops check element types themselves.
+def Graph_Comparison : NativeOpTrait<"Comparison"> { let cppNamespace = "::kiln::graph"; }
+def Graph_FloatOnly : NativeOpTrait<"FloatOnly"> { let cppNamespace = "::kiln::graph"; }
+def Graph_OwnElementTypes : NativeOpTrait<"OwnElementTypes"> {
+  let cppNamespace = "::kiln::graph";
+}
+
 def Graph_FusableOpInterface : OpInterface<"FusableOpInterface"> {
   let cppNamespace = "::kiln::graph";
   let description = [{

@@ -21,10 +21,23 @@ struct LeadingDim {
 /// The FusableOpInterface rule for elementwise ops.
 LeadingDim elementwiseLeadingDim(mlir::Operation *op);
 
+/// Verifies an elementwise op: broadcast shapes and element types.
+mlir::LogicalResult verifyElementwise(mlir::Operation *op);
+
 /// Marks ops that compute each result element from the operand elements at
 /// the same (broadcast) index.
 template <typename ConcreteType>
-class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyElementwise(op); }
+};
+/// Element-type rules of elementwise ops (see GraphInterfaces.td).
+template <typename ConcreteType>
+class Comparison : public mlir::OpTrait::TraitBase<ConcreteType, Comparison> {};
+template <typename ConcreteType>
+class FloatOnly : public mlir::OpTrait::TraitBase<ConcreteType, FloatOnly> {};
+template <typename ConcreteType>
+class OwnElementTypes : public mlir::OpTrait::TraitBase<ConcreteType, OwnElementTypes> {};
 } // namespace kiln::graph
 
 #include "kiln/Dialect/Graph/IR/GraphInterfaces.h.inc"

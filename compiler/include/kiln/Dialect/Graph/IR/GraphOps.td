@@ -24,11 +24,11 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure,
 // Elementwise ops (NumPy broadcasting between operands)
 //===----------------------------------------------------------------------===//
 
+// The Elementwise trait verifies broadcasting and, unless another trait below
+// says otherwise, that every operand has the result's element type.
 class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure, Graph_Elementwise,
-                                              Graph_FusableOpInterface])> {
-  let hasVerifier = 1;
-}
+                                              Graph_FusableOpInterface])>;
 
 class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
     : Graph_ElementwiseOp<mnemonic, traits> {
@@ -54,7 +54,7 @@ def Graph_MulOp : Graph_BinaryOp<"mul", [Commutative]> {
   let summary = "aten.mul";
   let hasFolder = 1;
 }
-def Graph_DivOp : Graph_BinaryOp<"div"> {
+def Graph_DivOp : Graph_BinaryOp<"div", [Graph_FloatOnly]> {
   let summary = "aten.div (true division; integer division is a float op after promotion)";
 }
 def Graph_PowOp : Graph_BinaryOp<"pow"> { let summary = "aten.pow"; }
@@ -62,7 +62,7 @@ def Graph_MaximumOp : Graph_BinaryOp<"maximum", [Commutative]> {
   let summary = "aten.maximum";
 }
 
-class Graph_CompareOp<string mnemonic> : Graph_BinaryOp<mnemonic> {
+class Graph_CompareOp<string mnemonic> : Graph_BinaryOp<mnemonic, [Graph_Comparison]> {
   let summary = "aten." # mnemonic # " producing a bool (i1) tensor";
 }
 def Graph_EqOp : Graph_CompareOp<"eq">;
@@ -72,7 +72,8 @@ def Graph_LeOp : Graph_CompareOp<"le">;
 def Graph_GtOp : Graph_CompareOp<"gt">;
 def Graph_GeOp : Graph_CompareOp<"ge">;
 
-def Graph_WhereOp : Graph_ElementwiseOp<"where"> {
+def Graph_WhereOp : Graph_ElementwiseOp<"where", [Graph_OwnElementTypes]> {
+  let hasVerifier = 1;
   let summary = "aten.where.self: select between two tensors by a bool tensor";
   let arguments = (ins Graph_Tensor:$condition, Graph_Tensor:$on_true,
                        Graph_Tensor:$on_false);
@@ -85,16 +86,16 @@ def Graph_WhereOp : Graph_ElementwiseOp<"where"> {
 
 def Graph_NegOp : Graph_UnaryOp<"neg"> { let summary = "aten.neg"; }
 def Graph_ReluOp : Graph_UnaryOp<"relu"> { let summary = "aten.relu"; }
-def Graph_TanhOp : Graph_UnaryOp<"tanh"> { let summary = "aten.tanh"; }
-def Graph_ExpOp : Graph_UnaryOp<"exp"> { let summary = "aten.exp"; }
-def Graph_LogOp : Graph_UnaryOp<"log"> { let summary = "aten.log"; }
-def Graph_SqrtOp : Graph_UnaryOp<"sqrt"> { let summary = "aten.sqrt"; }
-def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt"> { let summary = "aten.rsqrt"; }
-def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid"> { let summary = "aten.sigmoid"; }
+def Graph_TanhOp : Graph_UnaryOp<"tanh", [Graph_FloatOnly]> { let summary = "aten.tanh"; }
+def Graph_ExpOp : Graph_UnaryOp<"exp", [Graph_FloatOnly]> { let summary = "aten.exp"; }
+def Graph_LogOp : Graph_UnaryOp<"log", [Graph_FloatOnly]> { let summary = "aten.log"; }
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", [Graph_FloatOnly]> { let summary = "aten.sqrt"; }
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", [Graph_FloatOnly]> { let summary = "aten.rsqrt"; }
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", [Graph_FloatOnly]> { let summary = "aten.sigmoid"; }
 def Graph_CloneOp : Graph_UnaryOp<"clone"> {
   let summary = "aten.clone: a fresh copy of the input";
 }
-def Graph_ConvertOp : Graph_UnaryOp<"convert"> {
+def Graph_ConvertOp : Graph_UnaryOp<"convert", [Graph_OwnElementTypes]> {
   let summary = "aten._to_copy with a dtype: element type conversion";
   let description = [{
     Float to integer truncates toward zero; anything to bool is `!= 0`;
@@ -102,7 +103,8 @@ def Graph_ConvertOp : Graph_UnaryOp<"convert"> {
   }];
   let hasFolder = 1;
 }
-def Graph_GeluOp : Graph_ElementwiseOp<"gelu"> {
+def Graph_GeluOp : Graph_ElementwiseOp<"gelu", [Graph_FloatOnly]> {
+  let hasVerifier = 1;
   let summary = "aten.gelu with approximate = none (erf) or tanh";
   let arguments = (ins Graph_Tensor:$input,
                        DefaultValuedStrAttr<StrAttr, "none">:$approximate);
