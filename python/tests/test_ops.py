@@ -169,6 +169,19 @@ UNARY = [
     ("pow3", lambda x: x**3, f32),
     ("pow_half", lambda x: x**0.5, pos),
     ("pow_neg", lambda x: x**-1.5, pos),
+    ("abs", torch.abs, f32),
+    ("sin", torch.sin, f32),
+    ("cos", torch.cos, f32),
+    ("floor", torch.floor, f32),
+    ("ceil", torch.ceil, f32),
+    ("trunc", torch.trunc, f32),
+    ("round", torch.round, f32),
+    ("hardtanh", F.hardtanh, f32),
+    ("relu6", F.relu6, f32),
+    ("clamp", lambda x: torch.clamp(x, -0.5, 0.7), f32),
+    ("clamp_min", lambda x: x.clamp(min=0.25), f32),
+    ("clamp_max", lambda x: x.clamp(max=-0.25), f32),
+    ("logical_not", lambda x: torch.logical_not(x.round()), f32),
 ]
 
 UNARY_SHAPES = [
@@ -197,6 +210,51 @@ def test_unary(fn, make, shape):
 )
 def test_unary_int64(fn):
     check(fn, i64(3, 4))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [pytest.param(f, id=n) for n, f in [
+        ("abs", torch.abs), ("floor", torch.floor), ("round", torch.round),
+        ("clamp", lambda x: x.clamp(-2, 3)), ("clamp_float_bound", lambda x: x.clamp(min=0.5)),
+        ("logical_not", torch.logical_not), ("minimum", lambda x: torch.minimum(x, x.t())),
+    ]],
+)
+def test_integer_rounding_clamps_and_logic(fn):
+    check(fn, torch.randint(-5, 5, (4, 4)))
+
+
+@pytest.mark.parametrize("fn", [torch.sin, torch.cos], ids=["sin", "cos"])
+def test_trig_of_large_and_special_arguments(fn):
+    """RoPE angles reach thousands of radians: reduced in float64, the result
+    stays within float32 rounding of eager's; NaN and infinities give NaN."""
+    x = torch.cat([torch.linspace(-3000, 3000, 6001), torch.tensor([0.0, -0.0, 1e5, float("nan"),
+                                                                    float("inf"), -float("inf")])])
+    out = compile_kiln(fn, fallback="error")(x)
+    torch.testing.assert_close(out, fn(x), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_round_halves_to_even():
+    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999998, 8388609.0, float("nan"), float("inf")])
+    out = compile_kiln(torch.round, fallback="error")(x)
+    torch.testing.assert_close(out, torch.round(x), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", [torch.logical_and, torch.logical_or, torch.logical_xor])
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: (b(3, 4), b(3, 4)), id="bool"),
+    pytest.param(lambda: (f32(3, 4).round(), torch.tensor([0.0, 1.0, float("nan"), 0.0])), id="float_nan_broadcast"),
+    pytest.param(lambda: (torch.randint(-1, 2, (2, 3)), b(3)), id="int_bool"),
+])
+def test_logical_binary(op, make):
+    check(op, *make())
+
+
+def test_minimum_and_clamp_propagate_nan():
+    x = torch.tensor([1.0, float("nan"), -3.0, 0.5])
+    y = torch.tensor([float("nan"), 2.0, -4.0, 0.25])
+    fn = lambda a, c: (torch.minimum(a, c), a.clamp(-1, 1), torch.clamp(a, min=c, max=c + 1))  # noqa: E731
+    torch.testing.assert_close(compile_kiln(fn, fallback="error")(x, y), fn(x, y), equal_nan=True)
 
 
 def test_unary_extreme_values():

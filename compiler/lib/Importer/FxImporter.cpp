@@ -299,6 +299,92 @@ LogicalResult unary(Importer &im) {
   return im.define(Op::create(im.builder(), im.loc(), im.outType(), *input)->getResults());
 }
 
+/// floor, ceil, trunc, round: integers are already integral (ATen returns them).
+template <typename Op>
+LogicalResult rounding(Importer &im) {
+  if (isa<FloatType>(im.out().element))
+    return unary<Op>(im);
+  auto input = im.operandAs(0, im.out().element);
+  if (failed(input))
+    return failure();
+  return im.define(graph::CloneOp::create(im.builder(), im.loc(), im.outType(), *input)
+                       ->getResults());
+}
+
+/// Operand i as bool: nonzero is true (ATen's truthiness; NaN is true).
+FailureOr<Value> truth(Importer &im, unsigned i) {
+  auto t = im.tensor(i);
+  if (failed(t))
+    return failure();
+  auto type = cast<RankedTensorType>(t->getType());
+  if (type.getElementType().isInteger(1))
+    return *t;
+  Value zero = im.splat({}, type.getElementType(), 0);
+  return Value(graph::NeOp::create(im.builder(), im.loc(), type.clone(im.builder().getI1Type()),
+                                   *t, zero));
+}
+
+/// logical_not/and/or/xor as comparisons and selects on bools, which fuse as
+/// any elementwise op does. The result may be another dtype (out=): convert.
+LogicalResult logical(Importer &im, StringRef kind) {
+  OpBuilder &b = im.builder();
+  auto lhs = truth(im, 0);
+  if (failed(lhs))
+    return failure();
+  auto boolType = im.outType().clone(b.getI1Type());
+  Value result;
+  if (kind == "not") {
+    result = graph::EqOp::create(b, im.loc(), boolType, *lhs, im.splat({}, b.getI1Type(), 0));
+  } else {
+    auto rhs = truth(im, 1);
+    if (failed(rhs))
+      return failure();
+    if (kind == "xor")
+      result = graph::NeOp::create(b, im.loc(), boolType, *lhs, *rhs);
+    else if (kind == "and") // lhs ? rhs : false
+      result = graph::WhereOp::create(b, im.loc(), boolType, *lhs, *rhs,
+                                      im.splat({}, b.getI1Type(), 0));
+    else // or: lhs ? true : rhs
+      result = graph::WhereOp::create(b, im.loc(), boolType, *lhs,
+                                      im.splat({}, b.getI1Type(), 1), *rhs);
+  }
+  return im.define(im.convert(result, im.out().element));
+}
+
+/// clamp and friends: minimum(maximum(x, lo), hi), each bound optional. NaN
+/// propagates and lo > hi gives hi, as in ATen.
+LogicalResult clamp(Importer &im, std::optional<unsigned> loArg, std::optional<unsigned> hiArg,
+                    std::optional<double> loDefault = std::nullopt,
+                    std::optional<double> hiDefault = std::nullopt) {
+  Type element = im.out().element;
+  auto value = im.operandAs(0, element);
+  if (failed(value))
+    return failure();
+  Value result = *value;
+  auto bound = [&](std::optional<unsigned> i, std::optional<double> fallback)
+      -> FailureOr<std::optional<Value>> {
+    if (!i)
+      return std::optional<Value>();
+    if (im.isNull(im.arg(*i))) {
+      if (!fallback)
+        return std::optional<Value>();
+      return std::optional<Value>(im.splat({}, element, *fallback));
+    }
+    auto v = im.operandAs(*i, element);
+    if (failed(v))
+      return failure();
+    return std::optional<Value>(*v);
+  };
+  auto lo = bound(loArg, loDefault), hi = bound(hiArg, hiDefault);
+  if (failed(lo) || failed(hi))
+    return failure();
+  if (*lo)
+    result = graph::MaximumOp::create(im.builder(), im.loc(), im.outType(), result, **lo);
+  if (*hi)
+    result = graph::MinimumOp::create(im.builder(), im.loc(), im.outType(), result, **hi);
+  return im.define(result);
+}
+
 LogicalResult gelu(Importer &im) {
   auto input = im.operandAs(0, im.out().element);
   if (failed(input))
@@ -576,6 +662,18 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.div.Tensor", "aten.div.Scalar"}, binary<DivOp>);
     add({"aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor"}, binary<PowOp>);
     add({"aten.maximum.default"}, binary<MaximumOp>);
+    add({"aten.minimum.default"}, binary<MinimumOp>);
+    add({"aten.clamp.default", "aten.clamp.Tensor"},
+        [](Importer &im) { return clamp(im, 1, 2); });
+    add({"aten.clamp_min.default", "aten.clamp_min.Tensor"},
+        [](Importer &im) { return clamp(im, 1, std::nullopt); });
+    add({"aten.clamp_max.default", "aten.clamp_max.Tensor"},
+        [](Importer &im) { return clamp(im, std::nullopt, 1); });
+    add({"aten.hardtanh.default"}, [](Importer &im) { return clamp(im, 1, 2, -1.0, 1.0); });
+    add({"aten.logical_not.default"}, [](Importer &im) { return logical(im, "not"); });
+    add({"aten.logical_and.default"}, [](Importer &im) { return logical(im, "and"); });
+    add({"aten.logical_or.default"}, [](Importer &im) { return logical(im, "or"); });
+    add({"aten.logical_xor.default"}, [](Importer &im) { return logical(im, "xor"); });
     add({"aten.eq.Tensor", "aten.eq.Scalar"}, compare<EqOp>);
     add({"aten.ne.Tensor", "aten.ne.Scalar"}, compare<NeOp>);
     add({"aten.lt.Tensor", "aten.lt.Scalar"}, compare<LtOp>);
@@ -599,6 +697,13 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.sqrt.default"}, unary<SqrtOp>);
     add({"aten.rsqrt.default"}, unary<RsqrtOp>);
     add({"aten.sigmoid.default"}, unary<SigmoidOp>);
+    add({"aten.abs.default"}, unary<AbsOp>);
+    add({"aten.sin.default"}, unary<SinOp>);
+    add({"aten.cos.default"}, unary<CosOp>);
+    add({"aten.floor.default"}, rounding<FloorOp>);
+    add({"aten.ceil.default"}, rounding<CeilOp>);
+    add({"aten.trunc.default"}, rounding<TruncOp>);
+    add({"aten.round.default"}, rounding<RoundOp>);
     add({"aten.gelu.default"}, gelu);
     add({"aten.clone.default", "aten._to_copy.default", "aten.lift_fresh_copy.default"},
         convert);

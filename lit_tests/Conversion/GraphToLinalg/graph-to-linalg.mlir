@@ -531,3 +531,33 @@ func.func @embedding(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4x
   %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
   return %0 : tensor<2x3x4xf32>
 }
+
+// -----
+
+// float32 sin reduces its argument by pi/2 in float64, then picks the
+// quadrant's +-sin or +-cos of the reduced value.
+// CHECK-LABEL: func.func @sin_reduces_in_f64
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: math.roundeven %{{.*}} : f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+// CHECK-DAG: math.sin %{{.*}} : f32
+// CHECK-DAG: math.cos %{{.*}} : f32
+// CHECK: arith.fptosi
+// CHECK: arith.select
+func.func @sin_reduces_in_f64(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = kiln_graph.sin %x : tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @minimum_and_rounding
+// CHECK: arith.minimumf
+// CHECK: math.roundeven
+// CHECK: math.absi
+func.func @minimum_and_rounding(%x: tensor<8xf32>, %y: tensor<8xf32>, %i: tensor<8xi64>) -> (tensor<8xf32>, tensor<8xi64>) {
+  %0 = kiln_graph.minimum %x, %y : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %1 = kiln_graph.round %0 : tensor<8xf32> -> tensor<8xf32>
+  %2 = kiln_graph.abs %i : tensor<8xi64> -> tensor<8xi64>
+  return %1, %2 : tensor<8xf32>, tensor<8xi64>
+}

@@ -485,3 +485,19 @@ func.func @embedding_result_shape(%w: tensor<10x4xf32>, %i: tensor<3xi64>) -> te
   %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<3xi64> -> tensor<3x10xf32>
   return %0 : tensor<3x10xf32>
 }
+
+// -----
+
+func.func @sin_of_integer(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.sin %a : tensor<4xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @minimum_of_mixed_types(%a: tensor<4xf32>, %b: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand element type 'i64' differs from the result element type 'f32'}}
+  %0 = kiln_graph.minimum %a, %b : tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -228,3 +228,26 @@ func.func @embedding(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4x
   %0 = kiln_graph.embedding %w, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
   return %0 : tensor<2x3x4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @math_and_rounding
+func.func @math_and_rounding(%a: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi64>) {
+  // CHECK: kiln_graph.abs %{{.*}} : tensor<4xi64> -> tensor<4xi64>
+  %0 = kiln_graph.abs %i : tensor<4xi64> -> tensor<4xi64>
+  // CHECK: kiln_graph.sin
+  %1 = kiln_graph.sin %a : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.cos
+  %2 = kiln_graph.cos %1 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.floor
+  %3 = kiln_graph.floor %2 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.ceil
+  %4 = kiln_graph.ceil %3 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.trunc
+  %5 = kiln_graph.trunc %4 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.round
+  %6 = kiln_graph.round %5 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.minimum %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %7 = kiln_graph.minimum %6, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %7, %0 : tensor<4xf32>, tensor<4xi64>
+}

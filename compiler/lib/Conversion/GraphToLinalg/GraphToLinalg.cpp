@@ -199,6 +199,55 @@ Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaxSIOp::create(b, loc, x, y);
 }
 
+/// sin or cos of a float32 x, accurate for large |x| (RoPE angles reach
+/// thousands of radians). The polynomial approximations reduce the argument
+/// in float32, which loses ~1e-4 there; reducing by pi/2 in float64 first
+/// leaves them |r| <= pi/4, and the quadrant picks +-sin or +-cos of r.
+Value trigScalar(OpBuilder &b, Location loc, Value x, bool isCos) {
+  Type f32 = x.getType(), f64 = b.getF64Type();
+  if (!f32.isF32())
+    return isCos ? Value(math::CosOp::create(b, loc, x)) : Value(math::SinOp::create(b, loc, x));
+  Value wide = arith::ExtFOp::create(b, loc, f64, x);
+  Value quarters = math::RoundEvenOp::create(
+      b, loc, arith::MulFOp::create(b, loc, wide, scalarConstant(b, loc, f64, 2 / M_PI)));
+  // pi/2 as two doubles: k * hi is exact for |k| < 2^20, lo carries the rest.
+  const double hi = 1.5707963267341256, lo = 6.077100506506192e-11;
+  Value r = arith::SubFOp::create(
+      b, loc, wide, arith::MulFOp::create(b, loc, quarters, scalarConstant(b, loc, f64, hi)));
+  r = arith::SubFOp::create(b, loc, r,
+                            arith::MulFOp::create(b, loc, quarters, scalarConstant(b, loc, f64, lo)));
+  Value reduced = arith::TruncFOp::create(b, loc, f32, r);
+  Value s = math::SinOp::create(b, loc, reduced), c = math::CosOp::create(b, loc, reduced);
+  // Quadrant q = k mod 4; cos(x) = sin(x + pi/2), so cos uses quadrant q + 1.
+  // NaN and infinities (whose r is NaN anyway) take k = 0: converting them to
+  // an integer would be undefined.
+  Value finite = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, quarters),
+      scalarConstant(b, loc, f64, 0x1p52));
+  quarters = arith::SelectOp::create(b, loc, finite, quarters, scalarConstant(b, loc, f64, 0));
+  Value k = arith::FPToSIOp::create(b, loc, b.getI64Type(), quarters);
+  if (isCos)
+    k = arith::AddIOp::create(b, loc, k, scalarConstant(b, loc, b.getI64Type(), 1));
+  Value q = arith::AndIOp::create(b, loc, k, scalarConstant(b, loc, b.getI64Type(), 3));
+  auto is = [&](int64_t n) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, q,
+                                 scalarConstant(b, loc, b.getI64Type(), n));
+  };
+  Value odd = arith::OrIOp::create(b, loc, is(1), is(3));
+  Value negative = arith::OrIOp::create(b, loc, is(2), is(3));
+  Value magnitude = arith::SelectOp::create(b, loc, odd, c, s);
+  return arith::SelectOp::create(b, loc, negative, arith::NegFOp::create(b, loc, magnitude),
+                                 magnitude);
+}
+
+Value minScalar(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isFloat(x.getType()))
+    return arith::MinimumFOp::create(b, loc, x, y); // NaN-propagating, like ATen
+  if (x.getType().isInteger(1))
+    return arith::AndIOp::create(b, loc, x, y);
+  return arith::MinSIOp::create(b, loc, x, y);
+}
+
 Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
   Type from = x.getType();
   if (from == to)
@@ -324,6 +373,7 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
         return arith::DivFOp::create(b, loc, args[0], args[1]);
       })
       .Case<MaximumOp>([&](auto) { return maxScalar(b, loc, args[0], args[1]); })
+      .Case<MinimumOp>([&](auto) { return minScalar(b, loc, args[0], args[1]); })
       .Case<PowOp>([&](PowOp pow) {
         return powScalar(b, loc, args[0], args[1], splatValue(pow.getRhs()));
       })
@@ -346,6 +396,17 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
       .Case<SqrtOp>([&](auto) -> Value { return math::SqrtOp::create(b, loc, args[0]); })
       .Case<RsqrtOp>([&](auto) -> Value { return math::RsqrtOp::create(b, loc, args[0]); })
       .Case<SigmoidOp>([&](auto) { return sigmoidScalar(b, loc, args[0]); })
+      .Case<AbsOp>([&](auto) -> Value {
+        if (isFloat(resultElement))
+          return math::AbsFOp::create(b, loc, args[0]);
+        return math::AbsIOp::create(b, loc, args[0]);
+      })
+      .Case<SinOp>([&](auto) { return trigScalar(b, loc, args[0], /*isCos=*/false); })
+      .Case<CosOp>([&](auto) { return trigScalar(b, loc, args[0], /*isCos=*/true); })
+      .Case<FloorOp>([&](auto) -> Value { return math::FloorOp::create(b, loc, args[0]); })
+      .Case<CeilOp>([&](auto) -> Value { return math::CeilOp::create(b, loc, args[0]); })
+      .Case<TruncOp>([&](auto) -> Value { return math::TruncOp::create(b, loc, args[0]); })
+      .Case<RoundOp>([&](auto) -> Value { return math::RoundEvenOp::create(b, loc, args[0]); })
       .Case<GeluOp>([&](GeluOp gelu) {
         return geluScalar(b, loc, args[0], gelu.getApproximate() == "tanh");
       })

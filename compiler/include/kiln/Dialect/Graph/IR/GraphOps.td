@@ -59,7 +59,10 @@ def Graph_DivOp : Graph_BinaryOp<"div", [Graph_FloatOnly]> {
 }
 def Graph_PowOp : Graph_BinaryOp<"pow"> { let summary = "aten.pow"; }
 def Graph_MaximumOp : Graph_BinaryOp<"maximum", [Commutative]> {
-  let summary = "aten.maximum";
+  let summary = "aten.maximum (NaN-propagating; clamp's lower bound)";
+}
+def Graph_MinimumOp : Graph_BinaryOp<"minimum", [Commutative]> {
+  let summary = "aten.minimum (NaN-propagating; clamp's upper bound)";
 }
 
 class Graph_CompareOp<string mnemonic> : Graph_BinaryOp<mnemonic, [Graph_Comparison]> {
@@ -92,6 +95,15 @@ def Graph_LogOp : Graph_UnaryOp<"log", [Graph_FloatOnly]> { let summary = "aten.
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", [Graph_FloatOnly]> { let summary = "aten.sqrt"; }
 def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", [Graph_FloatOnly]> { let summary = "aten.rsqrt"; }
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", [Graph_FloatOnly]> { let summary = "aten.sigmoid"; }
+def Graph_AbsOp : Graph_UnaryOp<"abs"> { let summary = "aten.abs"; }
+def Graph_SinOp : Graph_UnaryOp<"sin", [Graph_FloatOnly]> { let summary = "aten.sin"; }
+def Graph_CosOp : Graph_UnaryOp<"cos", [Graph_FloatOnly]> { let summary = "aten.cos"; }
+def Graph_FloorOp : Graph_UnaryOp<"floor", [Graph_FloatOnly]> { let summary = "aten.floor"; }
+def Graph_CeilOp : Graph_UnaryOp<"ceil", [Graph_FloatOnly]> { let summary = "aten.ceil"; }
+def Graph_TruncOp : Graph_UnaryOp<"trunc", [Graph_FloatOnly]> { let summary = "aten.trunc"; }
+def Graph_RoundOp : Graph_UnaryOp<"round", [Graph_FloatOnly]> {
+  let summary = "aten.round: to the nearest integer, halves to even";
+}
 def Graph_CloneOp : Graph_UnaryOp<"clone"> {
   let summary = "aten.clone: a fresh copy of the input";
 }
