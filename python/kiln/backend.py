@@ -6,25 +6,7 @@ graph then reaches _compile_graph, which either compiles the whole graph with
 kiln._C or, with fallback="eager", compiles the supported regions and leaves
 the rest as PyTorch calls.
 
-dump_dir layout, one folder per ATen graph:
-
-    graph_<n>/fx_graph.py      the ATen FX graph as Python
-             /graph.json       the graph as JSON: what the C++ importer received
-                               (for a split graph: the whole graph, eager ops too)
-             /NN-<stage>.mlir  the IR after each pipeline stage
-             /kernels/kernels.ll, kernels.s
-             /artifact.kiln
-             /summary.json     ops, kernels (fused ops, workgroups, source
-                               lines), fallbacks, stage times, sizes
-             /inputs.npz       with dump_inputs: arg0, arg1, ... = graph.json's
-                               inputs (lifted constants last), from the first call
-             /outputs.npz      with dump_inputs: out0, out1, ... = the tensor
-                               outputs of the FX graph run eagerly on them
-             /fx_graph_split.py, partition_<k>/
-                               when the graph was split: the split graph, and
-                               the files above per Kiln-compiled partition
-
-kiln.inspect reads this layout; keep the two in step.
+Calling compiled code lives in kiln.runner, dump folders in kiln.dumps.
 """
 
 from __future__ import annotations
@@ -32,9 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
-import json
 import logging
-import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -45,7 +25,7 @@ import torch
 import torch._decomp
 import torch.fx
 
-from kiln.errors import KilnError, SerializeError, UnsupportedOpError
+from kiln.errors import SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
     SerializedGraph,
     constant_tensors,
@@ -54,8 +34,10 @@ from kiln.fx_serialize import (
     serialize_graph,
     source_loc,
 )
+from kiln.dumps import Dump, save_first_call, summary_updater, write_reproducer
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
+from kiln.runner import KilnModule, boxed, boxed_runner, returns_tuple
 
 log = logging.getLogger("kiln")
 
@@ -176,7 +158,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     if opts.fallback == "error" and any(not u.forced for u in unsupported):
         raise UnsupportedOpError([u for u in unsupported if not u.forced])
 
-    dump = _Dump.create(Path(opts.dump_dir)) if opts.dump_dir else None
+    dump = Dump.create(Path(opts.dump_dir)) if opts.dump_dir else None
     name = dump.path.name if dump else f"graph_{next(_graph_ids)}"
     record = CompileRecord(name=name, kind=kind, target=opts.target)
     record.ops = dict(
@@ -195,7 +177,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
 
     try:
         if not record.ops:
-            fn = _boxed(gm.forward)  # nothing to compute
+            fn = boxed(gm.forward)  # nothing to compute
         elif not unsupported:
             fn = _compile_whole(gm, support, ext, opts, record, dump)
         else:
@@ -214,7 +196,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
                 record.errors.append(error)
             dump.write_json("summary.json", asdict(record))
 
-        fn = _save_first_call(fn, reference, constants, dump, saved)
+        fn = save_first_call(fn, reference, constants, dump, saved)
     return fn
 
 
@@ -224,7 +206,7 @@ def _compile_whole(
     ext: Any,
     opts: KilnOptions,
     record: CompileRecord,
-    dump: "_Dump | None",
+    dump: "Dump | None",
 ) -> Callable[..., Any]:
     try:
         serialized, exe, _ = _compile_to_executable(gm, record.name, ext, opts, record, dump)
@@ -234,12 +216,12 @@ def _compile_whole(
         failing = _failing_nodes(err, gm)
         _warn_compile_error(record, f"{record.name} ({record.kind})", err, failing)
         if not failing:
-            return _boxed(gm.forward)
+            return boxed(gm.forward)
         # Only the ops the compiler failed on run eagerly; the rest still compiles.
         return _compile_partitioned(gm, _excluding(support, failing, err, record), ext, opts,
                                     record, dump)
     record.status = "compiled"
-    return _boxed_runner(exe, serialized)
+    return boxed_runner(exe, serialized)
 
 
 # How many times one graph may fail to compile at an op before Kiln stops
@@ -253,13 +235,13 @@ def _compile_partitioned(
     ext: Any,
     opts: KilnOptions,
     record: CompileRecord,
-    dump: "_Dump | None",
+    dump: "Dump | None",
 ) -> Callable[..., Any]:
     split = _partition_and_compile(gm, support, ext, opts, record, dump, itertools.count())
     record.status = "partitioned" if record.partitions else "eager"
     if dump:
         dump.write_text("fx_graph_split.py", split.code)
-    return _boxed(split.forward)
+    return boxed(split.forward)
 
 
 def _partition_and_compile(
@@ -268,7 +250,7 @@ def _partition_and_compile(
     ext: Any,
     opts: KilnOptions,
     record: CompileRecord,
-    dump: "_Dump | None",
+    dump: "Dump | None",
     numbers: "itertools.count[int]",
 ) -> torch.fx.GraphModule:
     """gm split into Kiln partitions and eager ops; a partition the compiler
@@ -296,14 +278,14 @@ def _partition_and_compile(
                 setattr(split, sub_name,
                         _partition_and_compile(sub, inner, ext, opts, record, dump, numbers))
             continue
-        run = _boxed_runner(exe, serialized)
+        run = boxed_runner(exe, serialized)
         if sub_dump:
             sub_dump.write_json("summary.json", summary)
             if opts.dump_inputs:
-                run = _save_first_call(
-                    run, sub, serialized.constants, sub_dump, _summary_updater(sub_dump, summary)
+                run = save_first_call(
+                    run, sub, serialized.constants, sub_dump, summary_updater(sub_dump, summary)
                 )
-        setattr(split, sub_name, _KilnModule(exe, run, _returns_tuple(sub)))
+        setattr(split, sub_name, KilnModule(exe, run, returns_tuple(sub)))
         record.partitions += 1
     return split
 
@@ -341,7 +323,7 @@ def _compile_to_executable(
     ext: Any,
     opts: KilnOptions,
     record: CompileRecord,
-    dump: "_Dump | None",
+    dump: "Dump | None",
     partition: int | None = None,
 ) -> tuple[SerializedGraph, Any, dict[str, Any]]:
     """Compile gm to a loaded executable; also returns its summary (for a partition's dump)."""
@@ -358,7 +340,7 @@ def _compile_to_executable(
         try:
             result = ext.compiler.compile(graph_json, opts.target, dump is not None)
         except ext.CompileError as err:
-            extended = ext.CompileError(_write_reproducer(name, graph_json, opts, dump, err))
+            extended = ext.CompileError(write_reproducer(name, graph_json, opts, dump, err))
             extended.nodes = getattr(err, "nodes", [])
             raise extended from err
         artifact = result["artifact"]
@@ -397,59 +379,6 @@ def _compile_to_executable(
     return serialized, exe, summary
 
 
-_LL_DEFINE = re.compile(r"^define [^@]*@(kernel_\w+?)(_body)?\(", re.M)
-_ASM_LABEL = re.compile(r"^(kernel_\w+?)(_body)?:", re.M)
-
-
-def split_kernel_text(text: str, suffix: str) -> dict[str, str]:
-    """Splits the kernels' LLVM IR (.ll) or assembly (.s) into one text per
-    kernel: its exported entry and its internal body, which LLVM may inline."""
-    pattern = _LL_DEFINE if suffix == ".ll" else _ASM_LABEL if suffix == ".s" else None
-    if pattern is None:
-        return {}
-    pieces: dict[str, list[str]] = {}
-    matches = list(pattern.finditer(text))
-    for i, match in enumerate(matches):
-        start = text.rfind("\n", 0, match.start()) + 1
-        if suffix == ".s":  # include the function's directives (.globl, .type, ...)
-            start = text.rfind("\n\t.text", 0, match.start())
-            start = 0 if start < 0 else start + 1
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        if suffix == ".ll":
-            end = text.find("\n}\n", match.start())
-            end = len(text) if end < 0 else end + 3
-        pieces.setdefault(match.group(1), []).append(text[start:end].strip("\n") + "\n")
-    return {name: "\n".join(parts) for name, parts in pieces.items()}
-
-
-def _write_reproducer(
-    name: str, graph_json: str, opts: KilnOptions, dump: "_Dump | None", err: Exception
-) -> str:
-    """Writes a self-contained bundle for a failed compile (the graph, the
-    options, the error) and returns the error message extended with the one
-    command that reproduces it without Python."""
-    import tempfile
-
-    folder = dump.path / "repro" if dump else Path(tempfile.mkdtemp(prefix=f"kiln-repro-{name}-"))
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "graph.json").write_text(graph_json)
-        (folder / "options.json").write_text(json.dumps({"target": opts.target, "graph": name}))
-        try:  # the imported MLIR too, when the failure comes after import
-            from kiln import _C
-
-            (folder / "graph.mlir").write_text(_C.compiler.import_graph(graph_json))
-        except Exception:  # noqa: BLE001 - the import itself may be what fails
-            pass
-        (folder / "error.txt").write_text(str(err))
-        command = (f"kiln-compile {folder / 'graph.json'} -o {folder / 'graph.kiln'}"
-                   f" --target {opts.target}")
-        (folder / "reproduce.sh").write_text(f"#!/bin/sh\n{command}\n")
-    except OSError as write_err:
-        return f"{err}\n(could not write a reproducer: {write_err})"
-    return f"{err}\nReproducer: {folder}\nReproduce with: {command}"
-
-
 def _kernel_json(info: Any, partition: int | None) -> dict[str, Any]:
     return {
         "name": str(info["name"]),
@@ -459,82 +388,6 @@ def _kernel_json(info: Any, partition: int | None) -> dict[str, Any]:
         "nodes": [str(node) for node in info.get("nodes", ())],
         "partition": partition,
     }
-
-
-# ---------------------------------------------------------------------------
-# Calling compiled code
-
-
-def _boxed(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
-    from torch._functorch.aot_autograd import make_boxed_func
-
-    return make_boxed_func(fn)
-
-
-def _output_filler(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]], list[Any]] | None:
-    """Re-insert literal (None) graph outputs if the runtime returns only tensor outputs."""
-    is_ref = serialized.output_is_ref
-    if all(is_ref) or exe.num_outputs == len(is_ref):
-        return None
-    if exe.num_outputs != sum(is_ref):
-        raise KilnError(
-            f"{serialized.graph['name']}: the executable has {exe.num_outputs} outputs, "
-            f"the graph {len(is_ref)} ({sum(is_ref)} tensors)"
-        )
-    literals = serialized.graph["outputs"]
-
-    def fill(outs: list[Any]) -> list[Any]:
-        produced = iter(outs)
-        return [next(produced) if ref else lit for ref, lit in zip(is_ref, literals)]
-
-    return fill
-
-
-def _executable_layouts(exe: Any, serialized: SerializedGraph) -> list[dict[str, Any] | None]:
-    """Eager's layout of each output the executable returns (literals it does not return)."""
-    layouts = serialized.layouts
-    if exe.num_outputs != len(layouts):
-        layouts = [layout for layout, ref in zip(layouts, serialized.output_is_ref) if ref]
-    return [None if layout is None else layout.to_dict() for layout in layouts]
-
-
-def _boxed_runner(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]], Any]:
-    """A boxed callable running exe; its per-call path is one run() call where possible."""
-    run = exe.run
-    constants = serialized.constants
-    fill = _output_filler(exe, serialized)
-    exe.set_output_layouts(_executable_layouts(exe, serialized))
-    if fill is None and not constants:
-        def kiln_graph(args: list[Any]) -> Any:
-            return run(args)
-    elif fill is None:
-        def kiln_graph(args: list[Any]) -> Any:
-            return run([*args, *constants])
-    else:
-        def kiln_graph(args: list[Any]) -> Any:
-            return fill(run([*args, *constants]))
-    kiln_graph._boxed_call = True  # type: ignore[attr-defined]
-    kiln_graph.executable = exe  # type: ignore[attr-defined]
-    return kiln_graph
-
-
-class _KilnModule(torch.nn.Module):
-    """Stands in for a fused partition submodule of a split graph."""
-
-    def __init__(self, exe: Any, run: Callable[[list[Any]], Any], returns_tuple: bool):
-        super().__init__()
-        self.executable = exe
-        self._run = run
-        self._returns_tuple = returns_tuple
-
-    def forward(self, *args: Any) -> Any:
-        outs = self._run(list(args))
-        return tuple(outs) if self._returns_tuple else outs[0]
-
-
-def _returns_tuple(gm: torch.fx.GraphModule) -> bool:
-    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
-    return isinstance(output.args[0], (tuple, list))
 
 
 # ---------------------------------------------------------------------------
@@ -560,7 +413,7 @@ def _warn_fallback(u: Unsupported) -> None:
     log.warning("kiln: running in PyTorch eager: %s", u.describe())
 
 
-def _write_graph_json(dump: "_Dump", gm: torch.fx.GraphModule, name: str, record: CompileRecord) -> None:
+def _write_graph_json(dump: "Dump", gm: torch.fx.GraphModule, name: str, record: CompileRecord) -> None:
     """graph.json of a graph Kiln does not compile whole, when it can be encoded at all."""
     try:
         dump.write_text("graph.json", serialize_graph(gm, name).to_json(indent=1))
@@ -571,68 +424,6 @@ def _write_graph_json(dump: "_Dump", gm: torch.fx.GraphModule, name: str, record
 def _copy_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A GraphModule sharing gm's tensors but not its graph (node meta is copied shallowly)."""
     return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-
-
-def _summary_updater(dump: "_Dump", summary: dict[str, Any]) -> Callable[[list[float] | None, str | None], None]:
-    def saved(checksums: list[float] | None, error: str | None) -> None:
-        summary["output_checksums"] = checksums
-        if error:
-            summary["errors"].append(error)
-        dump.write_json("summary.json", summary)
-
-    return saved
-
-
-def _save_first_call(
-    fn: Callable[[list[Any]], Any],
-    reference: torch.fx.GraphModule,
-    constants: Sequence[Any],
-    dump: "_Dump",
-    saved: Callable[[list[float] | None, str | None], None],
-) -> Callable[[list[Any]], Any]:
-    """Wrap the boxed fn so its first call also writes inputs.npz and outputs.npz.
-
-    aot_autograd compiles with fake tensors, so the first call's inputs (the
-    ones Dynamo compiled for) are the first real values there are.
-    """
-    pending = [reference]
-
-    def kiln_graph(args: list[Any]) -> Any:
-        if pending:
-            gm = pending.pop()
-            try:
-                checksums = _write_replay(dump, gm, args, constants)
-            except Exception as err:  # a failed dump must not break the user's program
-                log.warning("kiln: could not save the inputs of %s: %s", dump.path, err)
-                saved(None, f"dump_inputs: {type(err).__name__}: {err}")
-            else:
-                saved(checksums, None)
-        return fn(args)
-
-    kiln_graph._boxed_call = True  # type: ignore[attr-defined]
-    if hasattr(fn, "executable"):
-        kiln_graph.executable = fn.executable  # type: ignore[attr-defined]
-    return kiln_graph
-
-
-def _write_replay(
-    dump: "_Dump", gm: torch.fx.GraphModule, args: Sequence[Any], constants: Sequence[Any]
-) -> list[float]:
-    import numpy as np
-
-    def array(value: Any) -> Any:  # C order: kiln-run reads no Fortran-order .npy
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        return np.ascontiguousarray(value)
-
-    inputs = [*args, *constants]
-    with torch.no_grad():
-        result = gm(*args)
-    results = result if isinstance(result, (tuple, list)) else [result]
-    outputs = [t for t in results if isinstance(t, torch.Tensor)]
-    np.savez(dump.path / "inputs.npz", **{f"arg{i}": array(v) for i, v in enumerate(inputs)})
-    np.savez(dump.path / "outputs.npz", **{f"out{i}": array(t) for i, t in enumerate(outputs)})
-    return [t.detach().double().sum().item() for t in outputs]
 
 
 def _warn_compile_error(
@@ -646,57 +437,3 @@ def _warn_compile_error(
     else:
         log.warning("kiln: compiling %s failed; running it in PyTorch eager instead:\n%s",
                     what, err)
-
-
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-_next_dump_index: dict[Path, int] = {}
-
-
-class _Dump:
-    """One graph's folder under dump_dir."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    @classmethod
-    def create(cls, root: Path) -> "_Dump":
-        root.mkdir(parents=True, exist_ok=True)
-        n = _next_dump_index.get(root, 0)
-        while True:
-            path = root / f"graph_{n}"
-            try:
-                path.mkdir()
-                break
-            except FileExistsError:
-                n += 1
-        _next_dump_index[root] = n + 1
-        return cls(path)
-
-    def child(self, name: str) -> "_Dump":
-        path = self.path / name
-        path.mkdir(parents=True, exist_ok=True)
-        return _Dump(path)
-
-    def write_text(self, name: str, text: str) -> None:
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        (self.path / name).write_bytes(data)
-
-    def write_json(self, name: str, value: Any) -> None:
-        self.write_text(name, json.dumps(value, indent=1, default=str) + "\n")
-
-    def write_stages(self, stages: Sequence[tuple[str, str]], kernel_ir: Sequence[tuple[str, str]]) -> None:
-        for i, (stage, text) in enumerate(stages):
-            self.write_text(f"{i:02d}-{_SAFE_NAME.sub('_', stage)}.mlir", text)
-        for kernel, text in kernel_ir:
-            name = _SAFE_NAME.sub("_", kernel)
-            if not name.endswith((".ll", ".s", ".ptx")):
-                name += ".ll"
-            self.write_text(f"kernels/{name}", text)
-            # One file per kernel too: kernels/<kernel>.ll and .s.
-            suffix = name[name.rindex("."):]
-            for kernel_name, body in split_kernel_text(text, suffix).items():
-                self.write_text(f"kernels/{kernel_name}{suffix}", body)

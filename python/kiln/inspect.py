@@ -6,7 +6,7 @@
                                         with Graphviz, nodes coloured by kernel
 
 DIR is a dump_dir (holding graph_<n>/ folders) or one graph_<n>/ folder. The
-layout is the one kiln.backend writes; see its module docstring. Nothing here
+layout is the one kiln.dumps writes; see its module docstring. Nothing here
 needs torch or kiln._C.
 """
 

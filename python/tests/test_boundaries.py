@@ -52,9 +52,9 @@ def _first_failing_seed(cases) -> int | None:
 
 def test_catches_row_major_outputs(monkeypatch):
     """The check fails when Kiln's outputs lose eager's layout (the old bridge)."""
-    import kiln.backend
+    import kiln.runner
 
-    monkeypatch.setattr(kiln.backend, "_executable_layouts",
+    monkeypatch.setattr(kiln.runner, "executable_layouts",
                         lambda exe, serialized: [None] * exe.num_outputs)
     cases = [boundaries.generate(s) for s in list(CI_SEEDS)[:20]]
     assert _first_failing_seed(cases) is not None
