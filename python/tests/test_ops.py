@@ -182,6 +182,18 @@ UNARY = [
     ("clamp_min", lambda x: x.clamp(min=0.25), f32),
     ("clamp_max", lambda x: x.clamp(max=-0.25), f32),
     ("logical_not", lambda x: torch.logical_not(x.round()), f32),
+    ("sign", torch.sign, f32),
+    ("frac", torch.frac, f32),
+    ("exp2", torch.exp2, f32),
+    ("expm1", torch.expm1, f32),
+    ("log1p", torch.log1p, pos),
+    ("log2", torch.log2, pos),
+    ("log10", torch.log10, pos),
+    ("erf", torch.erf, f32),
+    ("tan", torch.tan, f32),
+    ("atan", torch.atan, f32),
+    ("sinh", torch.sinh, f32),
+    ("cosh", torch.cosh, f32),
 ]
 
 UNARY_SHAPES = [
@@ -222,6 +234,42 @@ def test_unary_int64(fn):
 )
 def test_integer_rounding_clamps_and_logic(fn):
     check(fn, torch.randint(-5, 5, (4, 4)))
+
+
+def _spread(low: float, high: float) -> torch.Tensor:
+    """Values from tiny to large magnitudes, both signs, plus the specials."""
+    mags = torch.logspace(low, high, 2001)
+    return torch.cat([-mags, mags, torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf")])])
+
+
+ACCURACY = [
+    ("sin", torch.sin, _spread(-30, 3.5)),
+    ("cos", torch.cos, _spread(-30, 3.5)),
+    ("tan", torch.tan, _spread(-30, 3.5)),
+    ("exp2", torch.exp2, _spread(-30, 2.1)),
+    ("expm1", torch.expm1, _spread(-30, 1.9)),
+    ("log1p", torch.log1p, _spread(-30, 30)[2001:]),
+    ("log2", torch.log2, _spread(-30, 30)[2001:]),
+    ("log10", torch.log10, _spread(-30, 30)[2001:]),
+    ("erf", torch.erf, _spread(-30, 1)),
+    ("atan", torch.atan, _spread(-30, 30)),
+    ("sinh", torch.sinh, _spread(-30, 1.9)),
+    ("cosh", torch.cosh, _spread(-30, 1.9)),
+]
+
+
+@pytest.mark.parametrize("fn, x", [pytest.param(f, x, id=n) for n, f, x in ACCURACY])
+def test_unary_accuracy_against_float64(fn, x):
+    """Relative error against float64 over tiny to large arguments, within a
+    few float32 ulps (a polynomial that is only absolutely accurate fails
+    near zero), and the same NaN and infinities as eager."""
+    out = compile_kiln(fn, fallback="error")(x)
+    expected = fn(x)
+    assert torch.equal(out.isnan(), expected.isnan()) and torch.equal(out.isinf(), expected.isinf())
+    exact = fn(x.double())
+    finite = exact.isfinite() & out.isfinite() & (exact.abs() > 1e-37)
+    rel = ((out.double() - exact).abs() / exact.abs())[finite]
+    assert rel.max().item() < 4e-7, f"max relative error {rel.max().item():.3g}"
 
 
 @pytest.mark.parametrize("fn", [torch.sin, torch.cos], ids=["sin", "cos"])

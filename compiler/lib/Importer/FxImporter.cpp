@@ -700,6 +700,18 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.abs.default"}, unary<AbsOp>);
     add({"aten.sin.default"}, unary<SinOp>);
     add({"aten.cos.default"}, unary<CosOp>);
+    add({"aten.tan.default"}, unary<TanOp>);
+    add({"aten.sign.default"}, unary<SignOp>);
+    add({"aten.frac.default"}, unary<FracOp>);
+    add({"aten.exp2.default"}, unary<Exp2Op>);
+    add({"aten.expm1.default"}, unary<Expm1Op>);
+    add({"aten.log1p.default"}, unary<Log1pOp>);
+    add({"aten.log2.default"}, unary<Log2Op>);
+    add({"aten.log10.default"}, unary<Log10Op>);
+    add({"aten.erf.default"}, unary<ErfOp>);
+    add({"aten.atan.default"}, unary<AtanOp>);
+    add({"aten.sinh.default"}, unary<SinhOp>);
+    add({"aten.cosh.default"}, unary<CoshOp>);
     add({"aten.floor.default"}, rounding<FloorOp>);
     add({"aten.ceil.default"}, rounding<CeilOp>);
     add({"aten.trunc.default"}, rounding<TruncOp>);

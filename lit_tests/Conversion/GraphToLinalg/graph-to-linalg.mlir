@@ -540,8 +540,8 @@ func.func @embedding(%w: tensor<10x4xf32>, %i: tensor<2x3xi64>) -> tensor<2x3x4x
 // CHECK: arith.extf %{{.*}} : f32 to f64
 // CHECK: math.roundeven %{{.*}} : f64
 // CHECK: arith.truncf %{{.*}} : f64 to f32
-// CHECK-DAG: math.sin %{{.*}} : f32
-// CHECK-DAG: math.cos %{{.*}} : f32
+// Minimax polynomials for |r| <= pi/4, not math.sin/cos (which reduce again).
+// CHECK-NOT: math.sin
 // CHECK: arith.fptosi
 // CHECK: arith.select
 func.func @sin_reduces_in_f64(%x: tensor<8xf32>) -> tensor<8xf32> {
@@ -560,4 +560,19 @@ func.func @minimum_and_rounding(%x: tensor<8xf32>, %y: tensor<8xf32>, %i: tensor
   %1 = kiln_graph.round %0 : tensor<8xf32> -> tensor<8xf32>
   %2 = kiln_graph.abs %i : tensor<8xi64> -> tensor<8xi64>
   return %1, %2 : tensor<8xf32>, tensor<8xi64>
+}
+
+// -----
+
+// sign is (x > 0) - (x < 0); atan reduces |x| before its polynomial and takes x's sign.
+// CHECK-LABEL: func.func @sign_and_atan
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf olt
+// CHECK: arith.subf
+// CHECK: math.absf
+// CHECK: math.copysign
+func.func @sign_and_atan(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0 = kiln_graph.sign %x : tensor<8xf32> -> tensor<8xf32>
+  %1 = kiln_graph.atan %x : tensor<8xf32> -> tensor<8xf32>
+  return %0, %1 : tensor<8xf32>, tensor<8xf32>
 }

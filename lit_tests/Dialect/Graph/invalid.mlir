@@ -501,3 +501,11 @@ func.func @minimum_of_mixed_types(%a: tensor<4xf32>, %b: tensor<4xi64>) -> tenso
   %0 = kiln_graph.minimum %a, %b : tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @log1p_of_bool(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.log1p %a : tensor<4xi1> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}

@@ -249,5 +249,29 @@ func.func @math_and_rounding(%a: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4x
   %6 = kiln_graph.round %5 : tensor<4xf32> -> tensor<4xf32>
   // CHECK: kiln_graph.minimum %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   %7 = kiln_graph.minimum %6, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
-  return %7, %0 : tensor<4xf32>, tensor<4xi64>
+  // CHECK: kiln_graph.sign
+  %8 = kiln_graph.sign %7 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.frac
+  %9 = kiln_graph.frac %8 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.exp2
+  %10 = kiln_graph.exp2 %9 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.expm1
+  %11 = kiln_graph.expm1 %10 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.log1p
+  %12 = kiln_graph.log1p %11 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.log2
+  %13 = kiln_graph.log2 %12 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.log10
+  %14 = kiln_graph.log10 %13 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.erf
+  %15 = kiln_graph.erf %14 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.tan
+  %16 = kiln_graph.tan %15 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.atan
+  %17 = kiln_graph.atan %16 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.sinh
+  %18 = kiln_graph.sinh %17 : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: kiln_graph.cosh
+  %19 = kiln_graph.cosh %18 : tensor<4xf32> -> tensor<4xf32>
+  return %19, %0 : tensor<4xf32>, tensor<4xi64>
 }

@@ -199,14 +199,33 @@ Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaxSIOp::create(b, loc, x, y);
 }
 
-/// sin or cos of a float32 x, accurate for large |x| (RoPE angles reach
-/// thousands of radians). The polynomial approximations reduce the argument
-/// in float32, which loses ~1e-4 there; reducing by pi/2 in float64 first
-/// leaves them |r| <= pi/4, and the quadrant picks +-sin or +-cos of r.
-Value trigScalar(OpBuilder &b, Location loc, Value x, bool isCos) {
+/// c0 + z * (c1 + z * (c2 + ...)).
+Value horner(OpBuilder &b, Location loc, Value z, ArrayRef<double> coefficients) {
+  Type t = z.getType();
+  Value acc = scalarConstant(b, loc, t, coefficients.back());
+  for (double c : llvm::reverse(coefficients.drop_back()))
+    acc = arith::AddFOp::create(b, loc, scalarConstant(b, loc, t, c),
+                                arith::MulFOp::create(b, loc, z, acc));
+  return acc;
+}
+
+/// sin, cos or tan of a float32 x, accurate for large |x| (RoPE angles reach
+/// thousands of radians) and, relatively, for tiny |x|. MLIR's polynomial
+/// approximations reduce the argument in float32 (losing ~1e-4 at 2000 rad)
+/// and lose relative accuracy near 0, so the argument is reduced by pi/2 in
+/// float64 to |r| <= pi/4, where Cephes' float32 minimax polynomials for sin
+/// and cos are within an ulp or two, and the quadrant picks +-sin or +-cos.
+enum class Trig { Sin, Cos, Tan };
+
+Value trigScalar(OpBuilder &b, Location loc, Value x, Trig fn) {
   Type f32 = x.getType(), f64 = b.getF64Type();
-  if (!f32.isF32())
-    return isCos ? Value(math::CosOp::create(b, loc, x)) : Value(math::SinOp::create(b, loc, x));
+  if (!f32.isF32()) {
+    if (fn == Trig::Sin)
+      return math::SinOp::create(b, loc, x);
+    if (fn == Trig::Cos)
+      return math::CosOp::create(b, loc, x);
+    return math::TanOp::create(b, loc, x);
+  }
   Value wide = arith::ExtFOp::create(b, loc, f64, x);
   Value quarters = math::RoundEvenOp::create(
       b, loc, arith::MulFOp::create(b, loc, wide, scalarConstant(b, loc, f64, 2 / M_PI)));
@@ -217,7 +236,18 @@ Value trigScalar(OpBuilder &b, Location loc, Value x, bool isCos) {
   r = arith::SubFOp::create(b, loc, r,
                             arith::MulFOp::create(b, loc, quarters, scalarConstant(b, loc, f64, lo)));
   Value reduced = arith::TruncFOp::create(b, loc, f32, r);
-  Value s = math::SinOp::create(b, loc, reduced), c = math::CosOp::create(b, loc, reduced);
+  Value z = arith::MulFOp::create(b, loc, reduced, reduced);
+  Value s = arith::AddFOp::create(
+      b, loc, reduced,
+      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, reduced, z),
+                            horner(b, loc, z, {-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4})));
+  Value c = arith::AddFOp::create(
+      b, loc,
+      arith::SubFOp::create(b, loc, scalarConstant(b, loc, f32, 1),
+                            arith::MulFOp::create(b, loc, scalarConstant(b, loc, f32, 0.5), z)),
+      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, z, z),
+                            horner(b, loc, z, {4.166664568298827e-2, -1.388731625493765e-3,
+                                               2.443315711809948e-5})));
   // Quadrant q = k mod 4; cos(x) = sin(x + pi/2), so cos uses quadrant q + 1.
   // NaN and infinities (whose r is NaN anyway) take k = 0: converting them to
   // an integer would be undefined.
@@ -226,7 +256,7 @@ Value trigScalar(OpBuilder &b, Location loc, Value x, bool isCos) {
       scalarConstant(b, loc, f64, 0x1p52));
   quarters = arith::SelectOp::create(b, loc, finite, quarters, scalarConstant(b, loc, f64, 0));
   Value k = arith::FPToSIOp::create(b, loc, b.getI64Type(), quarters);
-  if (isCos)
+  if (fn == Trig::Cos)
     k = arith::AddIOp::create(b, loc, k, scalarConstant(b, loc, b.getI64Type(), 1));
   Value q = arith::AndIOp::create(b, loc, k, scalarConstant(b, loc, b.getI64Type(), 3));
   auto is = [&](int64_t n) {
@@ -234,10 +264,77 @@ Value trigScalar(OpBuilder &b, Location loc, Value x, bool isCos) {
                                  scalarConstant(b, loc, b.getI64Type(), n));
   };
   Value odd = arith::OrIOp::create(b, loc, is(1), is(3));
+  if (fn == Trig::Tan) // tan(r + k pi/2) is tan(r) for even k, -cos(r)/sin(r) for odd
+    return arith::SelectOp::create(b, loc, odd,
+                                   arith::NegFOp::create(b, loc, arith::DivFOp::create(b, loc, c, s)),
+                                   arith::DivFOp::create(b, loc, s, c));
   Value negative = arith::OrIOp::create(b, loc, is(2), is(3));
   Value magnitude = arith::SelectOp::create(b, loc, odd, c, s);
   return arith::SelectOp::create(b, loc, negative, arith::NegFOp::create(b, loc, magnitude),
                                  magnitude);
+}
+
+/// (x > 0) - (x < 0), as ATen computes it: NaN gives 0, bool is itself.
+Value signScalar(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  if (t.isInteger(1))
+    return x;
+  Value zero = scalarConstant(b, loc, t, 0);
+  if (!isFloat(t)) {
+    Value positive = arith::ExtUIOp::create(
+        b, loc, t, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero));
+    Value negative = arith::ExtUIOp::create(
+        b, loc, t, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero));
+    return arith::SubIOp::create(b, loc, positive, negative);
+  }
+  Value positive = arith::UIToFPOp::create(
+      b, loc, t, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero));
+  Value negative = arith::UIToFPOp::create(
+      b, loc, t, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero));
+  return arith::SubFOp::create(b, loc, positive, negative);
+}
+
+/// atan of a float32 x (Cephes' atanf: |x| is reduced to [0, tan(pi/8)] by
+/// atan(x) = pi/2 - atan(1/x) and pi/4 + atan((x-1)/(x+1)); MLIR's own
+/// approximation is off by 2e-6 around |x| = 0.6).
+Value atanScalar(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  if (!t.isF32())
+    return math::AtanOp::create(b, loc, x);
+  auto constant = [&](double v) { return scalarConstant(b, loc, t, v); };
+  Value a = math::AbsFOp::create(b, loc, x);
+  Value big = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, constant(2.414213562373095));
+  Value mid = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, constant(0.4142135623730950));
+  Value one = constant(1);
+  Value reducedBig = arith::NegFOp::create(b, loc, arith::DivFOp::create(b, loc, one, a));
+  Value reducedMid = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, a, one),
+                                           arith::AddFOp::create(b, loc, a, one));
+  Value y = arith::SelectOp::create(b, loc, big, reducedBig,
+                                    arith::SelectOp::create(b, loc, mid, reducedMid, a));
+  Value offset = arith::SelectOp::create(
+      b, loc, big, constant(M_PI_2), arith::SelectOp::create(b, loc, mid, constant(M_PI_4), constant(0)));
+  Value z = arith::MulFOp::create(b, loc, y, y);
+  Value poly = horner(b, loc, z, {-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1,
+                                  8.05374449538e-2});
+  Value r = arith::AddFOp::create(
+      b, loc, offset,
+      arith::AddFOp::create(b, loc, y, arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, poly, z), y)));
+  // Odd: the sign of x (NaN stays NaN through the arithmetic above).
+  return math::CopySignOp::create(b, loc, r, x);
+}
+
+/// sinh from expm1, so small |x| does not cancel; cosh from exp.
+Value hyperbolicScalar(OpBuilder &b, Location loc, Value x, bool isCosh) {
+  Type t = x.getType();
+  Value half = scalarConstant(b, loc, t, 0.5);
+  if (isCosh) {
+    Value e = math::ExpOp::create(b, loc, math::AbsFOp::create(b, loc, x));
+    return arith::MulFOp::create(
+        b, loc, half, arith::AddFOp::create(b, loc, e, arith::DivFOp::create(b, loc, scalarConstant(b, loc, t, 1), e)));
+  }
+  Value up = math::ExpM1Op::create(b, loc, x);
+  Value down = math::ExpM1Op::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::MulFOp::create(b, loc, half, arith::SubFOp::create(b, loc, up, down));
 }
 
 Value minScalar(OpBuilder &b, Location loc, Value x, Value y) {
@@ -401,8 +498,21 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
           return math::AbsFOp::create(b, loc, args[0]);
         return math::AbsIOp::create(b, loc, args[0]);
       })
-      .Case<SinOp>([&](auto) { return trigScalar(b, loc, args[0], /*isCos=*/false); })
-      .Case<CosOp>([&](auto) { return trigScalar(b, loc, args[0], /*isCos=*/true); })
+      .Case<SinOp>([&](auto) { return trigScalar(b, loc, args[0], Trig::Sin); })
+      .Case<CosOp>([&](auto) { return trigScalar(b, loc, args[0], Trig::Cos); })
+      .Case<TanOp>([&](auto) { return trigScalar(b, loc, args[0], Trig::Tan); })
+      .Case<SignOp>([&](auto) { return signScalar(b, loc, args[0]); })
+      .Case<FracOp>([&](auto) -> Value {
+        return arith::SubFOp::create(b, loc, args[0], math::TruncOp::create(b, loc, args[0]));
+      })
+      .Case<Exp2Op>([&](auto) -> Value { return math::Exp2Op::create(b, loc, args[0]); })
+      .Case<Expm1Op>([&](auto) -> Value { return math::ExpM1Op::create(b, loc, args[0]); })
+      .Case<Log1pOp>([&](auto) -> Value { return math::Log1pOp::create(b, loc, args[0]); })
+      .Case<Log2Op>([&](auto) -> Value { return math::Log2Op::create(b, loc, args[0]); })
+      .Case<Log10Op>([&](auto) -> Value { return math::Log10Op::create(b, loc, args[0]); })
+      .Case<ErfOp>([&](auto) -> Value { return math::ErfOp::create(b, loc, args[0]); })
+      .Case<AtanOp>([&](auto) { return atanScalar(b, loc, args[0]); })
+      .Case<SinhOp, CoshOp>([&](Operation *o) { return hyperbolicScalar(b, loc, args[0], isa<CoshOp>(o)); })
       .Case<FloorOp>([&](auto) -> Value { return math::FloorOp::create(b, loc, args[0]); })
       .Case<CeilOp>([&](auto) -> Value { return math::CeilOp::create(b, loc, args[0]); })
       .Case<TruncOp>([&](auto) -> Value { return math::TruncOp::create(b, loc, args[0]); })

@@ -101,6 +101,18 @@ def Graph_CosOp : Graph_UnaryOp<"cos", [Graph_FloatOnly]> { let summary = "aten.
 def Graph_FloorOp : Graph_UnaryOp<"floor", [Graph_FloatOnly]> { let summary = "aten.floor"; }
 def Graph_CeilOp : Graph_UnaryOp<"ceil", [Graph_FloatOnly]> { let summary = "aten.ceil"; }
 def Graph_TruncOp : Graph_UnaryOp<"trunc", [Graph_FloatOnly]> { let summary = "aten.trunc"; }
+def Graph_SignOp : Graph_UnaryOp<"sign"> { let summary = "aten.sign ((x > 0) - (x < 0); NaN gives 0)"; }
+def Graph_FracOp : Graph_UnaryOp<"frac", [Graph_FloatOnly]> { let summary = "aten.frac: x - trunc(x)"; }
+def Graph_Exp2Op : Graph_UnaryOp<"exp2", [Graph_FloatOnly]> { let summary = "aten.exp2"; }
+def Graph_Expm1Op : Graph_UnaryOp<"expm1", [Graph_FloatOnly]> { let summary = "aten.expm1"; }
+def Graph_Log1pOp : Graph_UnaryOp<"log1p", [Graph_FloatOnly]> { let summary = "aten.log1p"; }
+def Graph_Log2Op : Graph_UnaryOp<"log2", [Graph_FloatOnly]> { let summary = "aten.log2"; }
+def Graph_Log10Op : Graph_UnaryOp<"log10", [Graph_FloatOnly]> { let summary = "aten.log10"; }
+def Graph_ErfOp : Graph_UnaryOp<"erf", [Graph_FloatOnly]> { let summary = "aten.erf"; }
+def Graph_TanOp : Graph_UnaryOp<"tan", [Graph_FloatOnly]> { let summary = "aten.tan"; }
+def Graph_AtanOp : Graph_UnaryOp<"atan", [Graph_FloatOnly]> { let summary = "aten.atan"; }
+def Graph_SinhOp : Graph_UnaryOp<"sinh", [Graph_FloatOnly]> { let summary = "aten.sinh"; }
+def Graph_CoshOp : Graph_UnaryOp<"cosh", [Graph_FloatOnly]> { let summary = "aten.cosh"; }
 def Graph_RoundOp : Graph_UnaryOp<"round", [Graph_FloatOnly]> {
   let summary = "aten.round: to the nearest integer, halves to even";
 }
