@@ -80,20 +80,20 @@ class KilnSupport(OperatorSupportBase):
         supported_ops: Iterable[str],
         target: str = "cpu",
         force_eager: Collection[str] | Callable[[torch.fx.Node], bool] | None = None,
+        failed: Mapping[str, str] | None = None,
     ):
         self.supported_ops = frozenset(supported_ops)
         self.target = target
-        self._force_eager = _forcing_predicate(force_eager)
-        self._failed: dict[str, str] = {}  # node name -> why compiling it failed
+        self.force_eager = force_eager
+        self._forced = _forcing_predicate(force_eager)
+        self._failed = dict(failed or {})  # node name -> why compiling it failed
         self._reasons: dict[torch.fx.Node, str | None] = {}
 
     def excluding(self, failed: Mapping[str, str]) -> "KilnSupport":
         """This support, with the named nodes unsupported for the given reasons
         (ops the compiler failed on)."""
-        support = KilnSupport(self.supported_ops, self.target)
-        support._force_eager = self._force_eager
-        support._failed = {**self._failed, **failed}
-        return support
+        return KilnSupport(self.supported_ops, self.target, self.force_eager,
+                           {**self._failed, **failed})
 
     def is_node_supported(
         self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node
@@ -118,7 +118,7 @@ class KilnSupport(OperatorSupportBase):
             return "not an ATen operator"
         if str(node.target) not in self.supported_ops:
             return "op not supported by Kiln"
-        if self._force_eager(node):
+        if self._forced(node):
             return FORCED_REASON
         if node.name in self._failed:
             return self._failed[node.name]
