@@ -20,8 +20,16 @@
 // CHECK-NEXT: kiln_graph.reshape %[[SEL]] : tensor<2x1x4xf32> -> tensor<2x4xf32>
 // cat skips the legacy empty 1-D input.
 // CHECK-NEXT: kiln_graph.concat %[[X]], %[[X]] {dim = 1 : i64} : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x6x4xf32>
-// embedding indices are converted to i64.
+// embedding indices are converted to i64 and checked to be in [0, 10).
 // CHECK-NEXT: %[[I64:.*]] = kiln_graph.convert %[[IDX]] : tensor<5xi32> -> tensor<5xi64>
+// CHECK-NEXT: %[[LO:.*]] = kiln_graph.constant dense<0> : tensor<i64>
+// CHECK-NEXT: %[[HI:.*]] = kiln_graph.constant dense<10> : tensor<i64>
+// CHECK-NEXT: %[[GE:.*]] = kiln_graph.ge %[[I64]], %[[LO]]
+// CHECK-NEXT: %[[LT:.*]] = kiln_graph.lt %[[I64]], %[[HI]]
+// CHECK-NEXT: %[[F:.*]] = kiln_graph.constant dense<false>
+// CHECK-NEXT: %[[IN:.*]] = kiln_graph.where %[[GE]], %[[LT]], %[[F]]
+// CHECK-NEXT: %[[ALL:.*]] = kiln_graph.all %[[IN]] {dims = array<i64>} : tensor<5xi1> -> tensor<i1>
+// CHECK-NEXT: kiln_graph.assert %[[ALL]] {kind = "index", message = "index out of range in aten.embedding.default (node {{.*}}) at {{.*}}: every index must be in [0, 10)"} : tensor<i1>
 // CHECK-NEXT: kiln_graph.embedding %[[EMB]], %[[I64]] : tensor<10x4xf32>, tensor<5xi64> -> tensor<5x4xf32>
 // CHECK-NEXT: kiln_graph.constant dense<0xFF800000> : tensor<2x2xf32>
 // _to_copy with another dtype converts; clone copies.

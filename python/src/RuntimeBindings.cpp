@@ -182,6 +182,9 @@ public:
       py::gil_scoped_release release;
       return program_->run(pointers, descs, allocator, allocated, outputs);
     }();
+    // A failed kernel check is the user's error, raised as ATen raises it.
+    if (status.code() == rt::StatusCode::IndexOutOfRange)
+      throw py::index_error(status.message());
     if (!status.ok())
       throw std::runtime_error("kiln: running graph '" + artifact.graphName +
                                "' failed: " + status.message());

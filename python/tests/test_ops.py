@@ -475,10 +475,38 @@ def test_reduction_of_0d_tensor_over_dim_0(name, kwargs):
         pytest.param(lambda x: x.amax(0), lambda: f32(1, 3), id="amax_size1"),
         pytest.param(lambda x: x.mean(-1, keepdim=True), lambda: f32(2, 1000), id="mean_wide"),
         pytest.param(lambda x: x.sum(-1), lambda: f32(4, 4096), id="sum_long_row"),
+        # Two reductions of one shape in one kernel: they once shared an
+        # output buffer (the second overwrote the first).
+        pytest.param(lambda x, y: (x.sum(0), y.sum(0, keepdim=True)),
+                     lambda: (f32(1, 3), f32(1, 3)), id="two_sums_one_kernel"),
+        pytest.param(lambda x: (x.sum(0), (x * 2).amax(0, keepdim=True)),
+                     lambda: f32(1, 5), id="sum_and_amax_one_kernel"),
     ],
 )
 def test_reduction_cases(fn, make):
-    check(fn, make())
+    args = make()
+    check(fn, *args) if isinstance(args, tuple) else check(fn, args)
+
+
+@pytest.mark.parametrize("name", ["amin", "prod", "any", "all"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+@pytest.mark.parametrize("kwargs", [{}, {"dim": 1}, {"dim": 0, "keepdim": True}])
+def test_more_reductions(name, dtype, kwargs):
+    if name == "amin" and not kwargs:
+        kwargs = {"dim": (0, 1)}
+    x = {torch.float32: f32(3, 4), torch.int64: i64(3, 4, low=-3, high=4),
+         torch.bool: b(3, 4)}[dtype]
+    if name == "amin" and dtype == torch.bool:
+        pytest.skip("ATen has no amin for bool")
+    fn = getattr(torch, name)
+    check(lambda x: fn(x, **kwargs), x)
+
+
+def test_reductions_of_special_values():
+    """NaN is true for any/all and propagates through amin and prod."""
+    x = torch.tensor([[0.0, float("nan")], [0.0, -0.0], [float("inf"), 1.0]])
+    fn = lambda x: (x.any(1), x.all(1), x.amin(1), x.prod(1))  # noqa: E731
+    torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
 
 
 # ---------------------------------------------------------------------------
@@ -598,3 +626,23 @@ def test_called_twice_with_new_values():
     for _ in range(3):
         x, y = f32(4, 8), f32(8, 5)
         torch.testing.assert_close(compiled(x, y), fn(x, y), rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# errors raised inside kernels
+
+
+@pytest.mark.parametrize("bad", [10, -1, 2**40])
+def test_embedding_index_out_of_range_raises_index_error(bad):
+    """ATen raises IndexError for an out-of-range index; Kiln's kernels check
+    and raise it too (a kiln_plan.check), naming the op and the source line,
+    rather than clamping or reading out of bounds."""
+    weight = f32(10, 4)
+    fn = compile_kiln(lambda idx: F.embedding(idx, weight) * 2, fallback="error")
+    good = torch.tensor([[1, 9, 0]])
+    torch.testing.assert_close(fn(good), F.embedding(good, weight) * 2)
+    with pytest.raises(IndexError, match=r"index out of range in aten\.embedding.*test_ops\.py:\d+"):
+        fn(torch.tensor([[1, bad, 3]]))
+    with pytest.raises(IndexError):
+        F.embedding(torch.tensor([[1, bad, 3]]), weight)
+    torch.testing.assert_close(fn(good), F.embedding(good, weight) * 2)  # still usable

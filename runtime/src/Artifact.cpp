@@ -15,6 +15,7 @@ namespace kiln::runtime {
 static constexpr size_t kMinBufferBytes = 1 + 1 + 4 + 4 + 8;
 static constexpr size_t kMinLaunchBytes = 4 + 4 + 4;
 static constexpr size_t kMinKernelBytes = 4 + 4 + 4;
+static constexpr size_t kMinCheckBytes = 4 + 4 + 1 + 4;
 
 uint32_t Artifact::numInputs() const {
   uint32_t count = 0;
@@ -61,6 +62,13 @@ static std::vector<uint8_t> serializePayload(const Artifact &a) {
     w.u32(static_cast<uint32_t>(launch.bindings.size()));
     for (uint32_t binding : launch.bindings)
       w.u32(binding);
+  }
+  w.u32(static_cast<uint32_t>(a.checks.size()));
+  for (const CheckCmd &check : a.checks) {
+    w.u32(check.buffer);
+    w.u32(check.afterLaunches);
+    w.u8(static_cast<uint8_t>(check.code));
+    w.string(check.message);
   }
   w.u32(static_cast<uint32_t>(a.outputs.size()));
   for (uint32_t output : a.outputs)
@@ -179,6 +187,15 @@ static LaunchCmd readLaunch(ByteReader &r) {
   return launch;
 }
 
+static CheckCmd readCheck(ByteReader &r) {
+  CheckCmd check;
+  check.buffer = r.u32("check buffer");
+  check.afterLaunches = r.u32("check position");
+  check.code = static_cast<StatusCode>(r.u8("check code"));
+  check.message = r.string("check message");
+  return check;
+}
+
 static KernelInfo readKernel(ByteReader &r) {
   KernelInfo kernel;
   kernel.symbol = r.string("kernel symbol");
@@ -201,6 +218,11 @@ static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   a.launches.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     a.launches.push_back(readLaunch(r));
+
+  count = r.count("check count", kMinCheckBytes);
+  a.checks.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.checks.push_back(readCheck(r));
 
   count = r.count("output count", sizeof(uint32_t));
   a.outputs.reserve(count);

@@ -104,12 +104,37 @@ static Status verifyLaunch(const Artifact &a, const LaunchCmd &launch) {
   return Status::OK();
 }
 
+static Status verifyCheck(const Artifact &a, const CheckCmd &check,
+                          uint32_t previousPosition) {
+  if (check.buffer >= a.buffers.size())
+    return Status::error("refers to buffer " + str(check.buffer) +
+                         ", but there are only " + str(a.buffers.size()) +
+                         " buffers");
+  const TensorDesc &type = a.buffers[check.buffer].type;
+  if (type.dtype != DType::Bool || type.numElements() != 1)
+    return Status::error("its buffer must hold one bool, not " + type.str());
+  if (check.afterLaunches > a.launches.size())
+    return Status::error("runs after launch " + str(check.afterLaunches) +
+                         ", but there are only " + str(a.launches.size()) +
+                         " launches");
+  if (check.afterLaunches < previousPosition)
+    return Status::error("checks must be sorted by position");
+  if (check.code != StatusCode::Error &&
+      check.code != StatusCode::IndexOutOfRange)
+    return Status::error("unknown error code " +
+                         str(static_cast<uint8_t>(check.code)));
+  return Status::OK();
+}
+
 static Status verifySizes(const Artifact &a) {
   KILN_RETURN_IF_ERROR(checkU32Size(a.target.size(), "target"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.graphName.size(), "graph name"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.metadata.size(), "metadata"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.buffers.size(), "buffer list"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.launches.size(), "launch list"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.checks.size(), "check list"));
+  for (const CheckCmd &check : a.checks)
+    KILN_RETURN_IF_ERROR(checkU32Size(check.message.size(), "check message"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.outputs.size(), "output list"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.kernels.size(), "kernel list"));
   for (const BufferDesc &buffer : a.buffers)
@@ -146,6 +171,13 @@ Status verifyArtifact(const Artifact &a) {
   for (size_t i = 0; i < a.launches.size(); ++i)
     KILN_RETURN_IF_ERROR(
         verifyLaunch(a, a.launches[i]).withContext("launch " + str(i)));
+
+  uint32_t position = 0;
+  for (size_t i = 0; i < a.checks.size(); ++i) {
+    KILN_RETURN_IF_ERROR(
+        verifyCheck(a, a.checks[i], position).withContext("check " + str(i)));
+    position = a.checks[i].afterLaunches;
+  }
 
   for (size_t i = 0; i < a.outputs.size(); ++i) {
     if (a.outputs[i] >= a.buffers.size())

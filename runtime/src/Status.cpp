@@ -8,9 +8,9 @@
 namespace kiln::runtime {
 
 Status Status::withContext(const std::string &context) const {
-  if (ok_)
+  if (ok())
     return *this;
-  return Status::error(context + ": " + message_);
+  return Status::error(code_, context + ": " + message_);
 }
 
 namespace detail {

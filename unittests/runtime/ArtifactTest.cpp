@@ -24,6 +24,7 @@ Artifact sampleArtifact() {
   };
   a.kernels = {{"k0", 3, "kernel_0_add"}, {"k1", 1, "kernel_1_scale"}};
   a.launches = {{0, 8, {0, 1, 2}}, {1, 1, {3}}, {1, 0, {4}}};
+  a.checks = {{4, 3, StatusCode::IndexOutOfRange, "index out of range in aten.gather"}};
   a.outputs = {2, 3};
   a.library = {0x7f, 'E', 'L', 'F', 1, 2, 3};
   a.metadata = R"({"note": "not interpreted"})";
@@ -85,6 +86,13 @@ TEST(ArtifactTest, RoundTrip) {
     EXPECT_EQ(b.launches[i].kernel, a.launches[i].kernel) << i;
     EXPECT_EQ(b.launches[i].workgroups, a.launches[i].workgroups) << i;
     EXPECT_EQ(b.launches[i].bindings, a.launches[i].bindings) << i;
+  }
+  ASSERT_EQ(b.checks.size(), a.checks.size());
+  for (size_t i = 0; i < a.checks.size(); ++i) {
+    EXPECT_EQ(b.checks[i].buffer, a.checks[i].buffer) << i;
+    EXPECT_EQ(b.checks[i].afterLaunches, a.checks[i].afterLaunches) << i;
+    EXPECT_EQ(b.checks[i].code, a.checks[i].code) << i;
+    EXPECT_EQ(b.checks[i].message, a.checks[i].message) << i;
   }
   EXPECT_EQ(b.outputs, a.outputs);
   ASSERT_EQ(b.kernels.size(), a.kernels.size());
@@ -171,8 +179,10 @@ TEST(ArtifactTest, RejectsWrongVersion) {
   reseal(bytes);
   Artifact out;
   EXPECT_ERROR_HAS(parse(bytes, out),
-                   "artifact format version 2, this runtime reads version 1; "
-                   "recompile");
+                   "artifact format version " +
+                       std::to_string(kArtifactFormatVersion + 1) +
+                       ", this runtime reads version " +
+                       std::to_string(kArtifactFormatVersion) + "; recompile");
 }
 
 TEST(ArtifactTest, RejectsChecksumMismatch) {
@@ -274,6 +284,24 @@ TEST(ArtifactTest, VerifyRejectsBadKernelReferences) {
   a = sampleArtifact();
   a.library.clear();
   EXPECT_ERROR_HAS(verifyArtifact(a), "no kernel library");
+}
+
+TEST(ArtifactTest, VerifyRejectsBadChecks) {
+  Artifact a = sampleArtifact();
+  a.checks[0].buffer = 99;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "check 0: refers to buffer 99");
+  a = sampleArtifact();
+  a.checks[0].buffer = 2; // f32 [8, 256]
+  EXPECT_ERROR_HAS(verifyArtifact(a), "must hold one bool");
+  a = sampleArtifact();
+  a.checks[0].afterLaunches = 4;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "only 3 launches");
+  a = sampleArtifact();
+  a.checks.push_back({4, 1, StatusCode::Error, "earlier"});
+  EXPECT_ERROR_HAS(verifyArtifact(a), "check 1: checks must be sorted");
+  a = sampleArtifact();
+  a.checks[0].code = StatusCode::Ok;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "unknown error code 0");
 }
 
 TEST(ArtifactTest, VerifyRequiresDenseInputIndices) {

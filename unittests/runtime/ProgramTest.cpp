@@ -284,6 +284,41 @@ TEST(ProgramTest, ProgramWithoutKernels) {
   EXPECT_EQ(outputs[0].byteOffset, 8);
 }
 
+/// A check reads a bool once the launches before it have run; a false one
+/// fails the run with the check's code and message and skips later launches.
+TEST(ProgramTest, FailedCheckStopsTheRun) {
+  Artifact artifact = sampleArtifact();
+  artifact.buffers.push_back({BufferKind::Input, {DType::Bool, {}}, 2, 0});
+  uint32_t flag = artifact.buffers.size() - 1;
+  artifact.checks = {{flag, 1, StatusCode::IndexOutOfRange, "index out of range in test"}};
+  CpuDevice device(2);
+  StatusOr<std::unique_ptr<Program>> program =
+      Program::load(roundTrip(artifact), device);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+
+  Inputs in(1.0f);
+  std::vector<void *> pointers = in.pointers();
+  std::vector<TensorDesc> descs = in.descs();
+  uint8_t ok = 0;
+  pointers.push_back(&ok);
+  descs.push_back({DType::Bool, {}});
+  HostAllocator allocator;
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+  std::vector<double> launchMs;
+  Status status = (*program)->run(pointers, descs, allocator, allocated, outputs, &launchMs);
+  EXPECT_EQ(status.code(), StatusCode::IndexOutOfRange);
+  EXPECT_EQ(status.message(), "index out of range in test");
+  EXPECT_TRUE(outputs.empty());
+  ASSERT_EQ(launchMs.size(), 3u);
+  EXPECT_EQ(launchMs[1], 0.0) << "the launch after the failed check ran";
+
+  ok = 1;
+  status = (*program)->run(pointers, descs, allocator, allocated, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(outputs.size(), 3u);
+}
+
 TEST(HostAllocatorTest, AlignedAndNonNull) {
   HostAllocator allocator;
   for (TensorDesc desc : {TensorDesc{DType::F32, {0}},

@@ -263,6 +263,12 @@ private:
         for (Value binding : launch.getBindings())
           cmd.bindings.push_back(ids.lookup(binding));
         artifact.launches.push_back(std::move(cmd));
+      } else if (auto check = dyn_cast<plan::CheckOp>(op)) {
+        artifact.checks.push_back(
+            {ids.lookup(check.getCondition()), (uint32_t)artifact.launches.size(),
+             check.getKind() == "index" ? runtime::StatusCode::IndexOutOfRange
+                                        : runtime::StatusCode::Error,
+             check.getMessage().str()});
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (Value v : ret.getOperands())
           artifact.outputs.push_back(ids.lookup(v));

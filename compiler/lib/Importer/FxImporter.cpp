@@ -224,6 +224,49 @@ public:
     return failure();
   }
 
+  /// Guards an indexing op: at run time every element of `indices` (an
+  /// integer tensor) must lie in [-size, size) when negative indices count
+  /// from the back, else in [0, size); otherwise the run raises IndexError
+  /// naming this node's op and source line (kiln_graph.assert).
+  void assertInRange(Value indices, int64_t size, bool negativeAllowed,
+                     StringRef what = "index") {
+    auto type = cast<RankedTensorType>(indices.getType());
+    if (type.getNumElements() == 0)
+      return;
+    auto boolType = type.clone(b.getI1Type());
+    Type element = type.getElementType();
+    Value low = splat({}, element, negativeAllowed ? -size : 0);
+    Value high = splat({}, element, size);
+    Value aboveLow = graph::GeOp::create(b, nodeLoc, boolType, indices, low);
+    Value belowHigh = graph::LtOp::create(b, nodeLoc, boolType, indices, high);
+    Value inRange = graph::WhereOp::create(b, nodeLoc, boolType, aboveLow, belowHigh,
+                                           splat({}, b.getI1Type(), 0));
+    auto scalar = RankedTensorType::get({}, b.getI1Type());
+    Value all = graph::AllOp::create(b, nodeLoc, scalar, inRange, b.getDenseI64ArrayAttr({}),
+                                     false);
+    std::string range = negativeAllowed
+                            ? "[" + std::to_string(-size) + ", " + std::to_string(size) + ")"
+                            : "[0, " + std::to_string(size) + ")";
+    std::string message = what.str() + " out of range in " + target + " (node " + nodeName +
+                          ") at " + sourceLine() + ": every " + what.str() +
+                          " must be in " + range;
+    graph::AssertOp::create(b, nodeLoc, all, b.getStringAttr(message),
+                            b.getStringAttr("index"));
+  }
+
+  /// "file:line" of the node being imported, for run-time messages.
+  std::string sourceLine() const {
+    std::string text = "<unknown source line>";
+    nodeLoc->walk([&](Location l) {
+      if (auto file = dyn_cast<FileLineColLoc>(l)) {
+        text = file.getFilename().str() + ":" + std::to_string(file.getLine());
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return text;
+  }
+
 private:
   LogicalResult fail(Location l, const Twine &message) {
     emitError(l) << message;
@@ -636,8 +679,11 @@ LogicalResult embedding(Importer &im) {
   auto weight = im.tensor(0), indices = im.tensor(1);
   if (failed(weight) || failed(indices))
     return failure();
+  Value rows = im.convert(*indices, im.builder().getI64Type());
+  im.assertInRange(rows, cast<RankedTensorType>(weight->getType()).getDimSize(0),
+                   /*negativeAllowed=*/false);
   return im.define(graph::EmbeddingOp::create(im.builder(), im.loc(), im.outType(), *weight,
-                                              im.convert(*indices, im.builder().getI64Type()))
+                                              rows)
                        ->getResults());
 }
 
@@ -726,6 +772,14 @@ const llvm::StringMap<Handler> &handlers() {
     t["aten.mean.dim"] = [](Importer &im) { return reduce<MeanOp>(im, false); };
     t["aten.mean.default"] = [](Importer &im) { return reduce<MeanOp>(im, true); };
     t["aten.amax.default"] = [](Importer &im) { return reduce<AmaxOp>(im, false); };
+    t["aten.amin.default"] = [](Importer &im) { return reduce<AminOp>(im, false); };
+    t["aten.prod.default"] = [](Importer &im) { return reduce<ProdOp>(im, true); };
+    t["aten.prod.dim_int"] = [](Importer &im) { return reduce<ProdOp>(im, false); };
+    // any/all: the input is converted to bool (nonzero, NaN included, is true).
+    t["aten.any.default"] = [](Importer &im) { return reduce<AnyOp>(im, true); };
+    add({"aten.any.dim", "aten.any.dims"}, [](Importer &im) { return reduce<AnyOp>(im, false); });
+    t["aten.all.default"] = [](Importer &im) { return reduce<AllOp>(im, true); };
+    add({"aten.all.dim", "aten.all.dims"}, [](Importer &im) { return reduce<AllOp>(im, false); });
     add({"aten._softmax.default"}, softmax<SoftmaxOp>);
     add({"aten._log_softmax.default"}, softmax<LogSoftmaxOp>);
     add({"aten.native_layer_norm.default"}, layerNorm);

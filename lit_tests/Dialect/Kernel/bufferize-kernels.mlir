@@ -93,3 +93,49 @@ func.func @plan(%a: memref<4xf32>) -> memref<4xf32> attributes {kiln_plan.entry}
   %b = kiln_plan.alloc : memref<4xf32>
   return %b : memref<4xf32>
 }
+
+// -----
+
+// Two reductions that share one (CSE-merged) zero-filled init each get their
+// own copy of it, so they are written to their own output buffers. Before,
+// both were placed in %sum0 and the second result overwrote the first.
+// CHECK-LABEL: func.func private @kernel_0_two_sums
+// CHECK-SAME: %[[SUM0:[a-z0-9]+]]: memref<3xf32>, %[[SUM1:[a-z0-9]+]]: memref<1x3xf32>)
+// CHECK: %[[OWN:.*]] = memref.alloc
+// CHECK: linalg.generic {{.*}} outs(%[[OWN]] : memref<3xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[SUM0]] : memref<3xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<1x3xf32>) outs(%[[SUM0]] : memref<3xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<1x3xf32>) outs(%[[OWN]] : memref<3xf32>)
+// CHECK: %[[E:.*]] = memref.expand_shape %[[OWN]]
+// CHECK: linalg.copy ins(%[[E]] : memref<1x3xf32>) outs(%[[SUM1]] : memref<1x3xf32>)
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func private @kernel_0_two_sums(%wg: index, %wgc: index, %a: memref<1x3xf32>, %c: memref<1x3xf32>,
+                                     %sum0: memref<3xf32>, %sum1: memref<1x3xf32>)
+    attributes {kiln.kernel = "kernel_0_two_sums", kiln.workgroup_extent = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %0 = bufferization.to_tensor %a restrict : memref<1x3xf32> to tensor<1x3xf32>
+  %1 = bufferization.to_tensor %c restrict : memref<1x3xf32> to tensor<1x3xf32>
+  %2 = tensor.empty() : tensor<3xf32>
+  %3 = linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%2 : tensor<3xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %zero : f32
+  } -> tensor<3xf32>
+  %4 = linalg.generic {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%0 : tensor<1x3xf32>) outs(%3 : tensor<3xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  %5 = linalg.generic {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%1 : tensor<1x3xf32>) outs(%3 : tensor<3xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  %6 = tensor.expand_shape %5 [[0, 1]] output_shape [1, 3] : tensor<3xf32> into tensor<1x3xf32>
+  bufferization.materialize_in_destination %4 in restrict writable %sum0 : (tensor<3xf32>, memref<3xf32>) -> ()
+  bufferization.materialize_in_destination %6 in restrict writable %sum1 : (tensor<1x3xf32>, memref<1x3xf32>) -> ()
+  return
+}

@@ -360,17 +360,18 @@ func.func private @declaration(tensor<4xf32>) -> tensor<4xf32>
 // -----
 
 // Every output must be a fresh buffer: one that is an input (or a reshape of
-// one) is copied by a clone kernel.
+// one) is copied by a clone. The first clone reads only a graph input, so it
+// joins the exp kernel as a sibling; the reshaped one has another extent.
 // CHECK-LABEL: func.func @output_is_input
 // CHECK-SAME: (%[[X:.*]]: tensor<4x2xf32>)
-// CHECK: %[[K0:.*]] = kiln_kernel.kernel "kernel_0_exp"
-// CHECK: %[[R:.*]] = kiln_graph.reshape %[[X]] : tensor<4x2xf32> -> tensor<8xf32>
-// CHECK-NEXT: %[[K1:.*]] = kiln_kernel.kernel "kernel_1_clone" extent(4) ins(%[[X]] : tensor<4x2xf32>)
+// CHECK: %[[K0:.*]]:2 = kiln_kernel.kernel "kernel_0_exp" extent(4) ins(%[[X]] : tensor<4x2xf32>)
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x2xf32>):
+// CHECK-NEXT:   %[[E:.*]] = kiln_graph.exp %[[A]]
 // CHECK-NEXT:   %[[C:.*]] = kiln_graph.clone %[[A]]
-// CHECK-NEXT:   kiln_kernel.yield %[[C]]
-// CHECK: %[[K2:.*]] = kiln_kernel.kernel "kernel_2_clone" extent(8) ins(%[[R]] : tensor<8xf32>)
-// CHECK: return %[[K0]], %[[K1]], %[[K2]]
+// CHECK-NEXT:   kiln_kernel.yield %[[E]], %[[C]]
+// CHECK: %[[R:.*]] = kiln_graph.reshape %[[X]] : tensor<4x2xf32> -> tensor<8xf32>
+// CHECK-NEXT: %[[K1:.*]] = kiln_kernel.kernel "kernel_1_clone" extent(8) ins(%[[R]] : tensor<8xf32>)
+// CHECK: return %[[K0]]#0, %[[K0]]#1, %[[K1]]
 func.func @output_is_input(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<8xf32>) {
   %0 = kiln_graph.exp %x : tensor<4x2xf32> -> tensor<4x2xf32>
   %1 = kiln_graph.reshape %x : tensor<4x2xf32> -> tensor<8xf32>
@@ -443,4 +444,34 @@ func.func @rows_after_single_workgroup(%x: tensor<8x16xf32>) -> tensor<8x16xf32>
 // CHECK-NEXT: return %[[K]]
 func.func @return_argument(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %x : tensor<4x8xf32>
+}
+
+// -----
+
+// Ops that read no kernel's result join the newest kernel as siblings when
+// their extents agree; a matmul kernel takes no siblings. The assert stays
+// outside kernels (it becomes a plan check).
+// CHECK-LABEL: func.func @siblings_and_assert
+// CHECK: %[[K0:.*]] = kiln_kernel.kernel "kernel_0_ge" extent(0)
+// CHECK:        kiln_graph.ge
+// CHECK-NEXT:   kiln_graph.lt
+// CHECK-NEXT:   kiln_graph.where
+// CHECK-NEXT:   kiln_graph.all
+// CHECK-NEXT:   kiln_kernel.yield
+// CHECK: kiln_graph.assert %[[K0]] {kind = "index", message = "out of range"} : tensor<i1>
+// CHECK: kiln_kernel.kernel "kernel_1_matmul"
+// CHECK: kiln_kernel.kernel "kernel_2_exp"
+func.func @siblings_and_assert(%i: tensor<1x3xi64>, %a: tensor<8x8xf32>, %x: tensor<8x8xf32>)
+    -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %zero = kiln_graph.constant dense<0> : tensor<i64>
+  %ten = kiln_graph.constant dense<10> : tensor<i64>
+  %false = kiln_graph.constant dense<false> : tensor<i1>
+  %0 = kiln_graph.ge %i, %zero : tensor<1x3xi64>, tensor<i64> -> tensor<1x3xi1>
+  %1 = kiln_graph.lt %i, %ten : tensor<1x3xi64>, tensor<i64> -> tensor<1x3xi1>
+  %2 = kiln_graph.where %0, %1, %false : tensor<1x3xi1>, tensor<1x3xi1>, tensor<i1> -> tensor<1x3xi1>
+  %3 = kiln_graph.all %2 {dims = array<i64>} : tensor<1x3xi1> -> tensor<i1>
+  kiln_graph.assert %3 {kind = "index", message = "out of range"} : tensor<i1>
+  %4 = kiln_graph.matmul %a, %a : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  %5 = kiln_graph.exp %x : tensor<8x8xf32> -> tensor<8x8xf32>
+  return %4, %5 : tensor<8x8xf32>, tensor<8x8xf32>
 }

@@ -128,10 +128,25 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     pointers[id] = static_cast<char *>(base) + root.byteOffset;
   }
 
+  // Checks run as soon as the launches before them have finished, so a
+  // failed index check stops the run before later kernels use the result.
+  size_t nextCheck = 0;
+  auto runChecks = [&](size_t launchesDone) -> Status {
+    for (; nextCheck < artifact_.checks.size() &&
+           artifact_.checks[nextCheck].afterLaunches <= launchesDone;
+         ++nextCheck) {
+      const CheckCmd &check = artifact_.checks[nextCheck];
+      if (*static_cast<const uint8_t *>(pointers[check.buffer]) == 0)
+        return Status::error(check.code, check.message);
+    }
+    return Status::OK();
+  };
+
   std::vector<void *> bindings;
   if (launchMs)
     launchMs->assign(artifact_.launches.size(), 0.0);
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
+    KILN_RETURN_IF_ERROR(runChecks(index));
     const LaunchCmd &launch = artifact_.launches[index];
     if (launch.workgroups == 0)
       continue;
@@ -149,6 +164,8 @@ Status Program::runImpl(const std::vector<void *> &inputs,
                                std::chrono::steady_clock::now() - start)
                                .count();
   }
+
+  KILN_RETURN_IF_ERROR(runChecks(artifact_.launches.size()));
 
   outputs.reserve(artifact_.outputs.size());
   for (uint32_t id : artifact_.outputs) {

@@ -85,7 +85,7 @@ Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
 /// starting from `initValue`; `map` transforms each element first. Returns
 /// the tensor without the reduced dims.
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
-             double initValue, BodyFn map, BodyFn combine,
+             Value initValue, BodyFn map, BodyFn combine,
              ValueRange extraInputs = {}) {
   MLIRContext *ctx = b.getContext();
   auto type = tensorType(input);
@@ -103,9 +103,7 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
   }
   Type element = type.getElementType();
   Value empty = emptyTensor(b, loc, keptShape, element);
-  Value init = linalg::FillOp::create(
-                   b, loc, scalarConstant(b, loc, element, initValue), empty)
-                   .getResult(0);
+  Value init = linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
   SmallVector<Value> inputs{input};
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx)};
   // Extra inputs are per-row values (shaped like the kept dims).
@@ -122,6 +120,12 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
         linalg::YieldOp::create(nb, nloc, combined);
       });
   return generic.getResult(0);
+}
+
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
+             double initValue, BodyFn map, BodyFn combine, ValueRange extraInputs = {}) {
+  Value init = scalarConstant(b, loc, tensorType(input).getElementType(), initValue);
+  return reduce(b, loc, input, dims, init, map, combine, extraInputs);
 }
 
 /// Row-major reshape on tensors: an expand or collapse where the shapes allow
@@ -549,33 +553,50 @@ LogicalResult lowerElementwise(RewriterBase &rewriter, Operation *op) {
   return success();
 }
 
+/// The identity of a min (`lowest` false) or max (`lowest` true) reduction:
+/// +-inf for floats, the integer type's extreme value, or true/false.
+Value extremeConstant(OpBuilder &b, Location loc, Type element, bool lowest) {
+  if (auto floatType = dyn_cast<FloatType>(element))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(floatType, lowest ? -INFINITY : INFINITY));
+  unsigned width = element.getIntOrFloatBitWidth();
+  APInt value = width == 1 ? APInt(1, lowest ? 0 : 1)
+                : lowest   ? APInt::getSignedMinValue(width)
+                           : APInt::getSignedMaxValue(width);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(element, value));
+}
+
 template <typename ReduceOp>
 LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
   Location loc = op.getLoc();
   Type element = tensorType(op.getInput()).getElementType();
   SmallVector<int64_t> dims = op.getReducedDims();
   auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
-  Value reduced;
-  if constexpr (std::is_same_v<ReduceOp, AmaxOp>) {
-    // The identity of max: -inf, false, or the integer type's minimum (a
-    // power of two, exact in a double).
-    double lowest = isFloat(element) ? -INFINITY
-                    : element.isInteger(1)
-                        ? 0.0
-                        : -std::ldexp(1.0, element.getIntOrFloatBitWidth() - 1);
-    reduced = reduce(rewriter, loc, op.getInput(), dims, lowest, identity,
-                     [](OpBuilder &b, Location l, ValueRange a) {
-                       return maxScalar(b, l, a[0], a[1]);
-                     });
+  // Each reduction is its start value and how it combines two partials.
+  Value start;
+  std::function<Value(OpBuilder &, Location, ValueRange)> combine; // outlives the branches
+  if constexpr (std::is_same_v<ReduceOp, AmaxOp> || std::is_same_v<ReduceOp, AnyOp>) {
+    start = extremeConstant(rewriter, loc, element, /*lowest=*/true);
+    combine = [](OpBuilder &b, Location l, ValueRange a) { return maxScalar(b, l, a[0], a[1]); };
+  } else if constexpr (std::is_same_v<ReduceOp, AminOp> || std::is_same_v<ReduceOp, AllOp>) {
+    start = extremeConstant(rewriter, loc, element, /*lowest=*/false);
+    combine = [](OpBuilder &b, Location l, ValueRange a) { return minScalar(b, l, a[0], a[1]); };
+  } else if constexpr (std::is_same_v<ReduceOp, ProdOp>) {
+    start = scalarConstant(rewriter, loc, element, 1);
+    combine = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      if (isFloat(element))
+        return arith::MulFOp::create(b, l, a[0], a[1], reductionFlags(b));
+      return mulScalar(b, l, a[0], a[1]);
+    };
   } else {
-    reduced = reduce(rewriter, loc, op.getInput(), dims, 0, identity,
-                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                       if (isFloat(element))
-                         return arith::AddFOp::create(b, l, a[0], a[1],
-                                                      reductionFlags(b));
-                       return addScalar(b, l, a[0], a[1]);
-                     });
+    start = scalarConstant(rewriter, loc, element, 0);
+    combine = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+      if (isFloat(element))
+        return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
+      return addScalar(b, l, a[0], a[1]);
+    };
   }
+  Value reduced = reduce(rewriter, loc, op.getInput(), dims, start, identity, combine);
   if constexpr (std::is_same_v<ReduceOp, MeanOp>) {
     int64_t count = 1;
     for (int64_t d : dims)
@@ -875,7 +896,7 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
   if (isElementwise(op))
     return lowerElementwise(rewriter, op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<SumOp, MeanOp, AmaxOp>([&](auto o) { return lowerReduce(rewriter, o); })
+      .Case<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp>([&](auto o) { return lowerReduce(rewriter, o); })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) { return lowerSoftmax(rewriter, o); })
       .Case<LayerNormOp>([&](auto o) { return lowerLayerNorm(rewriter, o); })
       .Case<MatmulOp>([&](auto o) { return lowerMatmul(rewriter, o); })

@@ -115,6 +115,10 @@ struct OutlineKernelsPass
                                           bufferType(reshape.getType()),
                                           buffers.lookup(reshape.getInput()), 0);
         buffers.map(reshape.getResult(), view);
+      } else if (auto check = dyn_cast<graph::AssertOp>(op)) {
+        plan::CheckOp::create(planBuilder, check.getLoc(),
+                              buffers.lookup(check.getCondition()),
+                              check.getMessageAttr(), check.getKindAttr());
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         SmallVector<Value> results;
         for (Value v : ret.getOperands())

@@ -14,6 +14,7 @@
 //     string target, string graphName
 //     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset }
 //     u32 n, n x launch  { u32 kernel, u32 workgroups, u32 n, n x u32 }
+//     u32 n, n x check   { u32 buffer, u32 afterLaunches, u8 code, string message }
 //     u32 n, n x u32 output buffer id
 //     u32 n, n x kernel  { string symbol, u32 numBindings, string name }
 //     u64 n, n x u8 library
@@ -36,7 +37,7 @@
 namespace kiln::runtime {
 
 /// Bump on any change to the encoding; readers reject other versions.
-inline constexpr uint32_t kArtifactFormatVersion = 1;
+inline constexpr uint32_t kArtifactFormatVersion = 2;
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
                                            'A', 'R', 'T', '\0'};
 inline constexpr size_t kArtifactHeaderSize = 32;
@@ -68,11 +69,22 @@ struct LaunchCmd {
   std::vector<uint32_t> bindings;
 };
 
+/// A run-time check (an index in range, say): once the first `afterLaunches`
+/// launches have run, the one-byte bool in `buffer` must be true, or the run
+/// fails with `message` and `code` (e.g. StatusCode::IndexOutOfRange).
+struct CheckCmd {
+  uint32_t buffer;
+  uint32_t afterLaunches;
+  StatusCode code;
+  std::string message;
+};
+
 struct Artifact {
   std::string target; // e.g. "cpu-x86_64"
   std::string graphName;
   std::vector<BufferDesc> buffers;
   std::vector<LaunchCmd> launches; // executed in order
+  std::vector<CheckCmd> checks;    // sorted by afterLaunches
   std::vector<uint32_t> outputs;   // buffer ids
   std::vector<KernelInfo> kernels;
   std::vector<uint8_t> library; // the kernels' shared object (ELF .so) bytes

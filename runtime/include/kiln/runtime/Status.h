@@ -8,11 +8,21 @@
 #ifndef KILN_RUNTIME_STATUS_H
 #define KILN_RUNTIME_STATUS_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 
 namespace kiln::runtime {
+
+/// What kind of failure a Status is, so that callers can map it to their own
+/// error types (Python raises IndexError for IndexOutOfRange). Values are
+/// part of the artifact format (CheckCmd::code): never renumber.
+enum class StatusCode : uint8_t {
+  Ok = 0,
+  Error = 1,           // anything else
+  IndexOutOfRange = 2, // a kernel's index check failed (ATen's IndexError)
+};
 
 class [[nodiscard]] Status {
 public:
@@ -21,10 +31,15 @@ public:
 
   static Status OK() { return Status(); }
   static Status error(std::string message) {
-    return Status(/*ok=*/false, std::move(message));
+    return Status(StatusCode::Error, std::move(message));
+  }
+  /// An error of a given code; `code` must not be Ok.
+  static Status error(StatusCode code, std::string message) {
+    return Status(code == StatusCode::Ok ? StatusCode::Error : code, std::move(message));
   }
 
-  bool ok() const { return ok_; }
+  bool ok() const { return code_ == StatusCode::Ok; }
+  StatusCode code() const { return code_; }
   /// Empty for OK statuses.
   const std::string &message() const { return message_; }
 
@@ -33,10 +48,10 @@ public:
   Status withContext(const std::string &context) const;
 
 private:
-  Status(bool ok, std::string message)
-      : ok_(ok), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message)
+      : code_(code), message_(std::move(message)) {}
 
-  bool ok_ = true;
+  StatusCode code_ = StatusCode::Ok;
   std::string message_;
 };
 

@@ -150,13 +150,12 @@ static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {
   return dim < 0 ? dim + rank : dim;
 }
 
-template <typename ReduceOp>
-static SmallVector<int64_t> reducedDims(ReduceOp op) {
-  int64_t rank = tensorType(op.getInput()).getRank();
+SmallVector<int64_t> kiln::graph::reducedDims(Value input, ArrayRef<int64_t> given) {
+  int64_t rank = tensorType(input).getRank();
   SmallVector<int64_t> dims;
   if (rank == 0) // dim 0 or -1 of a 0-d tensor names the scalar: no loop to reduce
     return dims;
-  for (int64_t d : op.getDims())
+  for (int64_t d : given)
     dims.push_back(d < 0 ? d + rank : d);
   if (dims.empty())
     dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
@@ -164,43 +163,42 @@ static SmallVector<int64_t> reducedDims(ReduceOp op) {
   return dims;
 }
 
-template <typename ReduceOp>
-static LogicalResult verifyReduce(ReduceOp op) {
-  auto input = tensorType(op.getInput());
+LogicalResult kiln::graph::verifyReduce(Operation *op, Value inputValue, ArrayRef<int64_t> given,
+                           bool keepdim) {
+  auto input = tensorType(inputValue);
   int64_t rank = input.getRank();
   llvm::SmallDenseSet<int64_t> seen;
-  for (int64_t d : op.getDims()) {
+  for (int64_t d : given) {
     auto dim = normalizeDim(d, rank);
     if (failed(dim) || (rank == 0 && d != 0 && d != -1))
-      return op.emitOpError("dim ") << d << " is out of range for rank " << rank;
+      return op->emitOpError("dim ") << d << " is out of range for rank " << rank;
     if (!seen.insert(*dim).second)
-      return op.emitOpError("dim ") << d << " appears more than once";
+      return op->emitOpError("dim ") << d << " appears more than once";
   }
   SmallVector<int64_t> expected;
-  SmallVector<int64_t> dims = reducedDims(op);
+  SmallVector<int64_t> dims = reducedDims(inputValue, given);
   for (int64_t i = 0; i < rank; ++i) {
     if (!llvm::is_contained(dims, i))
       expected.push_back(input.getDimSize(i));
-    else if (op.getKeepdim())
+    else if (keepdim)
       expected.push_back(1);
   }
-  auto result = tensorType(op.getResult());
+  auto result = tensorType(op->getResult(0));
   if (result.getShape() != ArrayRef<int64_t>(expected))
-    return op.emitOpError("result shape does not match the reduction of the input");
+    return op->emitOpError("result shape does not match the reduction of the input");
   if (result.getElementType() != input.getElementType())
-    return op.emitOpError("result element type must match the input");
-  if (isa<MeanOp>(op.getOperation()) && !isa<FloatType>(input.getElementType()))
-    return op.emitOpError("requires a floating-point element type");
+    return op->emitOpError("result element type must match the input");
+  if (isa<MeanOp>(op) && !isa<FloatType>(input.getElementType()))
+    return op->emitOpError("requires a floating-point element type");
+  if (isa<AllOp, AnyOp>(op) && !input.getElementType().isInteger(1))
+    return op->emitOpError("requires a bool (i1) element type");
   return success();
 }
 
-template <typename ReduceOp>
-static LeadingDim reduceLeadingDim(ReduceOp op) {
-  return rowwise(op, llvm::is_contained(op.getReducedDims(), 0), op->getNumOperands());
+LeadingDim kiln::graph::reduceLeadingDim(Operation *op, ArrayRef<int64_t> reducedDims) {
+  return rowwise(op, llvm::is_contained(reducedDims, 0), op->getNumOperands());
 }
-LeadingDim SumOp::getLeadingDim() { return reduceLeadingDim(*this); }
-LeadingDim MeanOp::getLeadingDim() { return reduceLeadingDim(*this); }
-LeadingDim AmaxOp::getLeadingDim() { return reduceLeadingDim(*this); }
+
 LeadingDim SoftmaxOp::getLeadingDim() {
   return rowwise(*this, getNormalizedDim() == 0, getOperation()->getNumOperands());
 }
@@ -259,12 +257,6 @@ LeadingDim EmbeddingOp::getLeadingDim() {
   return *info;
 }
 
-LogicalResult SumOp::verify() { return verifyReduce(*this); }
-LogicalResult MeanOp::verify() { return verifyReduce(*this); }
-LogicalResult AmaxOp::verify() { return verifyReduce(*this); }
-SmallVector<int64_t> SumOp::getReducedDims() { return reducedDims(*this); }
-SmallVector<int64_t> MeanOp::getReducedDims() { return reducedDims(*this); }
-SmallVector<int64_t> AmaxOp::getReducedDims() { return reducedDims(*this); }
 
 template <typename SoftmaxOp>
 static LogicalResult verifySoftmax(SoftmaxOp op) {
@@ -413,6 +405,17 @@ LogicalResult ConcatOp::verify() {
   }
   if (total != result.getDimSize(dim))
     return emitOpError("result dim ") << dim << " must be the sum of the inputs'";
+  return success();
+}
+
+LogicalResult AssertOp::verify() {
+  auto condition = tensorType(getCondition());
+  if (condition.getRank() != 0 || !condition.getElementType().isInteger(1))
+    return emitOpError("condition must be a tensor<i1>, got ") << condition;
+  if (getKind() != "index" && getKind() != "runtime")
+    return emitOpError("kind must be \"index\" or \"runtime\", got \"") << getKind() << "\"";
+  if (getMessage().empty())
+    return emitOpError("needs a message");
   return success();
 }
 

@@ -8,6 +8,8 @@
 #include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace kiln::kernel {
@@ -18,6 +20,38 @@ namespace kiln::kernel {
 using namespace mlir;
 
 namespace {
+
+/// Gives every linalg op its own destination when its init is a
+/// tensor.empty, or a fill of one (a generic that writes an empty tensor
+/// without reading anything), that other ops use too: CSE merges the
+/// identical fills of two reductions. Empty-tensor elimination would
+/// otherwise place both ops into the same output buffer, and one-shot
+/// bufferization then lets one overwrite the other's result.
+void unshareDestinations(func::FuncOp func) {
+  func.walk([](linalg::LinalgOp op) {
+    OpBuilder b(op);
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      Value value = init.get();
+      if (value.hasOneUse())
+        continue;
+      if (auto empty = value.getDefiningOp<tensor::EmptyOp>()) {
+        init.set(b.clone(*empty)->getResult(0));
+        continue;
+      }
+      auto fill = value.getDefiningOp<linalg::LinalgOp>();
+      if (!fill || fill->getNumResults() != 1 || fill.getNumDpsInits() != 1 ||
+          llvm::any_of(fill.getDpsInputs(),
+                       [](Value v) { return isa<RankedTensorType>(v.getType()); }))
+        continue;
+      auto empty = fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
+      if (!empty)
+        continue;
+      IRMapping mapping;
+      mapping.map(empty.getResult(), b.clone(*empty)->getResult(0));
+      init.set(b.clone(*fill, mapping)->getResult(0));
+    }
+  });
+}
 
 struct BufferizeKernelsPass
     : kiln::kernel::impl::BufferizeKernelsPassBase<BufferizeKernelsPass> {
@@ -48,6 +82,7 @@ struct BufferizeKernelsPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr(kiln::kernel::kKernelAttr) || func.isExternal())
         continue;
+      unshareDestinations(func);
       if (failed(bufferization::eliminateEmptyTensors(rewriter, func))) {
         func.emitOpError("could not place results in their output buffers");
         return signalPassFailure();

@@ -50,7 +50,7 @@ public:
         continue;
       if (isa<ConstantOp>(op) && onlyUsedByGraphOps(&op))
         continue; // rematerialized in every kernel that uses it
-      if (isBoundaryReshape(&op)) {
+      if (isa<AssertOp>(op) || isBoundaryReshape(&op)) {
         boundary.insert(&op);
         continue;
       }
@@ -120,6 +120,14 @@ private:
     int candidate = -1;
     for (Value operand : op->getOperands())
       candidate = std::max(candidate, sourceKernel(operand));
+    // An op that reads nothing made in a kernel may join the newest kernel as
+    // a sibling (it depends on no kernel, so no cycle can form), saving a
+    // launch: e.g. the two bounds tests of an index check. Matmul kernels
+    // keep their matmul-plus-epilogue shape.
+    bool sibling = candidate < 0 && !kernels.empty() &&
+                   !isa<MatmulOp>(kernels.back().ops.front());
+    if (sibling)
+      candidate = kernels.size() - 1;
     // A kernel run by one workgroup (extent 0) executes its ops in order, so
     // any op joins it as long as it is small (extent at most 1) itself.
     bool singleWorkgroup = candidate >= 0 && kernels[candidate].extent == 0 &&
@@ -223,6 +231,8 @@ private:
   Block &block;
   SmallVector<Kernel> kernels;
   DenseMap<Operation *, int> kernelOf;
+  // Ops that stay outside kernels: reshapes between kernels (plan views) and
+  // asserts (plan checks).
   DenseSet<Operation *> boundary;
   DenseSet<Operation *> emittedUnits;
 };

@@ -49,6 +49,15 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
+LogicalResult CheckOp::verify() {
+  MemRefType type = getCondition().getType();
+  if (type.getNumElements() != 1 || !type.getElementType().isInteger(1))
+    return emitOpError("condition must hold one i1, got ") << type;
+  if (getKind() != "index" && getKind() != "runtime")
+    return emitOpError("kind must be \"index\" or \"runtime\", got \"") << getKind() << "\"";
+  return success();
+}
+
 LogicalResult LaunchOp::verify() {
   if ((int64_t)getWorkgroups() < 0)
     return emitOpError("workgroups must be non-negative");

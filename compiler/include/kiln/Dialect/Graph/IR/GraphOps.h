@@ -24,6 +24,14 @@ LeadingDim elementwiseLeadingDim(mlir::Operation *op);
 /// Verifies an elementwise op: broadcast shapes and element types.
 mlir::LogicalResult verifyElementwise(mlir::Operation *op);
 
+/// What every reduction (Graph_ReduceOp in ODS) shares: the reduced dims
+/// normalized (sorted, non-negative, all dims when `dims` is empty), the
+/// verifier and the FusableOpInterface rule.
+llvm::SmallVector<int64_t> reducedDims(mlir::Value input, llvm::ArrayRef<int64_t> dims);
+mlir::LogicalResult verifyReduce(mlir::Operation *op, mlir::Value input,
+                                 llvm::ArrayRef<int64_t> dims, bool keepdim);
+LeadingDim reduceLeadingDim(mlir::Operation *op, llvm::ArrayRef<int64_t> reducedDims);
+
 /// Marks ops that compute each result element from the operand elements at
 /// the same (broadcast) index.
 template <typename ConcreteType>

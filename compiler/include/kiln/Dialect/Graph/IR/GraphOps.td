@@ -152,12 +152,27 @@ class Graph_ReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_OwnLeadi
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The reduced dims, normalized: sorted, non-negative, all dims if empty.
-    llvm::SmallVector<int64_t> getReducedDims();
+    llvm::SmallVector<int64_t> getReducedDims() {
+      return ::kiln::graph::reducedDims(getInput(), getDims());
+    }
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::kiln::graph::verifyReduce(*this, getInput(), getDims(), getKeepdim());
+    }
+    ::kiln::graph::LeadingDim $cppClass::getLeadingDim() {
+      return ::kiln::graph::reduceLeadingDim(*this, getReducedDims());
+    }
   }];
 }
 def Graph_SumOp : Graph_ReduceOp<"sum">;
 def Graph_MeanOp : Graph_ReduceOp<"mean">;
 def Graph_AmaxOp : Graph_ReduceOp<"amax">;
+def Graph_AminOp : Graph_ReduceOp<"amin">;
+def Graph_ProdOp : Graph_ReduceOp<"prod">;
+// Boolean reductions (the importer converts the input to i1 first).
+def Graph_AllOp : Graph_ReduceOp<"all">;
+def Graph_AnyOp : Graph_ReduceOp<"any">;
 
 class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten._" # mnemonic # " along `dim`";
@@ -270,13 +285,40 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, Graph_OwnLeadingDim]> {
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.embedding: rows of `weight` gathered by int64 `indices`";
   let description = [{
-    Out-of-range indices are clamped into range: ATen raises for them, and a
-    kernel must never read out of bounds.
+    The importer guards it with a `kiln_graph.assert` that every index is in
+    range, which raises ATen's IndexError at run time. The kernel itself
+    clamps indices, so that it never reads out of bounds before the
+    assertion fails (its result is then discarded).
   }];
   let arguments = (ins Graph_Tensor:$weight, Graph_Tensor:$indices);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat =
       "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Run-time checks
+//===----------------------------------------------------------------------===//
+
+def Graph_AssertOp : Graph_Op<"assert"> {
+  let summary = "Fail the graph's run with `message` when `condition` is false";
+  let description = [{
+    How kernels report errors that ATen raises, such as an index out of range:
+    the condition is computed by ordinary ops (and fused into kernels like
+    them); the assert itself stays outside kernels and becomes a
+    `kiln_plan.check` that the runtime evaluates after the launch that
+    computes it. `kind` picks the exception: "index" raises IndexError,
+    "runtime" RuntimeError. The op has side effects, so it is never erased.
+
+    ```mlir
+    kiln_graph.assert %in_range {kind = "index",
+        message = "index out of range in aten.embedding at model.py:12"} : tensor<i1>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$condition, StrAttr:$message,
+                       DefaultValuedStrAttr<StrAttr, "runtime">:$kind);
+  let assemblyFormat = "$condition attr-dict `:` type($condition)";
   let hasVerifier = 1;
 }
 

@@ -52,4 +52,17 @@ def Plan_LaunchOp : Plan_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
   let hasVerifier = 1;
 }
 
+def Plan_CheckOp : Plan_Op<"check"> {
+  let summary = "Fail the run with `message` unless the bool in `condition` is true";
+  let description = [{
+    Evaluated by the runtime once every launch before it has finished (so
+    after the kernel that wrote `condition`). `kind` names the error the
+    caller raises: "index" (IndexError) or "runtime" (RuntimeError).
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$condition, StrAttr:$message,
+                       StrAttr:$kind);
+  let assemblyFormat = "$condition attr-dict `:` type($condition)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_PLAN_OPS
