@@ -34,6 +34,7 @@ from kiln.fx_serialize import (
     serialize_graph,
     source_loc,
 )
+from kiln.decompositions import decomposition_table, needs_autograd
 from kiln.dumps import Dump, save_first_call, summary_updater, write_reproducer
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
@@ -108,7 +109,7 @@ def kiln_backend(
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
-        decompositions=_decompositions(),
+        decompositions=decomposition_table(training=needs_autograd(gm, example_inputs)),
     )
     return backend(gm, example_inputs)
 
@@ -116,24 +117,8 @@ def kiln_backend(
 kiln_backend.reset = reset  # type: ignore[attr-defined]
 
 
-# Core ATen decompositions that are exact only for inference. aot_autograd
-# applies decompositions below autograd, so a decomposed forward op still gets
-# the backward formula of the op itself, which reads the op's extra outputs.
-# The CPU flash-attention decomposition (meant for torch.export) returns the
-# attention probabilities where the op returns logsumexp, and
-# _scaled_dot_product_flash_attention_for_cpu_backward then computes NaN or
-# wrong gradients from them. Inductor excludes it for the same reason.
-_INFERENCE_ONLY_DECOMPOSITIONS = (
-    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
-)
-
-
-@functools.cache
-def _decompositions() -> dict[Any, Callable[..., Any]]:
-    table = dict(torch._decomp.core_aten_decompositions())
-    for op in _INFERENCE_ONLY_DECOMPOSITIONS:
-        table.pop(op, None)
-    return table
+def _decompositions() -> dict[Any, Callable[..., Any]]:  # TODO(remove): conformance.py's old name
+    return decomposition_table(training=False)
 
 
 def _ext() -> Any:

@@ -62,13 +62,13 @@ def test_catches_row_major_outputs(monkeypatch):
 
 def test_catches_inference_only_decomposition(monkeypatch):
     """...and when the decompositions break SDPA's backward (the NaN gradients)."""
-    import kiln.backend
+    import kiln.decompositions
 
-    monkeypatch.setattr(kiln.backend, "_INFERENCE_ONLY_DECOMPOSITIONS", ())
-    kiln.backend._decompositions.cache_clear()
+    monkeypatch.setattr(kiln.decompositions, "INFERENCE_ONLY_CORE_DECOMPOSITIONS", ())
+    kiln.decompositions.decomposition_table.cache_clear()
     cases = [c for c in map(boundaries.generate, range(1000))
              if "scaled_dot_product_attention" in c.source][:8]
     try:
         assert _first_failing_seed(cases) is not None
     finally:
-        kiln.backend._decompositions.cache_clear()
+        kiln.decompositions.decomposition_table.cache_clear()

@@ -646,3 +646,70 @@ def test_embedding_index_out_of_range_raises_index_error(bad):
     with pytest.raises(IndexError):
         F.embedding(torch.tensor([[1, bad, 3]]), weight)
     torch.testing.assert_close(fn(good), F.embedding(good, weight) * 2)  # still usable
+
+
+# ---------------------------------------------------------------------------
+# creation, padding, bitwise logic and advanced indexing
+
+_IDX = torch.tensor([[0, -1], [2, 3]])
+_COL = torch.tensor([1, 4])
+
+NEW_OPS = [
+    ("arange_f32", lambda x: torch.arange(5, dtype=torch.float32) * x[0, :, 0], lambda: f32(4, 5, 6)),
+    ("arange_fractional", lambda x: torch.arange(0.5, 2.0, 0.1) + x.sum(), lambda: f32(2, 2)),
+    ("arange_int64_step", lambda x: torch.arange(2, 11, 3) + x.sum(), lambda: i64(2, 2)),
+    ("arange_descending", lambda x: torch.arange(10, 0, -3) * x.sum(), lambda: i64(2, 2)),
+    ("bitwise_bool", lambda a, b: (a > 0) & (b > 0) | ~(a < b) ^ (a == b), lambda: (f32(3, 4), f32(3, 4))),
+    ("bitwise_int64", lambda a: (a & 6) ^ (a | -3) ^ ~a, lambda: i64(3, 4, low=-100, high=100)),
+    ("bitwise_scalar_bool", lambda a: a & True, lambda: b(3, 4)),
+    ("pad", lambda a: F.pad(a, (1, 2, 0, 1)), lambda: f32(4, 5, 6)),
+    ("pad_negative_value", lambda a: F.pad(a, (-1, 2, 3, -1), value=2.5), lambda: f32(4, 5, 6)),
+    ("pad_int64", lambda a: F.pad(a, (2, 0), value=7), lambda: i64(3, 4)),
+    ("pad_bool", lambda a: F.pad(a, (1, 1)), lambda: b(3, 4)),
+    ("index_dim0", lambda a: a[_IDX], lambda: f32(4, 5, 6)),
+    ("index_adjacent", lambda a: a[:, _IDX, _COL], lambda: f32(4, 5, 6)),
+    ("index_not_adjacent", lambda a: a[_IDX, :, _COL], lambda: f32(4, 5, 6)),
+    ("index_last", lambda a: a[..., _COL] * 2, lambda: f32(4, 5, 6)),
+    ("index_broadcast_grid", lambda a: a[torch.arange(4)[:, None], torch.arange(5)[None, :]], lambda: f32(4, 5, 6)),
+    ("index_int64_source", lambda a: a[_COL], lambda: i64(6, 3)),
+    ("index_bool_source", lambda a: a[:, _COL], lambda: b(3, 6)),
+    ("index_computed", lambda a, i: a[i.abs() % 4], lambda: (f32(4, 3), i64(5))),
+    ("fmod_f32", torch.fmod, lambda: (f32(3, 4) * 10, f32(3, 4))),
+    ("remainder_f32", torch.remainder, lambda: (f32(3, 4) * 10, f32(3, 4))),
+    ("fmod_int64", torch.fmod, lambda: (i64(3, 4, low=-50, high=50), nz64(3, 4))),
+    ("remainder_int64", torch.remainder, lambda: (i64(3, 4, low=-50, high=50), nz64(3, 4))),
+    ("remainder_int64_scalar", lambda a: a % -3, lambda: i64(3, 4, low=-50, high=50)),
+    ("fmod_int64_min_by_minus_one", torch.fmod,
+     lambda: (torch.tensor([-(2**63), 7]), torch.tensor([-1, -1]))),
+]
+
+
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in NEW_OPS])
+def test_creation_padding_bitwise_indexing(fn, make):
+    args = make()
+    check(fn, *args) if isinstance(args, tuple) else check(fn, args)
+
+
+@pytest.mark.parametrize("bad", [5, -6])
+def test_index_out_of_range_raises_index_error(bad):
+    fn = compile_kiln(lambda a, i: a[:, i] + 1, fallback="error")
+    x = f32(3, 5)
+    with pytest.raises(IndexError, match=r"index out of range in aten\.index\.Tensor.*every index must be in \[-5, 5\)"):
+        fn(x, torch.tensor([0, bad]))
+    with pytest.raises(IndexError):
+        x[:, torch.tensor([0, bad])]
+    torch.testing.assert_close(fn(x, torch.tensor([0, -5, 4])), x[:, torch.tensor([0, -5, 4])] + 1)
+
+
+@pytest.mark.parametrize("op", [torch.fmod, torch.remainder])
+def test_integer_remainder_by_zero_raises(op):
+    """ATen raises for an integer divisor of 0 (srem would trap the process)."""
+    fn = compile_kiln(lambda a, b: op(a, b) + 1, fallback="error")
+    a, good = i64(3, 4), nz64(3, 4)
+    torch.testing.assert_close(fn(a, good), op(a, good) + 1)
+    bad = good.clone()
+    bad[1, 2] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        op(a, bad)
+    with pytest.raises(RuntimeError, match=r"ZeroDivisionError in aten\.(fmod|remainder)\.Tensor"):
+        fn(a, bad)

@@ -254,6 +254,23 @@ public:
                             b.getStringAttr("index"));
   }
 
+  /// Guards an integer divisor: at run time no element may be 0, or the run
+  /// raises RuntimeError(`what`) naming this node (kiln_graph.assert).
+  void assertNonZero(Value divisor, StringRef what) {
+    auto type = cast<RankedTensorType>(divisor.getType());
+    if (type.getNumElements() == 0)
+      return;
+    auto boolType = type.clone(b.getI1Type());
+    Value nonzero = graph::NeOp::create(b, nodeLoc, boolType, divisor,
+                                        splat({}, type.getElementType(), 0));
+    Value all = graph::AllOp::create(b, nodeLoc, RankedTensorType::get({}, b.getI1Type()),
+                                     nonzero, b.getDenseI64ArrayAttr({}), false);
+    std::string message = what.str() + " in " + target + " (node " + nodeName + ") at " +
+                          sourceLine() + ": integer division by zero";
+    graph::AssertOp::create(b, nodeLoc, all, b.getStringAttr(message),
+                            b.getStringAttr("runtime"));
+  }
+
   /// "file:line" of the node being imported, for run-time messages.
   std::string sourceLine() const {
     std::string text = "<unknown source line>";
@@ -298,6 +315,27 @@ LogicalResult binary(Importer &im) {
   auto lhs = im.operandAs(0, element), rhs = im.operandAs(1, element);
   if (failed(lhs) || failed(rhs))
     return failure();
+  return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
+}
+
+/// fmod and remainder. ATen raises for an integer divisor of 0: a scalar 0
+/// is refused here (the op then runs in eager, which raises), a tensor
+/// divisor gets an assert.
+template <typename Op>
+LogicalResult remainder(Importer &im) {
+  Type element = im.out().element;
+  auto lhs = im.operandAs(0, element), rhs = im.operandAs(1, element);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (isa<IntegerType>(element)) {
+    if (!im.isTensor(im.arg(1))) {
+      auto divisor = im.number(im.arg(1), "other");
+      if (failed(divisor) || *divisor == 0)
+        return im.fail("integer division by zero");
+    } else {
+      im.assertNonZero(*rhs, "ZeroDivisionError");
+    }
+  }
   return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
 }
 
@@ -694,6 +732,109 @@ LogicalResult full(Importer &im, unsigned valueIndex, StringRef name) {
   return im.define(im.splat(im.out().shape, im.out().element, *value));
 }
 
+/// aten.arange (.default: end; .start: start, end; .start_step: start, end,
+/// step). The length comes from the node's metadata.
+LogicalResult arange(Importer &im, bool hasStart, bool hasStep) {
+  OpBuilder &b = im.builder();
+  Type element = im.out().element;
+  unsigned stepIndex = 2;
+  const json::Value *start = hasStart ? im.arg(0, "start") : nullptr;
+  const json::Value *step = hasStep ? im.arg(stepIndex, "step") : nullptr;
+  TypedAttr startAttr, stepAttr;
+  if (isa<FloatType>(element)) {
+    auto first = start ? im.number(start, "start") : FailureOr<double>(0.0);
+    auto delta = step ? im.number(step, "step") : FailureOr<double>(1.0);
+    if (failed(first) || failed(delta))
+      return failure();
+    startAttr = b.getF64FloatAttr(*first);
+    stepAttr = b.getF64FloatAttr(*delta);
+  } else {
+    auto first = start ? im.integer(start, "start") : FailureOr<int64_t>(0);
+    auto delta = step ? im.integer(step, "step") : FailureOr<int64_t>(1);
+    if (failed(first) || failed(delta))
+      return failure();
+    startAttr = b.getI64IntegerAttr(*first);
+    stepAttr = b.getI64IntegerAttr(*delta);
+  }
+  return im.define(graph::IotaOp::create(b, im.loc(), im.outType(), startAttr, stepAttr)
+                       ->getResults());
+}
+
+/// aten.constant_pad_nd: `pad` lists (before, after) pairs from the last dim
+/// backwards.
+LogicalResult constantPad(Importer &im) {
+  auto input = im.tensor(0);
+  auto pad = im.intList(im.arg(1, "pad"), "pad");
+  if (failed(input) || failed(pad))
+    return failure();
+  double value = 0;
+  if (!im.isNull(im.arg(2, "value"))) {
+    auto v = im.number(im.arg(2, "value"), "value");
+    if (failed(v))
+      return failure();
+    value = *v;
+  }
+  int64_t rank = cast<RankedTensorType>(input->getType()).getRank();
+  if (pad->size() % 2 != 0 || (int64_t)pad->size() / 2 > rank)
+    return im.fail("pad must hold an even number of entries, two per dim at most");
+  SmallVector<int64_t> low(rank, 0), high(rank, 0);
+  for (size_t k = 0; k < pad->size() / 2; ++k) {
+    low[rank - 1 - k] = (*pad)[2 * k];
+    high[rank - 1 - k] = (*pad)[2 * k + 1];
+  }
+  OpBuilder &b = im.builder();
+  return im.define(graph::PadOp::create(b, im.loc(), im.outType(), *input,
+                                        b.getDenseI64ArrayAttr(low), b.getDenseI64ArrayAttr(high),
+                                        b.getF64FloatAttr(value))
+                       ->getResults());
+}
+
+/// aten.index.Tensor: the index tensors (None entries keep a dim whole) are
+/// converted to i64, broadcast to one shape and range-checked.
+LogicalResult indexTensor(Importer &im) {
+  OpBuilder &b = im.builder();
+  auto input = im.tensor(0);
+  const json::Array *list = im.arg(1, "indices") ? im.arg(1, "indices")->getAsArray() : nullptr;
+  if (failed(input))
+    return failure();
+  if (!list)
+    return im.fail("indices must be a list");
+  auto inputType = cast<RankedTensorType>(input->getType());
+  SmallVector<int64_t> dims, shape;
+  SmallVector<Value> indices;
+  for (auto [d, entry] : llvm::enumerate(*list)) {
+    if (entry.kind() == json::Value::Null)
+      continue;
+    auto index = im.tensorOf(entry);
+    if (failed(index))
+      return failure();
+    auto type = cast<RankedTensorType>(index->getType());
+    if (!isa<IntegerType>(type.getElementType()) || type.getElementType().isInteger(1))
+      return im.fail("only integer index tensors are supported (a bool mask has a "
+                     "data-dependent shape)");
+    if ((int64_t)d >= inputType.getRank())
+      return im.fail("too many indices for a tensor of rank " +
+                     std::to_string(inputType.getRank()));
+    auto next = graph::broadcastShapes(shape, type.getShape());
+    if (failed(next))
+      return im.fail("index shapes are not broadcast-compatible");
+    shape = *next;
+    dims.push_back(d);
+    indices.push_back(im.convert(*index, b.getI64Type()));
+  }
+  if (indices.empty())
+    return im.fail("needs at least one index tensor");
+  auto broadcastType = RankedTensorType::get(shape, b.getI64Type());
+  for (auto [k, index] : llvm::enumerate(indices)) {
+    if (index.getType() != broadcastType)
+      index = graph::ExpandOp::create(b, im.loc(), broadcastType, index);
+    im.assertInRange(index, inputType.getDimSize(dims[k]), /*negativeAllowed=*/true);
+  }
+  return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, indices,
+                                          b.getDenseI64ArrayAttr(dims))
+                       ->getResults());
+}
+
 const llvm::StringMap<Handler> &handlers() {
   static const llvm::StringMap<Handler> table = [] {
     llvm::StringMap<Handler> t;
@@ -708,6 +849,17 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.div.Tensor", "aten.div.Scalar"}, binary<DivOp>);
     add({"aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor"}, binary<PowOp>);
     add({"aten.maximum.default"}, binary<MaximumOp>);
+    add({"aten.fmod.Tensor", "aten.fmod.Scalar"}, remainder<FmodOp>);
+    add({"aten.remainder.Tensor", "aten.remainder.Scalar"}, remainder<RemainderOp>);
+    add({"aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar"}, binary<BitwiseAndOp>);
+    add({"aten.bitwise_or.Tensor", "aten.bitwise_or.Scalar"}, binary<BitwiseOrOp>);
+    add({"aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar"}, binary<BitwiseXorOp>);
+    add({"aten.bitwise_not.default"}, unary<BitwiseNotOp>);
+    t["aten.arange.default"] = [](Importer &im) { return arange(im, false, false); };
+    t["aten.arange.start"] = [](Importer &im) { return arange(im, true, false); };
+    t["aten.arange.start_step"] = [](Importer &im) { return arange(im, true, true); };
+    add({"aten.constant_pad_nd.default"}, constantPad);
+    add({"aten.index.Tensor"}, indexTensor);
     add({"aten.minimum.default"}, binary<MinimumOp>);
     add({"aten.clamp.default", "aten.clamp.Tensor"},
         [](Importer &im) { return clamp(im, 1, 2); });

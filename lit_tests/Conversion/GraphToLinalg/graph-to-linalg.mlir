@@ -576,3 +576,38 @@ func.func @sign_and_atan(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %1 = kiln_graph.atan %x : tensor<8xf32> -> tensor<8xf32>
   return %0, %1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Advanced indexing reads the index tensors at the broadcast coordinates
+// (result dims 1..2 here), wraps negative indices and clamps them (the
+// importer's assert reports them), and extracts from the input.
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d2)>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @index_middle_dim
+// CHECK-SAME: (%[[X:.*]]: tensor<4x5x6xf32>, %[[I:.*]]: tensor<2x3xi64>)
+// CHECK: linalg.generic {indexing_maps = [#[[B]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK-SAME: ins(%[[I]] : tensor<2x3xi64>)
+// CHECK: ^bb0(%[[IN:.*]]: i64, %{{.*}}: f32):
+// CHECK-DAG: %[[D0:.*]] = linalg.index 0 : index
+// CHECK-DAG: %[[D3:.*]] = linalg.index 3 : index
+// CHECK: %[[CAST:.*]] = arith.index_cast %[[IN]] : i64 to index
+// CHECK: arith.select
+// CHECK: %[[ROW:.*]] = arith.minsi
+// CHECK: tensor.extract %[[X]][%[[D0]], %[[ROW]], %[[D3]]] : tensor<4x5x6xf32>
+func.func @index_middle_dim(%x: tensor<4x5x6xf32>, %i: tensor<2x3xi64>) -> tensor<4x2x3x6xf32> {
+  %0 = kiln_graph.index %x[%i] {indexed_dims = array<i64: 1>} : tensor<4x5x6xf32>, tensor<2x3xi64> -> tensor<4x2x3x6xf32>
+  return %0 : tensor<4x2x3x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @iota_f32
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: arith.sitofp %{{.*}} : i64 to f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+func.func @iota_f32() -> tensor<6xf32> {
+  %0 = kiln_graph.iota {start = 0.5 : f64, step = 0.25 : f64} : tensor<6xf32>
+  return %0 : tensor<6xf32>
+}

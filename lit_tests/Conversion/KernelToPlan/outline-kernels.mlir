@@ -247,3 +247,26 @@ func.func @second(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// An assert between kernels becomes a plan check of the buffer its
+// condition was written to, after the launch that writes it.
+// CHECK-LABEL: func.func @assert_becomes_check
+// CHECK: %[[FLAG:.*]] = kiln_plan.alloc : memref<i1>
+// CHECK: kiln_plan.launch @kernel_0_all[1]
+// CHECK-NEXT: kiln_plan.check %[[FLAG]] {kind = "index", message = "index out of range"} : memref<i1>
+func.func @assert_becomes_check(%x: tensor<4xi1>) -> tensor<4xi1> {
+  %0 = kiln_kernel.kernel "kernel_0_all" extent(0) ins(%x : tensor<4xi1>) -> (tensor<i1>) {
+  ^bb0(%a: tensor<4xi1>):
+    %1 = kiln_graph.all %a {dims = array<i64>} : tensor<4xi1> -> tensor<i1>
+    kiln_kernel.yield %1 : tensor<i1>
+  }
+  kiln_graph.assert %0 {kind = "index", message = "index out of range"} : tensor<i1>
+  %2 = kiln_kernel.kernel "kernel_1_not" extent(4) ins(%x : tensor<4xi1>) -> (tensor<4xi1>) {
+  ^bb0(%a: tensor<4xi1>):
+    %3 = kiln_graph.bitwise_not %a : tensor<4xi1> -> tensor<4xi1>
+    kiln_kernel.yield %3 : tensor<4xi1>
+  }
+  return %2 : tensor<4xi1>
+}

@@ -509,3 +509,68 @@ func.func @log1p_of_bool(%a: tensor<4xi1>) -> tensor<4xi1> {
   %0 = kiln_graph.log1p %a : tensor<4xi1> -> tensor<4xi1>
   return %0 : tensor<4xi1>
 }
+
+// -----
+
+func.func @bitwise_of_floats(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{requires an integer or bool element type}}
+  %0 = kiln_graph.bitwise_and %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @any_of_floats(%a: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{requires a bool (i1) element type}}
+  %0 = kiln_graph.any %a {dims = array<i64>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @assert_of_a_vector(%a: tensor<4xi1>) {
+  // expected-error @+1 {{condition must be a tensor<i1>}}
+  kiln_graph.assert %a {message = "m"} : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @assert_of_unknown_kind(%a: tensor<i1>) {
+  // expected-error @+1 {{kind must be "index" or "runtime"}}
+  kiln_graph.assert %a {kind = "oops", message = "m"} : tensor<i1>
+  return
+}
+
+// -----
+
+func.func @iota_attribute_type() -> tensor<4xi64> {
+  // expected-error @+1 {{start and step must be 'i64' attributes for 'i64' results}}
+  %0 = kiln_graph.iota {start = 0.0 : f64, step = 1.0 : f64} : tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @pad_shape(%a: tensor<4xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{result dim 0 must be the input's plus low and high}}
+  %0 = kiln_graph.pad %a {low = array<i64: 1>, high = array<i64: 1>, value = 0.0 : f64} : tensor<4xf32> -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @index_not_adjacent(%a: tensor<4x5x6xf32>, %i: tensor<3xi64>) -> tensor<4x3xf32> {
+  // Non-adjacent indexed dims put the broadcast dims in front: 3x5.
+  // expected-error @+1 {{result must be 'tensor<3x5xf32>'}}
+  %0 = kiln_graph.index %a[%i, %i] {indexed_dims = array<i64: 0, 2>} : tensor<4x5x6xf32>, tensor<3xi64>, tensor<3xi64> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @index_of_i32(%a: tensor<4xf32>, %i: tensor<3xi32>) -> tensor<3xf32> {
+  // expected-error @+1 {{index tensors must be i64 and share one shape}}
+  %0 = kiln_graph.index %a[%i] {indexed_dims = array<i64: 0>} : tensor<4xf32>, tensor<3xi32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

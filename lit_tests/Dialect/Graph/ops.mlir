@@ -275,3 +275,33 @@ func.func @math_and_rounding(%a: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4x
   %19 = kiln_graph.cosh %18 : tensor<4xf32> -> tensor<4xf32>
   return %19, %0 : tensor<4xf32>, tensor<4xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @indexing_and_checks
+func.func @indexing_and_checks(%x: tensor<4x5x6xf32>, %i: tensor<2x3xi64>, %b: tensor<4xi1>)
+    -> (tensor<4x2x3x6xf32>, tensor<5x7x6xf32>, tensor<5xf32>, tensor<3xi64>, tensor<4xi1>, tensor<i1>) {
+  // CHECK: kiln_graph.index %{{.*}}[%{{.*}}] {indexed_dims = array<i64: 1>} : tensor<4x5x6xf32>, tensor<2x3xi64> -> tensor<4x2x3x6xf32>
+  %0 = kiln_graph.index %x[%i] {indexed_dims = array<i64: 1>} : tensor<4x5x6xf32>, tensor<2x3xi64> -> tensor<4x2x3x6xf32>
+  // CHECK: kiln_graph.pad %{{.*}} {high = array<i64: 0, 1, 0>, low = array<i64: 1, 1, 0>, value = 2.500000e+00 : f64}
+  %1 = kiln_graph.pad %x {low = array<i64: 1, 1, 0>, high = array<i64: 0, 1, 0>, value = 2.5 : f64} : tensor<4x5x6xf32> -> tensor<5x7x6xf32>
+  // CHECK: kiln_graph.iota {start = 5.000000e-01 : f64, step = 2.500000e-01 : f64} : tensor<5xf32>
+  %2 = kiln_graph.iota {start = 0.5 : f64, step = 0.25 : f64} : tensor<5xf32>
+  // CHECK: kiln_graph.iota {start = 2 : i64, step = 3 : i64} : tensor<3xi64>
+  %3 = kiln_graph.iota {start = 2 : i64, step = 3 : i64} : tensor<3xi64>
+  // CHECK: kiln_graph.bitwise_and
+  %4 = kiln_graph.bitwise_and %b, %b : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  // CHECK: kiln_graph.bitwise_not
+  %5 = kiln_graph.bitwise_not %4 : tensor<4xi1> -> tensor<4xi1>
+  // CHECK: kiln_graph.all %{{.*}} {dims = array<i64>} : tensor<4xi1> -> tensor<i1>
+  %6 = kiln_graph.all %5 {dims = array<i64>} : tensor<4xi1> -> tensor<i1>
+  // CHECK: kiln_graph.any
+  %7 = kiln_graph.any %5 {dims = array<i64: 0>} : tensor<4xi1> -> tensor<i1>
+  // CHECK: kiln_graph.amin
+  %8 = kiln_graph.amin %x {dims = array<i64: 0, 2>} : tensor<4x5x6xf32> -> tensor<5xf32>
+  // CHECK: kiln_graph.prod
+  %9 = kiln_graph.prod %8 {dims = array<i64: 0>} : tensor<5xf32> -> tensor<f32>
+  // CHECK: kiln_graph.assert %{{.*}} {kind = "index", message = "bad index"} : tensor<i1>
+  kiln_graph.assert %6 {kind = "index", message = "bad index"} : tensor<i1>
+  return %0, %1, %2, %3, %5, %7 : tensor<4x2x3x6xf32>, tensor<5x7x6xf32>, tensor<5xf32>, tensor<3xi64>, tensor<4xi1>, tensor<i1>
+}

@@ -139,3 +139,19 @@ func.func @launch_empty_element_type(%a: memref<0x4xf32>) {
   kiln_plan.launch @k[1](%a) {num_inputs = 1 : i64} : memref<0x4xf32>
   return
 }
+
+// -----
+
+func.func @check_of_floats(%b: memref<f32>) {
+  // expected-error @+1 {{condition must hold one i1, got 'memref<f32>'}}
+  kiln_plan.check %b {kind = "index", message = "m"} : memref<f32>
+  return
+}
+
+// -----
+
+func.func @check_of_unknown_kind(%b: memref<i1>) {
+  // expected-error @+1 {{kind must be "index" or "runtime"}}
+  kiln_plan.check %b {kind = "fatal", message = "m"} : memref<i1>
+  return
+}

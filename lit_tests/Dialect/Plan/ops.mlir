@@ -64,3 +64,12 @@ func.func @launch_empty(%a: memref<0x4xf32>) -> memref<4x0xf32> attributes {kiln
   kiln_plan.launch @kernel_0_neg[1](%a, %out) {num_inputs = 1 : i64} : memref<0x4xf32>, memref<4x0xf32>
   return %out : memref<4x0xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @check
+// CHECK: kiln_plan.check %{{.*}} {kind = "index", message = "index out of range"} : memref<i1>
+func.func @check(%b: memref<i1>) {
+  kiln_plan.check %b {kind = "index", message = "index out of range"} : memref<i1>
+  return
+}

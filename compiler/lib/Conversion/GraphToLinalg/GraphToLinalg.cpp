@@ -203,6 +203,41 @@ Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaxSIOp::create(b, loc, x, y);
 }
 
+/// fmod (truncated: the sign of x) or, when `floored`, Python's remainder
+/// (the sign of y). Integer divisors 0 and -1 would trap in srem (x / 0, and
+/// INT_MIN / -1 overflows); both give 0 here (for 0 the importer's assert
+/// raises ATen's error first).
+Value remainderScalar(OpBuilder &b, Location loc, Value x, Value y, bool floored) {
+  Type type = x.getType();
+  Value zero = scalarConstant(b, loc, type, 0);
+  Value r;
+  if (isFloat(type)) {
+    r = arith::RemFOp::create(b, loc, x, y);
+  } else {
+    Value one = scalarConstant(b, loc, type, 1);
+    Value trapping = arith::OrIOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, scalarConstant(b, loc, type, -1)));
+    r = arith::RemSIOp::create(b, loc, x, arith::SelectOp::create(b, loc, trapping, one, y));
+  }
+  if (!floored)
+    return r;
+  // r + y when r is nonzero and its sign differs from y's.
+  Value rNegative, yNegative, rNonzero;
+  if (isFloat(type)) {
+    rNegative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
+    yNegative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
+    rNonzero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r, zero);
+  } else {
+    rNegative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+    yNegative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
+    rNonzero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
+  }
+  Value adjust = arith::AndIOp::create(
+      b, loc, rNonzero, arith::XOrIOp::create(b, loc, rNegative, yNegative));
+  return arith::SelectOp::create(b, loc, adjust, addScalar(b, loc, r, y), r);
+}
+
 /// c0 + z * (c1 + z * (c2 + ...)).
 Value horner(OpBuilder &b, Location loc, Value z, ArrayRef<double> coefficients) {
   Type t = z.getType();
@@ -473,6 +508,9 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
       .Case<DivOp>([&](auto) -> Value {
         return arith::DivFOp::create(b, loc, args[0], args[1]);
       })
+      .Case<FmodOp, RemainderOp>([&](Operation *o) {
+        return remainderScalar(b, loc, args[0], args[1], /*floored=*/isa<RemainderOp>(o));
+      })
       .Case<MaximumOp>([&](auto) { return maxScalar(b, loc, args[0], args[1]); })
       .Case<MinimumOp>([&](auto) { return minScalar(b, loc, args[0], args[1]); })
       .Case<PowOp>([&](PowOp pow) {
@@ -482,6 +520,13 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
           [&](Operation *cmp) { return compareScalar(b, loc, cmp, args[0], args[1]); })
       .Case<WhereOp>([&](auto) -> Value {
         return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Case<BitwiseAndOp>([&](auto) -> Value { return arith::AndIOp::create(b, loc, args[0], args[1]); })
+      .Case<BitwiseOrOp>([&](auto) -> Value { return arith::OrIOp::create(b, loc, args[0], args[1]); })
+      .Case<BitwiseXorOp>([&](auto) -> Value { return arith::XOrIOp::create(b, loc, args[0], args[1]); })
+      .Case<BitwiseNotOp>([&](auto) -> Value { // x ^ all-ones (true for bool)
+        auto ones = b.getIntegerAttr(resultElement, APInt::getAllOnes(resultElement.getIntOrFloatBitWidth()));
+        return arith::XOrIOp::create(b, loc, args[0], arith::ConstantOp::create(b, loc, ones));
       })
       .Case<NegOp>([&](auto) -> Value {
         if (isFloat(resultElement))
@@ -885,6 +930,123 @@ LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
   return success();
 }
 
+LogicalResult lowerIota(RewriterBase &rewriter, IotaOp op) {
+  auto type = tensorType(op.getResult());
+  Type element = type.getElementType();
+  Location loc = op.getLoc();
+  Value init = emptyTensor(rewriter, loc, type.getShape(), element);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, rewriter.getContext());
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, ArrayRef<AffineMap>{identity},
+      ArrayRef<IteratorType>{IteratorType::parallel}, "", "",
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 0));
+        Value start = arith::ConstantOp::create(b, l, op.getStart());
+        Value step = arith::ConstantOp::create(b, l, op.getStep());
+        Value value;
+        if (isFloat(element)) { // in f64, rounded once (ATen's accumulate type)
+          Value fi = arith::SIToFPOp::create(b, l, b.getF64Type(), i);
+          value = arith::AddFOp::create(b, l, start, arith::MulFOp::create(b, l, fi, step));
+          if (element != b.getF64Type())
+            value = arith::TruncFOp::create(b, l, element, value);
+        } else {
+          value = arith::AddIOp::create(b, l, start, arith::MulIOp::create(b, l, i, step));
+          if (element != b.getI64Type())
+            value = arith::TruncIOp::create(b, l, element, value);
+        }
+        linalg::YieldOp::create(b, l, value);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
+LogicalResult lowerPad(RewriterBase &rewriter, PadOp op) {
+  auto type = tensorType(op.getResult());
+  auto inputType = tensorType(op.getInput());
+  int64_t rank = type.getRank();
+  Location loc = op.getLoc();
+  Value input = op.getInput();
+  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext());
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, ArrayRef<AffineMap>{identity},
+      iterators, "", "", [&](OpBuilder &b, Location l, ValueRange) {
+        // Source index i - low per dim; outside the input, the pad value.
+        SmallVector<Value> source;
+        Value inside = arith::ConstantIntOp::create(b, l, 1, 1);
+        for (int64_t d = 0; d < rank; ++d) {
+          Value i = arith::SubIOp::create(b, l, linalg::IndexOp::create(b, l, d),
+                                          arith::ConstantIndexOp::create(b, l, op.getLow()[d]));
+          Value size = arith::ConstantIndexOp::create(b, l, inputType.getDimSize(d));
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          Value ok = arith::AndIOp::create(
+              b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, zero),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, size));
+          inside = arith::AndIOp::create(b, l, inside, ok);
+          source.push_back(clampIndex(b, l, i, inputType.getDimSize(d)));
+        }
+        Value pad = scalarConstant(b, l, type.getElementType(), op.getValue().convertToDouble());
+        Value result = pad;
+        if (inputType.getNumElements() > 0) {
+          Value element = tensor::ExtractOp::create(b, l, input, source);
+          result = arith::SelectOp::create(b, l, inside, element, pad);
+        }
+        linalg::YieldOp::create(b, l, result);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
+LogicalResult lowerIndex(RewriterBase &rewriter, IndexOp op) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto type = tensorType(op.getResult());
+  auto inputType = tensorType(op.getInput());
+  int64_t rank = type.getRank();
+  int64_t start = op.getBroadcastStart();
+  int64_t broadcastRank = tensorType(op.getIndices()[0]).getRank();
+  ArrayRef<int64_t> indexed = op.getIndexedDims();
+  Location loc = op.getLoc();
+  Value input = op.getInput();
+  // Index tensors are read at the broadcast coordinates: result dims
+  // [start, start + broadcastRank).
+  SmallVector<AffineExpr> broadcastExprs;
+  for (int64_t d = 0; d < broadcastRank; ++d)
+    broadcastExprs.push_back(getAffineDimExpr(start + d, ctx));
+  SmallVector<AffineMap> maps(op.getIndices().size(), AffineMap::get(rank, 0, broadcastExprs, ctx));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, op.getIndices(), ValueRange{init}, maps, iterators, "", "",
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        // Result dims outside the broadcast block walk the non-indexed input
+        // dims in order.
+        SmallVector<Value> source(inputType.getRank());
+        int64_t resultDim = 0;
+        for (int64_t d = 0; d < inputType.getRank(); ++d) {
+          if (resultDim == start)
+            resultDim += broadcastRank;
+          if (!llvm::is_contained(indexed, d))
+            source[d] = linalg::IndexOp::create(b, l, resultDim++);
+        }
+        for (auto [k, d] : llvm::enumerate(indexed)) {
+          int64_t size = inputType.getDimSize(d);
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[k]);
+          Value wrapped = arith::AddIOp::create(b, l, i, arith::ConstantIndexOp::create(b, l, size));
+          Value negative = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i,
+                                                 arith::ConstantIndexOp::create(b, l, 0));
+          source[d] = clampIndex(b, l, arith::SelectOp::create(b, l, negative, wrapped, i), size);
+        }
+        Value element = inputType.getNumElements() > 0
+                            ? Value(tensor::ExtractOp::create(b, l, input, source))
+                            : scalarConstant(b, l, type.getElementType(), 0);
+        linalg::YieldOp::create(b, l, element);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
 LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
                                                  cast<TypedAttr>(op.getValue()));
@@ -906,6 +1068,9 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<SliceOp>([&](auto o) { return lowerSlice(rewriter, o); })
       .Case<ConcatOp>([&](auto o) { return lowerConcat(rewriter, o); })
       .Case<EmbeddingOp>([&](auto o) { return lowerEmbedding(rewriter, o); })
+      .Case<IotaOp>([&](auto o) { return lowerIota(rewriter, o); })
+      .Case<PadOp>([&](auto o) { return lowerPad(rewriter, o); })
+      .Case<IndexOp>([&](auto o) { return lowerIndex(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
       .Default([](Operation *o) {
         return o->emitOpError("has no lowering to linalg");

@@ -124,6 +124,8 @@ LogicalResult kiln::graph::verifyElementwise(Operation *op) {
              << " differs from the result element type " << resultElement;
   if (op->hasTrait<FloatOnly>() && !isa<FloatType>(resultElement))
     return op->emitOpError("requires a floating-point element type");
+  if (op->hasTrait<IntegerOnly>() && !isa<IntegerType>(resultElement))
+    return op->emitOpError("requires an integer or bool element type");
   return success();
 }
 
@@ -405,6 +407,82 @@ LogicalResult ConcatOp::verify() {
   }
   if (total != result.getDimSize(dim))
     return emitOpError("result dim ") << dim << " must be the sum of the inputs'";
+  return success();
+}
+
+LeadingDim IotaOp::getLeadingDim() { return elementwiseLeadingDim(*this); }
+
+LeadingDim PadOp::getLeadingDim() {
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  // Row r of the result reads row r - low[0] of the input.
+  info->aligned[0] = getLow()[0] == 0 && getHigh()[0] == 0;
+  return *info;
+}
+
+LeadingDim IndexOp::getLeadingDim() {
+  // Parallel over the result's rows; operands are read anywhere, so they
+  // must be computed by earlier kernels (no operand is aligned).
+  std::optional<LeadingDim> info = parallel(*this);
+  return info ? *info : notParallel(*this);
+}
+
+int64_t IndexOp::getBroadcastStart() {
+  ArrayRef<int64_t> dims = getIndexedDims();
+  bool adjacent = dims.back() - dims.front() + 1 == (int64_t)dims.size();
+  return adjacent ? dims.front() : 0;
+}
+
+LogicalResult IotaOp::verify() {
+  auto result = tensorType(getResult());
+  if (result.getRank() != 1)
+    return emitOpError("result must be 1-D");
+  Type element = result.getElementType();
+  Type expected = isa<FloatType>(element) ? Type(Float64Type::get(getContext()))
+                                          : Type(IntegerType::get(getContext(), 64));
+  if (getStart().getType() != expected || getStep().getType() != expected)
+    return emitOpError("start and step must be ") << expected << " attributes for "
+                                                  << element << " results";
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  int64_t rank = input.getRank();
+  if ((int64_t)getLow().size() != rank || (int64_t)getHigh().size() != rank)
+    return emitOpError("low and high need one entry per input dim");
+  if (result.getElementType() != input.getElementType() || result.getRank() != rank)
+    return emitOpError("result must have the input's rank and element type");
+  for (int64_t d = 0; d < rank; ++d)
+    if (result.getDimSize(d) != input.getDimSize(d) + getLow()[d] + getHigh()[d] ||
+        result.getDimSize(d) < 0)
+      return emitOpError("result dim ") << d << " must be the input's plus low and high";
+  return success();
+}
+
+LogicalResult IndexOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  ArrayRef<int64_t> dims = getIndexedDims();
+  if (dims.empty() || dims.size() != getIndices().size())
+    return emitOpError("needs one indexed dim per index tensor, and at least one");
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] < 0 || dims[k] >= input.getRank() || (k > 0 && dims[k] <= dims[k - 1]))
+      return emitOpError("indexed dims must be sorted input dims");
+  auto broadcast = tensorType(getIndices()[0]);
+  for (Value index : getIndices())
+    if (tensorType(index) != broadcast.clone(IntegerType::get(getContext(), 64)))
+      return emitOpError("index tensors must be i64 and share one shape");
+  SmallVector<int64_t> expected;
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      expected.push_back(input.getDimSize(d));
+  int64_t start = getBroadcastStart();
+  expected.insert(expected.begin() + start, broadcast.getShape().begin(),
+                  broadcast.getShape().end());
+  if (result.getShape() != ArrayRef<int64_t>(expected) ||
+      result.getElementType() != input.getElementType())
+    return emitOpError("result must be ") << RankedTensorType::get(expected, input.getElementType());
   return success();
 }
 

@@ -11,9 +11,10 @@ def Graph_Elementwise : NativeOpTrait<"Elementwise"> {
 
 // Element types of elementwise ops, when they are not all the result's:
 // comparisons give i1 from operands of one element type; FloatOnly ops need a
-// floating-point result; OwnElementTypes ops check element types themselves.
+// floating-point result, IntegerOnly an integer or bool one; OwnElementTypes ops check element types themselves.
 def Graph_Comparison : NativeOpTrait<"Comparison"> { let cppNamespace = "::kiln::graph"; }
 def Graph_FloatOnly : NativeOpTrait<"FloatOnly"> { let cppNamespace = "::kiln::graph"; }
+def Graph_IntegerOnly : NativeOpTrait<"IntegerOnly"> { let cppNamespace = "::kiln::graph"; }
 def Graph_OwnElementTypes : NativeOpTrait<"OwnElementTypes"> {
   let cppNamespace = "::kiln::graph";
 }

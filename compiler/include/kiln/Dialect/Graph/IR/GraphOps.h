@@ -45,6 +45,8 @@ class Comparison : public mlir::OpTrait::TraitBase<ConcreteType, Comparison> {};
 template <typename ConcreteType>
 class FloatOnly : public mlir::OpTrait::TraitBase<ConcreteType, FloatOnly> {};
 template <typename ConcreteType>
+class IntegerOnly : public mlir::OpTrait::TraitBase<ConcreteType, IntegerOnly> {};
+template <typename ConcreteType>
 class OwnElementTypes : public mlir::OpTrait::TraitBase<ConcreteType, OwnElementTypes> {};
 } // namespace kiln::graph
 

@@ -65,6 +65,25 @@ def Graph_MinimumOp : Graph_BinaryOp<"minimum", [Commutative]> {
   let summary = "aten.minimum (NaN-propagating; clamp's upper bound)";
 }
 
+def Graph_FmodOp : Graph_BinaryOp<"fmod"> {
+  let summary = "aten.fmod: the remainder of truncated division (sign of lhs)";
+  let description = [{
+    An integer divisor of 0 gives 0 here; the importer adds an assert that
+    raises ATen's error for it, so no kernel ever traps.
+  }];
+}
+def Graph_RemainderOp : Graph_BinaryOp<"remainder"> {
+  let summary = "aten.remainder: the remainder of floored division (sign of rhs)";
+  let description = [{ As fmod for an integer divisor of 0. }];
+}
+
+class Graph_BitwiseOp<string mnemonic> : Graph_BinaryOp<mnemonic, [Commutative, Graph_IntegerOnly]> {
+  let summary = "aten.bitwise_" # mnemonic # " on integers (logical on bool)";
+}
+def Graph_BitwiseAndOp : Graph_BitwiseOp<"bitwise_and">;
+def Graph_BitwiseOrOp : Graph_BitwiseOp<"bitwise_or">;
+def Graph_BitwiseXorOp : Graph_BitwiseOp<"bitwise_xor">;
+
 class Graph_CompareOp<string mnemonic> : Graph_BinaryOp<mnemonic, [Graph_Comparison]> {
   let summary = "aten." # mnemonic # " producing a bool (i1) tensor";
 }
@@ -88,6 +107,9 @@ def Graph_WhereOp : Graph_ElementwiseOp<"where", [Graph_OwnElementTypes]> {
 }
 
 def Graph_NegOp : Graph_UnaryOp<"neg"> { let summary = "aten.neg"; }
+def Graph_BitwiseNotOp : Graph_UnaryOp<"bitwise_not", [Graph_IntegerOnly]> {
+  let summary = "aten.bitwise_not (logical not on bool)";
+}
 def Graph_ReluOp : Graph_UnaryOp<"relu"> { let summary = "aten.relu"; }
 def Graph_TanhOp : Graph_UnaryOp<"tanh", [Graph_FloatOnly]> { let summary = "aten.tanh"; }
 def Graph_ExpOp : Graph_UnaryOp<"exp", [Graph_FloatOnly]> { let summary = "aten.exp"; }
@@ -295,6 +317,52 @@ def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, Graph_OwnLeadingDim]> {
   let assemblyFormat =
       "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def Graph_IotaOp : Graph_Op<"iota", [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten.arange: result[i] = start + i * step (1-D)";
+  let description = [{
+    `start` and `step` are f64 attributes for a floating-point result (the
+    value is computed in f64 and rounded once, as ATen does) and i64 ones for
+    an integer result.
+  }];
+  let arguments = (ins TypedAttrInterface:$start, TypedAttrInterface:$step);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_PadOp : Graph_Op<"pad", [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten.constant_pad_nd: `low`/`high` elements per dim (negative crops)";
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high, F64Attr:$value);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_IndexOp : Graph_Op<"index", [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten.index.Tensor with integer index tensors";
+  let description = [{
+    `indices[k]` (i64, all of one broadcast shape B) indexes input dim
+    `indexed_dims[k]` (sorted). As in NumPy advanced indexing, the result is
+    the input shape with the indexed dims replaced by B: in place of the
+    first indexed dim when the indexed dims are adjacent, else in front.
+    Negative indices count from the back. The importer guards the indices
+    with a kiln_graph.assert; the kernel clamps them so that it never reads
+    out of bounds.
+  }];
+  let arguments = (ins Graph_Tensor:$input, Variadic<Graph_Tensor>:$indices,
+                       DenseI64ArrayAttr:$indexed_dims);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` type($input) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Result dim where B starts (0 unless the indexed dims are adjacent).
+    int64_t getBroadcastStart();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
