@@ -15,7 +15,7 @@
 // RUN: not kiln-import-fx %t/missing-file.json 2>&1 | FileCheck %s --check-prefix=NO-FILE
 
 // The diagnostic names the op and the user's source line.
-// UNSUPPORTED-OP: "cumsum"("/home/u/model.py":7:0){{.*}}: error: aten.cumsum.default: op is not supported by Kiln
+// UNSUPPORTED-OP: "bessel"("/home/u/model.py":7:0){{.*}}: error: aten.special_bessel_j0.default: op is not supported by Kiln
 // BAD-JSON: error: invalid graph JSON: {{.*}}Unexpected EOF
 // NOT-OBJECT: error: graph JSON must be an object
 // VERSION: error: unsupported graph JSON version (expected 1)
@@ -34,11 +34,11 @@
 {"version": 1, "name": "g",
  "inputs": [{"name": "x", "shape": [2, 4], "dtype": "float32"}],
  "nodes": [
-  {"name": "cumsum", "target": "aten.cumsum.default", "args": [{"ref": "x", "index": 0}, 1], "kwargs": {},
+  {"name": "bessel", "target": "aten.special_bessel_j0.default", "args": [{"ref": "x", "index": 0}], "kwargs": {},
    "outputs": [{"shape": [2, 4], "dtype": "float32"}],
-   "loc": {"file": "/home/u/model.py", "line": 7, "code": "x.cumsum(1)"}}
+   "loc": {"file": "/home/u/model.py", "line": 7, "code": "torch.special.bessel_j0(x)"}}
  ],
- "outputs": [{"ref": "cumsum", "index": 0}]}
+ "outputs": [{"ref": "bessel", "index": 0}]}
 
 //--- bad.json
 {"version": 1, "nodes": [

@@ -74,6 +74,8 @@ def _group_norm(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """native_group_norm as per-group mean and variance (two passes, like
     ATen's), returning the op's mean and rstd exactly."""
+    if not x.is_contiguous():
+        x = aten.clone.default(x, memory_format=torch.contiguous_format)
     grouped = aten.view.default(x, [n, group, -1])
     mean = aten.mean.dim(grouped, [-1], True)
     centered = aten.sub.Tensor(grouped, mean)
@@ -88,10 +90,109 @@ def _group_norm(
     return out, aten.view.default(mean, [n, group]), aten.view.default(rstd, [n, group])
 
 
+def _spatial_list(values: Sequence[int], n: int) -> list[int]:
+    values = list(values)
+    return values * n if len(values) == 1 else values
+
+
+def _convolution(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+) -> Any:
+    """1-, 2- and 3-D convolution as im2col and a matrix product.
+
+    One gather (kiln_graph.index) reads the padded input straight into the
+    [N, out..., C, kernel...] layout, so the rows of the product are output
+    positions and its columns the C*kernel reduction, and the product is
+    Kiln's vectorized matmul with the weight read transposed in place (as for
+    nn.Linear). 1x1 stride-1 convolutions skip the gather. Depthwise
+    convolutions multiply and sum instead (one channel per group leaves
+    nothing to multiply as a matrix), other groups use a batched product.
+    Transposed convolutions are not decomposed (NotImplemented keeps the op).
+    """
+    n = weight.dim() - 2
+    if transposed or n < 1 or x.dim() != n + 2:
+        return NotImplemented
+    stride, padding, dilation = (_spatial_list(v, n) for v in (stride, padding, dilation))
+    batch, channels = x.shape[0], x.shape[1]
+    out_channels, kernel = weight.shape[0], list(weight.shape[2:])
+    group_channels, group_out = channels // groups, out_channels // groups
+    if any(padding):
+        pad: list[int] = []
+        for p in reversed(padding):
+            pad += [p, p]
+        x = aten.constant_pad_nd.default(x, pad, 0.0)
+    size = list(x.shape[2:])
+    out = [(size[d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1 for d in range(n)]
+    positions = 1
+    for o in out:
+        positions *= o
+    taps = 1
+    for k in kernel:
+        taps *= k
+
+    # cols[b, o_1..o_n, c, k_1..k_n] = x[b, c, o_d * stride_d + k_d * dilation_d ...]
+    rank = 2 + 2 * n
+
+    def along(values: torch.Tensor, dim: int) -> torch.Tensor:
+        shape = [1] * rank
+        shape[dim] = values.shape[0]
+        return aten.view.default(values, shape)
+
+    def iota(count: int) -> torch.Tensor:
+        return aten.arange.default(count, dtype=torch.int64, device=x.device)
+
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
+        cols = aten.clone.default(aten.permute.default(x, [0, *range(2, 2 + n), 1]),
+                                  memory_format=torch.contiguous_format)  # [N, out..., C]
+    else:
+        indices = [along(iota(batch), 0), along(iota(channels), 1 + n)]
+        for d in range(n):
+            start = aten.mul.Tensor(along(iota(out[d]), 1 + d), stride[d])
+            offset = aten.mul.Tensor(along(iota(kernel[d]), 2 + n + d), dilation[d])
+            indices.append(aten.add.Tensor(start, offset))
+        cols = aten.index.Tensor(x, indices)  # [N, out..., C, kernel...]
+    rows = batch * positions
+
+    if groups == 1:
+        matrix = aten.view.default(cols, [rows, channels * taps])
+        w = aten.view.default(weight, [out_channels, channels * taps])
+        result = aten.mm.default(matrix, aten.t.default(w))  # [rows, O]
+    elif group_channels == 1 and group_out == 1:  # depthwise
+        grouped = aten.view.default(cols, [rows, channels, taps])
+        w = aten.view.default(weight, [channels, taps])
+        result = aten.sum.dim_IntList(aten.mul.Tensor(grouped, w), [2])
+    else:
+        grouped = aten.view.default(cols, [rows, groups, group_channels * taps])
+        grouped = aten.clone.default(aten.permute.default(grouped, [1, 0, 2]),
+                                     memory_format=torch.contiguous_format)
+        w = aten.view.default(weight, [groups, group_out, group_channels * taps])
+        result = aten.bmm.default(grouped, aten.permute.default(w, [0, 2, 1]))  # [G, rows, Og]
+        result = aten.clone.default(aten.permute.default(result, [1, 0, 2]),
+                                    memory_format=torch.contiguous_format)
+    result = aten.view.default(result, [batch, *out, out_channels])
+    if bias is not None:
+        result = aten.add.Tensor(result, bias)
+    # Contiguous, as ATen's result is: later views and autograd rely on it.
+    return aten.clone.default(aten.permute.default(result, [0, 1 + n, *range(1, 1 + n)]),
+                              memory_format=torch.contiguous_format)
+
+
 # Exact in every output: safe under autograd too.
 _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.split_with_sizes.default: _split_with_sizes,
     aten.native_group_norm.default: _group_norm,
+    aten.convolution.default: _convolution,
+    # PyTorch's reference: abs, pow and sum reductions (e.g. weight_norm).
+    aten.linalg_vector_norm.default:
+        torch._decomp.decomposition_table[aten.linalg_vector_norm.default],
 }
 
 # Inference graphs only.

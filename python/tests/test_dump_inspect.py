@@ -35,18 +35,18 @@ class Small(torch.nn.Module):
         return y * torch.tensor([1.0, 2.0, 3.0])  # a lifted constant
 
 
-def with_cumsum(x: torch.Tensor) -> torch.Tensor:
+def with_unsupported(x: torch.Tensor) -> torch.Tensor:
     y = x * 2 + 1
-    return torch.cumsum(y, 0).relu()  # kiln-test: cumsum
+    return torch.special.bessel_j0(y).relu()  # kiln-test: unsupported
 
 
 SMALL_LINE = line_of("# " + "kiln-test: small", THIS_FILE)
-CUMSUM_LINE = line_of("# " + "kiln-test: cumsum", THIS_FILE)
+UNSUPPORTED_LINE = line_of("# " + "kiln-test: unsupported", THIS_FILE)
 
 
 @pytest.fixture(scope="module")
 def dumps(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """graph_0: Small (compiled whole), graph_1: with_cumsum (split), graph_2/3: a training step."""
+    """graph_0: Small (compiled whole), graph_1: with_unsupported (split), graph_2/3: a training step."""
     if request.config.getoption("--kiln-fake-ext"):
         pytest.skip("dumps need the real compiler's stages")
     root = tmp_path_factory.mktemp("dumps")
@@ -55,7 +55,7 @@ def dumps(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     torch.manual_seed(0)
     with torch.no_grad():
         compile_kiln(Small().eval(), **options)(torch.randn(2, 4))
-        compile_kiln(with_cumsum, **options)(torch.randn(3, 2))
+        compile_kiln(with_unsupported, **options)(torch.randn(3, 2))
     train = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh())
     compile_kiln(train, **options)(torch.randn(2, 3)).sum().backward()
     torch._dynamo.reset()
@@ -74,7 +74,7 @@ def test_every_folder_has_its_files(dumps):
     split = dumps / "graph_1"
     for f in ("fx_graph.py", "fx_graph_split.py", "graph.json", "summary.json", "inputs.npz", "outputs.npz"):
         assert (split / f).is_file(), f
-    for part in ("partition_0", "partition_1"):  # x * 2 + 1 before cumsum, relu after
+    for part in ("partition_0", "partition_1"):  # x * 2 + 1 before bessel_j0, relu after
         for f in (*ARTIFACT_FILES, "inputs.npz", "outputs.npz"):
             assert (split / part / f).is_file(), f"{part}/{f}"
 
@@ -96,11 +96,11 @@ def test_summary_lists_kernels_with_ops_and_source_lines(dumps):
     assert {k["partition"] for k in s["kernels"]} == {0, 1}
     assert s["kernel_count"] == len(s["kernels"])
     (fallback,) = s["fallbacks"]
-    assert fallback["op"] == "aten.cumsum.default" and fallback["node"] == "cumsum"
-    assert fallback["line"] == CUMSUM_LINE
+    assert fallback["op"] == "aten.special_bessel_j0.default" and fallback["node"] == "special_bessel_j0"
+    assert fallback["line"] == UNSUPPORTED_LINE
     part = summary(dumps / "graph_1" / "partition_1")
     assert part["partition"] == 1 and part["kernels"] and part["kernel_count"] == len(part["kernels"])
-    assert any(f"{THIS_FILE}:{CUMSUM_LINE}" in k["locations"] for k in part["kernels"])
+    assert any(f"{THIS_FILE}:{UNSUPPORTED_LINE}" in k["locations"] for k in part["kernels"])
 
 
 def replay_folders(root: Path) -> list[Path]:
@@ -147,7 +147,7 @@ def test_no_inputs_without_dump_inputs(tmp_path):
 
 
 def test_records_match_summaries(tmp_path):
-    compile_kiln(with_cumsum, dump_dir=str(tmp_path))(torch.randn(3, 2))
+    compile_kiln(with_unsupported, dump_dir=str(tmp_path))(torch.randn(3, 2))
     (record,) = kiln.compile_records()
     s = summary(tmp_path / "graph_0")
     assert record.kernel_count == s["kernel_count"] == len(record.kernels) > 0
@@ -188,7 +188,7 @@ def test_inspect_one_graph_shows_kernels(dumps, capsys):
     code, out, _ = run_inspect(capsys, dumps, "--graph", "graph_1")
     assert code == 0
     assert "partition_0/kernel_" in out and "partition_1/kernel_" in out
-    assert f"aten.cumsum.default (cumsum) at {THIS_FILE}:{CUMSUM_LINE}" in out
+    assert f"aten.special_bessel_j0.default (special_bessel_j0) at {THIS_FILE}:{UNSUPPORTED_LINE}" in out
     assert "partition_1/artifact.kiln" in out
 
 
@@ -225,10 +225,10 @@ def test_inspect_html_draws_each_graph(dumps, tmp_path, capsys):
     colors = kinspect.kernel_colors(kinspect.load_dump(dumps / "graph_0")[0])
     relu = node_svg(sections["graph_0"], "relu")
     assert any(f'fill="{c}"' in relu for c in colors.values())
-    cumsum = node_svg(sections["graph_1"], "cumsum")
-    assert f'stroke="{kinspect.FALLBACK_LINE}"' in cumsum and "stroke-dasharray" in cumsum
+    bessel = node_svg(sections["graph_1"], "special_bessel_j0")
+    assert f'stroke="{kinspect.FALLBACK_LINE}"' in bessel and "stroke-dasharray" in bessel
     assert "stroke-dasharray" not in node_svg(sections["graph_1"], "relu")
-    assert "aten.cumsum.default" in sections["graph_1"]
+    assert "aten.special_bessel_j0.default" in sections["graph_1"]
 
 
 @pytest.mark.parametrize("graph", ["graph_2", "graph_3"])

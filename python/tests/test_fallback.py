@@ -17,13 +17,13 @@ pytestmark = pytest.mark.usefixtures("kiln_ext")
 THIS_FILE = os.path.abspath(__file__)
 
 
-def with_cumsum(x):
+def with_unsupported(x):
     y = x * 2 + 1
-    z = torch.cumsum(y, 0)  # kiln-test: cumsum
+    z = torch.special.bessel_j0(y)  # kiln-test: unsupported
     return z.relu() - 1
 
 
-CUMSUM_LINE = line_of("# " + "kiln-test: cumsum", THIS_FILE)
+UNSUPPORTED_LINE = line_of("# " + "kiln-test: unsupported", THIS_FILE)
 
 
 def kiln_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -31,31 +31,31 @@ def kiln_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_unsupported_op_runs_eagerly_with_one_warning(caplog):
-    line = CUMSUM_LINE
+    line = UNSUPPORTED_LINE
     x = torch.randn(5, 3)
-    compiled = compile_kiln(with_cumsum)
+    compiled = compile_kiln(with_unsupported)
     with caplog.at_level(logging.WARNING, logger="kiln"):
         for _ in range(3):
-            torch.testing.assert_close(compiled(x), with_cumsum(x), rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(compiled(x), with_unsupported(x), rtol=1e-4, atol=1e-5)
         x2 = torch.randn(5, 3)
-        torch.testing.assert_close(compiled(x2), with_cumsum(x2), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(compiled(x2), with_unsupported(x2), rtol=1e-4, atol=1e-5)
 
     messages = kiln_warnings(caplog)
     assert len(messages) == 1, messages
-    assert "aten.cumsum.default" in messages[0]
+    assert "aten.special_bessel_j0.default" in messages[0]
     assert f"{THIS_FILE}:{line}" in messages[0]
-    assert "torch.cumsum(y, 0)" in messages[0]
+    assert "torch.special.bessel_j0(y)" in messages[0]
 
     (record,) = kiln.compile_records()
     assert record.status == "partitioned"
-    assert record.partitions == 2  # x * 2 + 1 before cumsum, relu - 1 after
-    assert [f["op"] for f in record.fallbacks] == ["aten.cumsum.default"]
+    assert record.partitions == 2  # x * 2 + 1 before bessel_j0, relu - 1 after
+    assert [f["op"] for f in record.fallbacks] == ["aten.special_bessel_j0.default"]
     assert record.fallbacks[0]["line"] == line
 
 
 def test_same_line_warns_once_across_graphs(caplog):
-    compiled_a = compile_kiln(with_cumsum)
-    compiled_b = compile_kiln(lambda x: with_cumsum(x) * 3)
+    compiled_a = compile_kiln(with_unsupported)
+    compiled_b = compile_kiln(lambda x: with_unsupported(x) * 3)
     with caplog.at_level(logging.WARNING, logger="kiln"):
         compiled_a(torch.randn(4, 2))
         compiled_b(torch.randn(4, 2))
@@ -64,20 +64,20 @@ def test_same_line_warns_once_across_graphs(caplog):
 
 
 def test_unsupported_op_with_fallback_error_names_op_and_line(kiln_ext, monkeypatch):
-    line = CUMSUM_LINE
+    line = UNSUPPORTED_LINE
     calls = []
     real_compile = kiln_ext.compiler.compile
     monkeypatch.setattr(kiln_ext.compiler, "compile", lambda *a: calls.append(a) or real_compile(*a))
 
     with pytest.raises(Exception) as info:
-        compile_kiln(with_cumsum, fallback="error")(torch.randn(5, 3))
+        compile_kiln(with_unsupported, fallback="error")(torch.randn(5, 3))
 
     err = unwrap_backend_error(info.value)
     assert isinstance(err, kiln.UnsupportedOpError), repr(err)
-    assert err.op == "aten.cumsum.default"
+    assert err.op == "aten.special_bessel_j0.default"
     assert (err.file, err.line) == (THIS_FILE, line)
-    assert "torch.cumsum(y, 0)" in err.code
-    assert f"aten.cumsum.default at {THIS_FILE}:{line}" in str(err)
+    assert "torch.special.bessel_j0(y)" in err.code
+    assert f"aten.special_bessel_j0.default at {THIS_FILE}:{line}" in str(err)
     assert not calls, "Kiln compiled something before reporting the unsupported op"
 
 
@@ -125,7 +125,7 @@ def test_compile_error_in_partition_runs_partition_eagerly(kiln_ext, monkeypatch
     monkeypatch.setattr(kiln_ext.compiler, "compile", compile_fails_on_relu)
     x = torch.randn(5, 3)
     with caplog.at_level(logging.WARNING, logger="kiln"):
-        torch.testing.assert_close(compile_kiln(with_cumsum)(x), with_cumsum(x), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(compile_kiln(with_unsupported)(x), with_unsupported(x), rtol=1e-4, atol=1e-5)
     (record,) = kiln.compile_records()
     assert record.partitions == 1 and len(record.errors) == 1
 
@@ -143,7 +143,7 @@ def test_compile_error_with_fallback_error_propagates(kiln_ext, monkeypatch):
 
 def test_dump_dir(tmp_path):
     x = torch.randn(5, 3)
-    compile_kiln(with_cumsum, dump_dir=str(tmp_path))(x)
+    compile_kiln(with_unsupported, dump_dir=str(tmp_path))(x)
     compile_kiln(lambda t: (t @ t.t()).softmax(-1), dump_dir=str(tmp_path))(x)
 
     whole = tmp_path / "graph_1"
@@ -158,7 +158,7 @@ def test_dump_dir(tmp_path):
     split = tmp_path / "graph_0"
     summary = __import__("json").loads((split / "summary.json").read_text())
     assert summary["status"] == "partitioned"
-    assert summary["fallbacks"][0]["op"] == "aten.cumsum.default"
+    assert summary["fallbacks"][0]["op"] == "aten.special_bessel_j0.default"
     assert (split / "partition_0" / "graph.json").is_file()
     assert (split / "partition_1" / "artifact.kiln").is_file()
 
@@ -238,8 +238,8 @@ def test_compile_error_at_an_op_inside_a_partition(kiln_ext, monkeypatch):
     again around the failing op; the other partition is untouched."""
     monkeypatch.setattr(kiln_ext.compiler, "compile", _compile_fails_at(kiln_ext, "aten.mul.Tensor"))
     x = torch.randn(5, 3)
-    torch.testing.assert_close(compile_kiln(with_cumsum)(x), with_cumsum(x), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(compile_kiln(with_unsupported)(x), with_unsupported(x), rtol=1e-4, atol=1e-5)
     (record,) = kiln.compile_records()
     ops = sorted(fb["op"] for fb in record.fallbacks)
-    assert ops == ["aten.cumsum.default", "aten.mul.Tensor"], ops
+    assert ops == ["aten.mul.Tensor", "aten.special_bessel_j0.default"], ops
     assert record.partitions >= 2 and record.kernel_count >= 2, record

@@ -825,13 +825,68 @@ LogicalResult indexTensor(Importer &im) {
   if (indices.empty())
     return im.fail("needs at least one index tensor");
   auto broadcastType = RankedTensorType::get(shape, b.getI64Type());
-  for (auto [k, index] : llvm::enumerate(indices)) {
-    if (index.getType() != broadcastType)
-      index = graph::ExpandOp::create(b, im.loc(), broadcastType, index);
-    im.assertInRange(index, inputType.getDimSize(dims[k]), /*negativeAllowed=*/true);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    // Checked before broadcasting: the same values, fewer of them.
+    im.assertInRange(indices[k], inputType.getDimSize(dims[k]), /*negativeAllowed=*/true);
+    if (indices[k].getType() != broadcastType)
+      indices[k] = graph::ExpandOp::create(b, im.loc(), broadcastType, indices[k]);
   }
   return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, indices,
                                           b.getDenseI64ArrayAttr(dims))
+                       ->getResults());
+}
+
+/// aten.gather (sparse_grad is irrelevant to the forward value).
+LogicalResult gather(Importer &im) {
+  OpBuilder &b = im.builder();
+  auto input = im.tensor(0), index = im.tensor(2, "index");
+  if (failed(input) || failed(index))
+    return failure();
+  auto inputType = cast<RankedTensorType>(input->getType());
+  if (inputType.getRank() == 0)
+    return im.fail("gather of a 0-d tensor is not supported");
+  auto dim = im.dim(1, "dim", inputType.getRank());
+  if (failed(dim))
+    return failure();
+  Value rows = im.convert(*index, b.getI64Type());
+  im.assertInRange(rows, inputType.getDimSize(*dim), /*negativeAllowed=*/false);
+  return im.define(
+      graph::GatherOp::create(b, im.loc(), im.outType(), *input, rows, *dim)->getResults());
+}
+
+/// aten.index_select: an index op on one dim, with ATen's range (no
+/// negative indices).
+LogicalResult indexSelect(Importer &im) {
+  OpBuilder &b = im.builder();
+  auto input = im.tensor(0), index = im.tensor(2, "index");
+  if (failed(input) || failed(index))
+    return failure();
+  auto inputType = cast<RankedTensorType>(input->getType());
+  auto indexType = cast<RankedTensorType>(index->getType());
+  if (inputType.getRank() == 0 || indexType.getRank() > 1)
+    return im.fail("needs an input of rank >= 1 and an index of rank <= 1");
+  auto dim = im.dim(1, "dim", inputType.getRank());
+  if (failed(dim))
+    return failure();
+  Value rows = im.convert(*index, b.getI64Type());
+  if (indexType.getRank() == 0)
+    rows = im.reshape(rows, RankedTensorType::get({1}, b.getI64Type()));
+  im.assertInRange(rows, inputType.getDimSize(*dim), /*negativeAllowed=*/false);
+  return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, rows,
+                                          b.getDenseI64ArrayAttr({*dim}))
+                       ->getResults());
+}
+
+/// aten.cumsum, in the result's dtype (integers and bool accumulate in int64).
+LogicalResult cumsum(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  auto dim = im.dim(1, "dim", cast<RankedTensorType>(input->getType()).getRank());
+  if (failed(dim))
+    return failure();
+  return im.define(graph::CumsumOp::create(im.builder(), im.loc(), im.outType(),
+                                           im.convert(*input, im.out().element), *dim)
                        ->getResults());
 }
 
@@ -860,6 +915,9 @@ const llvm::StringMap<Handler> &handlers() {
     t["aten.arange.start_step"] = [](Importer &im) { return arange(im, true, true); };
     add({"aten.constant_pad_nd.default"}, constantPad);
     add({"aten.index.Tensor"}, indexTensor);
+    add({"aten.index_select.default"}, indexSelect);
+    add({"aten.gather.default"}, gather);
+    add({"aten.cumsum.default"}, cumsum);
     add({"aten.minimum.default"}, binary<MinimumOp>);
     add({"aten.clamp.default", "aten.clamp.Tensor"},
         [](Importer &im) { return clamp(im, 1, 2); });

@@ -611,3 +611,34 @@ func.func @iota_f32() -> tensor<6xf32> {
   %0 = kiln_graph.iota {start = 0.5 : f64, step = 0.25 : f64} : tensor<6xf32>
   return %0 : tensor<6xf32>
 }
+
+// -----
+
+// cumsum: the first slice is copied, then a loop over the scanned dim adds
+// each slice to the running one (a generic that reads and writes it).
+// CHECK-LABEL: func.func @cumsum_middle
+// CHECK: %[[FIRST:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0] [3, 1, 7] [1, 1, 1]
+// CHECK: %[[INIT:.*]] = tensor.insert_slice %[[FIRST]]
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:.*]] = %[[INIT]], %[[RUNNING:.*]] = %[[FIRST]])
+// CHECK:   %[[S:.*]] = tensor.extract_slice %{{.*}}[0, %[[K]], 0] [3, 1, 7] [1, 1, 1]
+// CHECK:   %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<3x1x7xf32>) outs(%[[RUNNING]] : tensor<3x1x7xf32>)
+// CHECK:     arith.addf
+// CHECK:   %[[NEXT:.*]] = tensor.insert_slice %[[SUM]] into %[[OUT]][0, %[[K]], 0]
+// CHECK:   scf.yield %[[NEXT]], %[[SUM]]
+func.func @cumsum_middle(%x: tensor<3x4x7xf32>) -> tensor<3x4x7xf32> {
+  %0 = kiln_graph.cumsum %x {dim = 1 : i64} : tensor<3x4x7xf32> -> tensor<3x4x7xf32>
+  return %0 : tensor<3x4x7xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_dim1
+// CHECK: linalg.generic
+// CHECK: %[[D0:.*]] = linalg.index 0 : index
+// CHECK: %[[CAST:.*]] = arith.index_cast
+// CHECK: %[[ROW:.*]] = arith.minsi
+// CHECK: tensor.extract %{{.*}}[%[[D0]], %[[ROW]]] : tensor<4x5xf32>
+func.func @gather_dim1(%x: tensor<4x5xf32>, %i: tensor<4x2xi64>) -> tensor<4x2xf32> {
+  %0 = kiln_graph.gather %x[%i] {dim = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}

@@ -574,3 +574,19 @@ func.func @index_of_i32(%a: tensor<4xf32>, %i: tensor<3xi32>) -> tensor<3xf32> {
   %0 = kiln_graph.index %a[%i] {indexed_dims = array<i64: 0>} : tensor<4xf32>, tensor<3xi32> -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @gather_index_too_wide(%a: tensor<4x5xf32>, %i: tensor<6x2xi64>) -> tensor<6x2xf32> {
+  // expected-error @+1 {{index dim 0 is larger than the input's}}
+  %0 = kiln_graph.gather %a[%i] {dim = 1 : i64} : tensor<4x5xf32>, tensor<6x2xi64> -> tensor<6x2xf32>
+  return %0 : tensor<6x2xf32>
+}
+
+// -----
+
+func.func @cumsum_dim(%a: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  // expected-error @+1 {{dim must be in [0, rank)}}
+  %0 = kiln_graph.cumsum %a {dim = 2 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}

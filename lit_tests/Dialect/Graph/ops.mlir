@@ -305,3 +305,14 @@ func.func @indexing_and_checks(%x: tensor<4x5x6xf32>, %i: tensor<2x3xi64>, %b: t
   kiln_graph.assert %6 {kind = "index", message = "bad index"} : tensor<i1>
   return %0, %1, %2, %3, %5, %7 : tensor<4x2x3x6xf32>, tensor<5x7x6xf32>, tensor<5xf32>, tensor<3xi64>, tensor<4xi1>, tensor<i1>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @gather_and_cumsum
+func.func @gather_and_cumsum(%x: tensor<4x5xf32>, %i: tensor<4x2xi64>) -> (tensor<4x2xf32>, tensor<4x5xf32>) {
+  // CHECK: kiln_graph.gather %{{.*}}[%{{.*}}] {dim = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
+  %0 = kiln_graph.gather %x[%i] {dim = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
+  // CHECK: kiln_graph.cumsum %{{.*}} {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>
+  %1 = kiln_graph.cumsum %x {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>
+  return %0, %1 : tensor<4x2xf32>, tensor<4x5xf32>
+}

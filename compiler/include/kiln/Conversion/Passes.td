@@ -16,7 +16,8 @@ def ConvertGraphToLinalgPass : Pass<"convert-kiln-graph-to-linalg"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect",
-                           "mlir::math::MathDialect"];
+                           "mlir::math::MathDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {

@@ -9,6 +9,7 @@
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -1047,6 +1048,92 @@ LogicalResult lowerIndex(RewriterBase &rewriter, IndexOp op) {
   return success();
 }
 
+LogicalResult lowerGather(RewriterBase &rewriter, GatherOp op) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto type = tensorType(op.getResult());
+  auto inputType = tensorType(op.getInput());
+  int64_t rank = type.getRank();
+  int64_t dim = op.getDim();
+  Location loc = op.getLoc();
+  Value input = op.getInput();
+  SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, ctx));
+  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{op.getIndex()}, ValueRange{init}, maps,
+      iterators, "", "", [&](OpBuilder &b, Location l, ValueRange args) {
+        SmallVector<Value> source;
+        for (int64_t d = 0; d < rank; ++d)
+          source.push_back(d == dim ? clampIndex(b, l,
+                                                 arith::IndexCastOp::create(
+                                                     b, l, b.getIndexType(), args[0]),
+                                                 inputType.getDimSize(d))
+                                    : Value(linalg::IndexOp::create(b, l, d)));
+        Value element = inputType.getNumElements() > 0
+                            ? Value(tensor::ExtractOp::create(b, l, input, source))
+                            : scalarConstant(b, l, type.getElementType(), 0);
+        linalg::YieldOp::create(b, l, element);
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
+  return success();
+}
+
+/// Inclusive scan along `dim`: the first slice is copied, then each later
+/// slice adds the running slice in place (an scf.for over the dim whose body
+/// is one vectorizable generic over the other dims).
+LogicalResult lowerCumsum(RewriterBase &rewriter, CumsumOp op) {
+  auto type = tensorType(op.getResult());
+  int64_t rank = type.getRank();
+  Location loc = op.getLoc();
+  if (rank == 0 || type.getNumElements() == 0) {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+  int64_t dim = op.getDim();
+  int64_t length = type.getDimSize(dim);
+  MLIRContext *ctx = rewriter.getContext();
+  SmallVector<int64_t> sliceShape(type.getShape());
+  sliceShape[dim] = 1;
+  auto sliceType = RankedTensorType::get(sliceShape, type.getElementType());
+  auto sliceAt = [&](OpBuilder &b, Value tensor, OpFoldResult k) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes, strides(rank, b.getIndexAttr(1));
+    offsets[dim] = k;
+    for (int64_t s : sliceShape)
+      sizes.push_back(b.getIndexAttr(s));
+    return std::make_tuple(offsets, sizes, strides);
+  };
+  auto [offsets0, sizes, strides] = sliceAt(rewriter, op.getInput(), rewriter.getIndexAttr(0));
+  Value first = tensor::ExtractSliceOp::create(rewriter, loc, sliceType, op.getInput(), offsets0,
+                                               sizes, strides);
+  Value out = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  out = tensor::InsertSliceOp::create(rewriter, loc, first, out, offsets0, sizes, strides);
+  Value lower = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value upper = arith::ConstantIndexOp::create(rewriter, loc, length);
+  Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  auto loop = scf::ForOp::create(
+      rewriter, loc, lower, upper, step, ValueRange{out, first},
+      [&](OpBuilder &b, Location l, Value k, ValueRange carried) {
+        auto [offsets, sizes, strides] = sliceAt(b, carried[0], k);
+        Value slice = tensor::ExtractSliceOp::create(b, l, sliceType, op.getInput(), offsets,
+                                                     sizes, strides);
+        // running += slice, written over the running slice.
+        auto add = linalg::GenericOp::create(
+            b, l, TypeRange{sliceType}, ValueRange{slice}, ValueRange{carried[1]},
+            ArrayRef<AffineMap>{identity, identity}, iterators, "", "",
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(nb, nl, addScalar(nb, nl, a[1], a[0]));
+            });
+        Value running = add.getResult(0);
+        Value next = tensor::InsertSliceOp::create(b, l, running, carried[0], offsets, sizes,
+                                                   strides);
+        scf::YieldOp::create(b, l, ValueRange{next, running});
+      });
+  rewriter.replaceOp(op, loop.getResult(0));
+  return success();
+}
+
 LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
                                                  cast<TypedAttr>(op.getValue()));
@@ -1071,6 +1158,8 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<IotaOp>([&](auto o) { return lowerIota(rewriter, o); })
       .Case<PadOp>([&](auto o) { return lowerPad(rewriter, o); })
       .Case<IndexOp>([&](auto o) { return lowerIndex(rewriter, o); })
+      .Case<GatherOp>([&](auto o) { return lowerGather(rewriter, o); })
+      .Case<CumsumOp>([&](auto o) { return lowerCumsum(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
       .Default([](Operation *o) {
         return o->emitOpError("has no lowering to linalg");

@@ -486,6 +486,48 @@ LogicalResult IndexOp::verify() {
   return success();
 }
 
+LeadingDim GatherOp::getLeadingDim() {
+  std::optional<LeadingDim> info = parallel(*this);
+  if (!info)
+    return notParallel(*this);
+  info->aligned[1] = true; // the index is read at the result's position
+  info->aligned[0] = getDim() != 0 && leadingSize(getInput()) == *info->extent;
+  return *info;
+}
+
+LeadingDim CumsumOp::getLeadingDim() {
+  // The scan is a loop over `dim` around the other dims, which the
+  // workgroup distribution cannot split: one workgroup.
+  return notParallel(*this);
+}
+
+LogicalResult GatherOp::verify() {
+  auto input = tensorType(getInput()), index = tensorType(getIndex());
+  auto result = tensorType(getResult());
+  int64_t rank = std::max<int64_t>(input.getRank(), 1);
+  if (getDim() < 0 || getDim() >= rank)
+    return emitOpError("dim must be in [0, rank)");
+  if (!index.getElementType().isInteger(64))
+    return emitOpError("index must be i64");
+  if (index.getRank() != input.getRank() || result.getShape() != index.getShape() ||
+      result.getElementType() != input.getElementType())
+    return emitOpError("result must have the index's shape and the input's element type, "
+                       "and the index the input's rank");
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (d != (int64_t)getDim() && index.getDimSize(d) > input.getDimSize(d))
+      return emitOpError("index dim ") << d << " is larger than the input's";
+  return success();
+}
+
+LogicalResult CumsumOp::verify() {
+  auto input = tensorType(getInput());
+  if (getDim() < 0 || getDim() >= std::max<int64_t>(input.getRank(), 1))
+    return emitOpError("dim must be in [0, rank)");
+  if (getResult().getType() != input)
+    return emitOpError("result type must be the input type");
+  return success();
+}
+
 LogicalResult AssertOp::verify() {
   auto condition = tensorType(getCondition());
   if (condition.getRank() != 0 || !condition.getElementType().isInteger(1))

@@ -365,6 +365,34 @@ def Graph_IndexOp : Graph_Op<"index", [Pure, Graph_OwnLeadingDim]> {
   }];
 }
 
+def Graph_GatherOp : Graph_Op<"gather", [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten.gather: result[..., j, ...] = input[..., index[..., j, ...], ...] along `dim`";
+  let description = [{
+    `index` (i64) has the result's shape and the input's rank; its other
+    dims are at most the input's. The importer guards it with an assert
+    (ATen accepts no negative index here); the kernel clamps.
+  }];
+  let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$index, I64Attr:$dim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $index `]` attr-dict `:` type($input) `,` type($index) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_CumsumOp : Graph_Op<"cumsum", [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten.cumsum along `dim` (inclusive scan, in the result's type)";
+  let description = [{
+    A sequential scan over `dim` whose steps are vectorized over the other
+    dims. Rows before `dim` are independent, so the op is parallel along dim
+    0 unless it scans dim 0.
+  }];
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$dim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Run-time checks
 //===----------------------------------------------------------------------===//
