@@ -185,11 +185,118 @@ def _convolution(
                               memory_format=torch.contiguous_format)
 
 
+def _pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
+                      ceil_mode: bool) -> int:
+    """ATen's pooling_output_shape: with ceil_mode, the last window must start
+    inside the input or its left padding."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool_windows(x: torch.Tensor, kernel, stride, padding, dilation, ceil_mode, pad_value):
+    """The pooling windows of x [N, C, *spatial] as [N, C, *out, *kernel],
+    padded with pad_value (one gather), with the output sizes and, per
+    spatial dim, the window starts (unpadded coordinates, int64 [out])."""
+    n = x.dim() - 2
+    kernel = _spatial_list(kernel, n)
+    stride = _spatial_list(stride, n) if len(stride) else kernel
+    padding, dilation = _spatial_list(padding, n), _spatial_list(dilation, n)
+    size = list(x.shape[2:])
+    out = [_pool_output_size(size[d], kernel[d], stride[d], padding[d], dilation[d], ceil_mode)
+           for d in range(n)]
+    # Pad enough on the right for the last window (ceil_mode may reach past).
+    right = [max(padding[d], (out[d] - 1) * stride[d] - padding[d] + (kernel[d] - 1) * dilation[d]
+                 - (size[d] - 1)) for d in range(n)]
+    pad: list[int] = []
+    for d in reversed(range(n)):
+        pad += [padding[d], right[d]]
+    padded = aten.constant_pad_nd.default(x, pad, pad_value) if any(pad) else x
+    rank = 2 * n  # index tensors cover the spatial dims: [out..., kernel...]
+
+    def along(values: torch.Tensor, dim: int) -> torch.Tensor:
+        shape = [1] * rank
+        shape[dim] = values.shape[0]
+        return aten.view.default(values, shape)
+
+    def iota(count: int) -> torch.Tensor:
+        return aten.arange.default(count, dtype=torch.int64, device=x.device)
+
+    indices: list[Any] = [None, None]
+    starts = []
+    for d in range(n):
+        start = aten.mul.Tensor(iota(out[d]), stride[d])  # padded coordinates
+        starts.append(aten.sub.Tensor(start, padding[d]))
+        offset = aten.mul.Tensor(along(iota(kernel[d]), n + d), dilation[d])
+        indices.append(aten.add.Tensor(along(start, d), offset))
+    windows = aten.index.Tensor(padded, indices)  # [N, C, out..., kernel...]
+    return windows, out, kernel, stride, padding, starts
+
+
+def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=(0,), dilation=(1,),
+                             ceil_mode=False):
+    """Max over each window (padding never wins: it is -inf), and the index of
+    the first maximum (or first NaN, which max propagates) in the input's
+    flattened spatial plane, as ATen returns it."""
+    if not x.dtype.is_floating_point or x.dim() != 4:
+        return NotImplemented
+    windows, out, kernel, stride, padding, starts = _pool_windows(
+        x, kernel_size, stride, padding, dilation, ceil_mode, float("-inf"))
+    taps = [2 + 2, 2 + 3]
+    values = aten.amax.default(windows, taps, True)
+    hit = aten.logical_or.default(aten.eq.Tensor(windows, values), aten.ne.Tensor(windows, windows))
+    dil = _spatial_list(dilation, 2)
+    width = x.shape[3]
+    rows = aten.add.Tensor(aten.view.default(starts[0], [1, 1, out[0], 1, 1, 1]),
+                           aten.mul.Tensor(aten.view.default(
+                               aten.arange.default(kernel[0], dtype=torch.int64, device=x.device),
+                               [1, 1, 1, 1, kernel[0], 1]), dil[0]))
+    cols = aten.add.Tensor(aten.view.default(starts[1], [1, 1, 1, out[1], 1, 1]),
+                           aten.mul.Tensor(aten.view.default(
+                               aten.arange.default(kernel[1], dtype=torch.int64, device=x.device),
+                               [1, 1, 1, 1, 1, kernel[1]]), dil[1]))
+    flat = aten.add.Tensor(aten.mul.Tensor(rows, width), cols)
+    never = x.shape[2] * width  # larger than any index
+    candidates = aten.where.self(hit, flat, aten.scalar_tensor.default(never, dtype=torch.int64))
+    index = aten.amin.default(candidates, taps)
+    return aten.view.default(values, list(index.shape)), index
+
+
+def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False,
+                count_include_pad=True, divisor_override=None):
+    """Sum over each window (zero padded) divided by ATen's divisor: the window
+    clipped to the padded input, or to the input itself without
+    count_include_pad, or divisor_override."""
+    if not x.dtype.is_floating_point or x.dim() != 4:
+        return NotImplemented
+    windows, out, kernel, stride, padding, starts = _pool_windows(
+        x, kernel_size, stride, padding, (1,), ceil_mode, 0.0)
+    total = aten.sum.dim_IntList(windows, [4, 5])
+    if divisor_override:
+        return aten.div.Tensor(total, divisor_override)
+    counts = []
+    for d in range(2):
+        size = x.shape[2 + d]
+        start = starts[d]
+        end = aten.clamp_max.default(aten.add.Tensor(start, kernel[d]), size + padding[d])
+        if not count_include_pad:
+            start = aten.clamp_min.default(start, 0)
+            end = aten.clamp_max.default(end, size)
+        counts.append(aten.sub.Tensor(end, start))
+    divisor = aten.mul.Tensor(aten.view.default(counts[0], [out[0], 1]),
+                              aten.view.default(counts[1], [1, out[1]]))
+    return aten.div.Tensor(total, aten._to_copy.default(divisor, dtype=x.dtype))
+
+
 # Exact in every output: safe under autograd too.
 _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.split_with_sizes.default: _split_with_sizes,
     aten.native_group_norm.default: _group_norm,
     aten.convolution.default: _convolution,
+    aten.max_pool2d_with_indices.default: _max_pool2d_with_indices,
+    aten.avg_pool2d.default: _avg_pool2d,
     # PyTorch's reference: abs, pow and sum reductions (e.g. weight_norm).
     aten.linalg_vector_norm.default:
         torch._decomp.decomposition_table[aten.linalg_vector_norm.default],

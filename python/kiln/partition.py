@@ -122,6 +122,11 @@ class KilnSupport(OperatorSupportBase):
             return FORCED_REASON
         if node.name in self._failed:
             return self._failed[node.name]
+        if node.target is torch.ops.aten.as_strided.default and (
+            not isinstance(node.args[0], torch.fx.Node) or node.args[0].op != "call_function"
+        ):
+            # Kiln takes as_strided only as a reshape of a value it computes.
+            return "as_strided of a graph input (it may view a larger storage)"
         if "val" not in node.meta:
             return "no shape metadata (meta['val'])"
         values: list[tuple[str, Any]] = [("result", node.meta["val"])]

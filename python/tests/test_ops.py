@@ -796,3 +796,68 @@ def test_convolution_and_group_norm_gradients():
         torch.testing.assert_close(param.grad, grad, rtol=1e-4, atol=1e-4)
     forward = [r for r in kiln.compile_records() if r.kind == "forward"]
     assert forward and forward[0].status == "compiled" and not forward[0].fallbacks
+
+
+# ---------------------------------------------------------------------------
+# pooling (windows gathered by kiln_graph.index, then reduced)
+
+
+def _with_nan(x: torch.Tensor) -> torch.Tensor:
+    x = x.clone()
+    x[0, 0, 1, 1] = float("nan")
+    return x
+
+
+POOLS = [
+    ("max_3s2p1", lambda x: F.max_pool2d(x, 3, 2, 1), lambda: f32(2, 3, 9, 9)),
+    ("max_2", lambda x: F.max_pool2d(x, 2), lambda: f32(2, 3, 8, 7)),
+    ("max_ceil", lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), lambda: f32(2, 3, 8, 8)),
+    ("max_dilation", lambda x: F.max_pool2d(x, 2, 1, 0, dilation=2), lambda: f32(1, 2, 7, 7)),
+    ("max_indices", lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), lambda: f32(2, 3, 9, 9)),
+    ("max_indices_ceil", lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
+     lambda: f32(2, 3, 8, 8)),
+    ("max_ties", lambda x: F.max_pool2d(x, 2, 1, return_indices=True), lambda: torch.ones(1, 1, 4, 4)),
+    ("avg_2", lambda x: F.avg_pool2d(x, 2), lambda: f32(2, 3, 8, 8)),
+    ("avg_3s2p1", lambda x: F.avg_pool2d(x, 3, 2, 1), lambda: f32(2, 3, 9, 9)),
+    ("avg_no_pad_count", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), lambda: f32(2, 3, 9, 9)),
+    ("avg_ceil", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True), lambda: f32(2, 3, 8, 8)),
+    ("avg_ceil_no_pad_count", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+     lambda: f32(2, 3, 8, 8)),
+    ("avg_divisor", lambda x: F.avg_pool2d(x, 3, 2, divisor_override=4), lambda: f32(2, 3, 9, 9)),
+    ("avg_kernel_larger_than_input", lambda x: F.avg_pool2d(x, 320, ceil_mode=True), lambda: f32(2, 3, 4, 4)),
+    ("avg_rectangular", lambda x: F.avg_pool2d(x, (2, 3), (1, 2), (1, 1)), lambda: f32(2, 3, 9, 9)),
+]
+
+
+@pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in POOLS])
+def test_pooling(fn, make):
+    check(fn, make())
+
+
+def test_max_pool_propagates_nan_and_its_index():
+    fn = lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)  # noqa: E731
+    x = _with_nan(f32(2, 3, 9, 9))
+    torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+
+
+def test_max_pool_gradient_uses_the_right_indices():
+    x = f32(2, 3, 8, 8).requires_grad_()
+    fn = lambda x: F.max_pool2d(x, 3, 2, 1).square().sum()  # noqa: E731
+    (expected,) = torch.autograd.grad(fn(x), x)
+    (actual,) = torch.autograd.grad(compile_kiln(fn)(x), x)
+    torch.testing.assert_close(actual, expected)
+
+
+def test_as_strided_restating_a_row_major_layout_is_a_reshape():
+    """Adaptive pooling's decomposition ends in such an as_strided."""
+    pool = torch.nn.AdaptiveAvgPool1d(1)
+    check(lambda x: pool(x.transpose(1, 2)).flatten(1) * 2, f32(2, 6, 4))
+
+
+def test_as_strided_of_an_input_runs_in_eager():
+    fn = lambda x: torch.as_strided(x, (2, 2), (1, 2)) + 1  # noqa: E731
+    x = f32(3, 4)
+    torch.testing.assert_close(compile_kiln(fn)(x), fn(x))
+    (record,) = kiln.compile_records()
+    assert [f["op"] for f in record.fallbacks] == ["aten.as_strided.default"]
+    assert "graph input" in record.fallbacks[0]["reason"]

@@ -890,6 +890,38 @@ LogicalResult cumsum(Importer &im) {
                        ->getResults());
 }
 
+/// aten.as_strided, where it only restates a row-major layout: Kiln values
+/// are dense and row-major, so an as_strided with the value's own element
+/// count, row-major strides (ignoring size-1 dims, whose stride is never
+/// used) and no storage offset is a reshape. Decompositions emit these (e.g.
+/// adaptive average pooling). Anything else reads memory outside the value,
+/// and graph inputs may be views of larger storage: both are refused.
+LogicalResult asStrided(Importer &im) {
+  auto input = im.tensor(0);
+  auto size = im.intList(im.arg(1, "size"), "size");
+  auto stride = im.intList(im.arg(2, "stride"), "stride");
+  if (failed(input) || failed(size) || failed(stride))
+    return failure();
+  if (isa<BlockArgument>(*input))
+    return im.fail("as_strided of a graph input (it may view a larger storage)");
+  if (!im.isNull(im.arg(3, "storage_offset"))) {
+    auto offset = im.integer(im.arg(3, "storage_offset"), "storage_offset");
+    if (failed(offset) || *offset != 0)
+      return im.fail("only as_strided with storage offset 0 is supported");
+  }
+  if (size->size() != stride->size())
+    return im.fail("size and stride differ in length");
+  int64_t expected = 1;
+  for (int64_t d = (int64_t)size->size() - 1; d >= 0; --d) {
+    if ((*size)[d] != 1 && (*stride)[d] != expected)
+      return im.fail("only row-major as_strided layouts are supported");
+    expected *= (*size)[d];
+  }
+  if (expected != cast<RankedTensorType>(input->getType()).getNumElements())
+    return im.fail("only as_strided views of every element are supported");
+  return im.define(im.reshape(*input, im.outType()));
+}
+
 const llvm::StringMap<Handler> &handlers() {
   static const llvm::StringMap<Handler> table = [] {
     llvm::StringMap<Handler> t;
@@ -918,6 +950,7 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.index_select.default"}, indexSelect);
     add({"aten.gather.default"}, gather);
     add({"aten.cumsum.default"}, cumsum);
+    add({"aten.as_strided.default"}, asStrided);
     add({"aten.minimum.default"}, binary<MinimumOp>);
     add({"aten.clamp.default", "aten.clamp.Tensor"},
         [](Importer &im) { return clamp(im, 1, 2); });
