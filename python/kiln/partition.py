@@ -20,7 +20,7 @@ from kiln.fx_serialize import (
     source_loc,
 )
 
-SUPPORTED_DTYPES = (torch.float32, torch.int64, torch.bool)
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.bool)
 
 # Ops that only re-describe memory. A partition made only of these is not
 # worth a Kiln launch: eager runs them as free views.

@@ -20,6 +20,8 @@ std::optional<rt::DType> dtypeOf(at::ScalarType type) {
   case at::kDouble: return rt::DType::F64;
   case at::kLong: return rt::DType::I64;
   case at::kInt: return rt::DType::I32;
+  case at::kChar: return rt::DType::I8;
+  case at::kByte: return rt::DType::U8;
   case at::kBool: return rt::DType::Bool;
   default: return std::nullopt;
   }
@@ -31,6 +33,8 @@ at::ScalarType scalarTypeOf(rt::DType dtype) {
   case rt::DType::F64: return at::kDouble;
   case rt::DType::I64: return at::kLong;
   case rt::DType::I32: return at::kInt;
+  case rt::DType::I8: return at::kChar;
+  case rt::DType::U8: return at::kByte;
   case rt::DType::Bool: return at::kBool;
   }
   return at::kFloat;

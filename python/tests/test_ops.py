@@ -861,3 +861,39 @@ def test_as_strided_of_an_input_runs_in_eager():
     (record,) = kiln.compile_records()
     assert [f["op"] for f in record.fallbacks] == ["aten.as_strided.default"]
     assert "graph input" in record.fallbacks[0]["reason"]
+
+
+# ---------------------------------------------------------------------------
+# other dtypes: float64, int32, int8
+
+_FLOAT64_OPS = [
+    ("unary", lambda a: (a.sin(), a.cos(), a.tan(), a.atan(), a.tanh(), a.exp(), a.expm1(),
+                         a.erf(), a.sigmoid(), a.abs().log1p(), a.abs().sqrt(), a.round(), a.frac())),
+    ("binary", lambda a: (a + a * 2, a / (a.abs() + 1), torch.fmod(a, 0.7), torch.remainder(a, -0.7),
+                          torch.maximum(a, -a), a.abs().pow(1.5))),
+    ("reductions", lambda a: (a.sum(1), a.mean(0), a.amax(1), a.amin(0), a.prod(1), a.cumsum(1))),
+    ("rows", lambda a: (a.softmax(-1), a.log_softmax(0), F.layer_norm(a, (6,)), F.gelu(a))),
+    ("matmul", lambda a: a @ a.t()),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=n) for n, f in _FLOAT64_OPS])
+def test_float64(fn):
+    """float64 stays float64 end to end (no float32 shortcut loses digits)."""
+    x = torch.randn(4, 6, dtype=torch.float64) * 3
+    expected = fn(x)
+    actual = compile_kiln(fn, fallback="error")(x)
+    torch.testing.assert_close(actual, expected)  # float64 tolerances (1e-7)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int8])
+def test_narrow_integers(dtype):
+    """int32 and int8 wrap as ATen's do and promote where ATen promotes."""
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (4, 6), dtype=dtype)
+    b = torch.randint(1, 7, (4, 6), dtype=dtype)
+    fn = lambda a, b: (a + b, a * b, a - b, torch.fmod(a, b), torch.remainder(a, b),  # noqa: E731
+                       a & b, ~a, a.abs(), -a, torch.maximum(a, b), a < b, a / b,
+                       a.sum(1), a.prod(1), a.amax(0), a.cumsum(1), a.float(), a.long(),
+                       (a.float() * 0.7).to(dtype), a[torch.tensor([2, 0])], torch.cat([a, b]))
+    check(fn, a, b)

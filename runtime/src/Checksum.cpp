@@ -31,6 +31,10 @@ void forEachAsDouble(const TensorDesc &desc, const void *data, Fn &&fn) {
     return visit(int64_t());
   case DType::I32:
     return visit(int32_t());
+  case DType::I8:
+    return visit(int8_t());
+  case DType::U8:
+    return visit(uint8_t());
   case DType::Bool:
     // Any nonzero byte counts as true, as in torch's bool-to-double.
     for (int64_t i = 0; i < count; ++i)

@@ -5,7 +5,7 @@
 namespace kiln::runtime {
 
 bool isKnownDType(uint8_t raw) {
-  return raw <= static_cast<uint8_t>(DType::I32);
+  return raw <= static_cast<uint8_t>(DType::U8);
 }
 
 size_t dtypeSize(DType dtype) {
@@ -17,6 +17,8 @@ size_t dtypeSize(DType dtype) {
   case DType::F64:
     return 8;
   case DType::Bool:
+  case DType::I8:
+  case DType::U8:
     return 1;
   }
   return 0;
@@ -34,13 +36,17 @@ const char *dtypeName(DType dtype) {
     return "float64";
   case DType::I32:
     return "int32";
+  case DType::I8:
+    return "int8";
+  case DType::U8:
+    return "uint8";
   }
   return "unknown";
 }
 
 bool parseDType(std::string_view name, DType &out) {
   for (DType dtype :
-       {DType::F32, DType::I64, DType::Bool, DType::F64, DType::I32}) {
+       {DType::F32, DType::I64, DType::Bool, DType::F64, DType::I32, DType::I8, DType::U8}) {
     if (name == dtypeName(dtype)) {
       out = dtype;
       return true;

@@ -100,6 +100,8 @@ constexpr NpyDType kNpyDTypes[] = {{DType::F32, "<f4"},
                                    {DType::F64, "<f8"},
                                    {DType::I64, "<i8"},
                                    {DType::I32, "<i4"},
+                                   {DType::I8, "|i1"},
+                                   {DType::U8, "|u1"},
                                    {DType::Bool, "|b1"}};
 
 const char *npyDescr(DType dtype) {

@@ -251,6 +251,10 @@ NamedArray randomArray(const TensorDesc &desc, SplitMix64 &random) {
     case DType::I32:
       std::memcpy(out + 4 * i, &i32, 4);
       break;
+    case DType::I8:
+    case DType::U8:
+      out[i] = static_cast<uint8_t>(i64);
+      break;
     case DType::Bool:
       out[i] = b;
       break;

@@ -15,8 +15,11 @@ TEST(DTypeTest, SizesAndNames) {
   EXPECT_EQ(dtypeSize(DType::Bool), 1u);
   EXPECT_EQ(dtypeSize(DType::F64), 8u);
   EXPECT_EQ(dtypeSize(DType::I32), 4u);
-  for (DType dtype :
-       {DType::F32, DType::I64, DType::Bool, DType::F64, DType::I32}) {
+  EXPECT_EQ(dtypeSize(DType::I8), 1u);
+  EXPECT_EQ(dtypeSize(DType::U8), 1u);
+  EXPECT_STREQ(dtypeName(DType::U8), "uint8");
+  for (DType dtype : {DType::F32, DType::I64, DType::Bool, DType::F64, DType::I32,
+                      DType::I8, DType::U8}) {
     DType parsed = DType::Bool;
     ASSERT_TRUE(parseDType(dtypeName(dtype), parsed)) << dtypeName(dtype);
     EXPECT_EQ(parsed, dtype);
@@ -24,8 +27,8 @@ TEST(DTypeTest, SizesAndNames) {
   DType untouched = DType::I32;
   EXPECT_FALSE(parseDType("float16", untouched));
   EXPECT_EQ(untouched, DType::I32);
-  EXPECT_TRUE(isKnownDType(4));
-  EXPECT_FALSE(isKnownDType(5));
+  EXPECT_TRUE(isKnownDType(6));
+  EXPECT_FALSE(isKnownDType(7));
 }
 
 TEST(DTypeTest, TensorDesc) {

@@ -1084,10 +1084,11 @@ FailureOr<Type> Importer::parseDType(const json::Value *v, Location l) {
     if (*name == "float64") return Type(b.getF64Type());
     if (*name == "int64") return Type(b.getI64Type());
     if (*name == "int32") return Type(b.getI32Type());
+    if (*name == "int8") return Type(b.getIntegerType(8));
     if (*name == "bool") return Type(b.getI1Type());
   }
   (void)fail(l, "unsupported dtype '" + name.value_or("?") +
-                    "' (Kiln compiles float32, float64, int64, int32 and bool)");
+                    "' (Kiln compiles float32, float64, int64, int32, int8 and bool)");
   return failure();
 }
 

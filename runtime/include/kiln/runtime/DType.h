@@ -14,13 +14,14 @@
 namespace kiln::runtime {
 
 /// Values are part of the artifact format: never renumber.
-enum class DType : uint8_t { F32 = 0, I64 = 1, Bool = 2, F64 = 3, I32 = 4 };
+enum class DType : uint8_t { F32 = 0, I64 = 1, Bool = 2, F64 = 3, I32 = 4, I8 = 5, U8 = 6 };
 
 /// True when `raw` is the encoding of a DType this runtime knows.
 bool isKnownDType(uint8_t raw);
 /// Bytes per element; Bool is one byte.
 size_t dtypeSize(DType dtype);
-/// The torch spelling: "float32", "int64", "bool", "float64", "int32".
+/// The torch spelling: "float32", "int64", "bool", "float64", "int32",
+/// "int8", "uint8".
 const char *dtypeName(DType dtype);
 /// Inverse of dtypeName; returns false (leaving `out` alone) on unknown names.
 bool parseDType(std::string_view name, DType &out);

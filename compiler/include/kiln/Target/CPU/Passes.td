@@ -8,10 +8,12 @@ def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   let description = [{
     exp, log, tanh, erf, ... become arithmetic the LLVM loop vectorizer can
     widen (a libm call per element cannot be vectorized). Accuracy is within
-    a few ulp of libm for float32.
+    a few ulp of libm for float32. The float64 math ops that LLVM has no
+    intrinsic for (erf) become calls to the C library's function, which the
+    kernel library resolves when it is loaded.
   }];
   let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
-                           "mlir::vector::VectorDialect"];
+                           "mlir::vector::VectorDialect", "mlir::func::FuncDialect"];
 }
 
 def EmitKernelABIPass : Pass<"kiln-emit-kernel-abi", "mlir::ModuleOp"> {
