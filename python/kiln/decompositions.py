@@ -207,8 +207,12 @@ def _pool_windows(x: torch.Tensor, kernel, stride, padding, dilation, ceil_mode,
     size = list(x.shape[2:])
     out = [_pool_output_size(size[d], kernel[d], stride[d], padding[d], dilation[d], ceil_mode)
            for d in range(n)]
+    # Taps past the right padding only ever read padding (e.g. a 320-wide
+    # average pool over 4 pixels, as in EfficientNet): gather no more than
+    # reach it. Divisors still use the kernel as given.
+    taps = [min(kernel[d], (size[d] + 2 * padding[d] - 1) // dilation[d] + 1) for d in range(n)]
     # Pad enough on the right for the last window (ceil_mode may reach past).
-    right = [max(padding[d], (out[d] - 1) * stride[d] - padding[d] + (kernel[d] - 1) * dilation[d]
+    right = [max(padding[d], (out[d] - 1) * stride[d] - padding[d] + (taps[d] - 1) * dilation[d]
                  - (size[d] - 1)) for d in range(n)]
     pad: list[int] = []
     for d in reversed(range(n)):
@@ -229,10 +233,10 @@ def _pool_windows(x: torch.Tensor, kernel, stride, padding, dilation, ceil_mode,
     for d in range(n):
         start = aten.mul.Tensor(iota(out[d]), stride[d])  # padded coordinates
         starts.append(aten.sub.Tensor(start, padding[d]))
-        offset = aten.mul.Tensor(along(iota(kernel[d]), n + d), dilation[d])
+        offset = aten.mul.Tensor(along(iota(taps[d]), n + d), dilation[d])
         indices.append(aten.add.Tensor(along(start, d), offset))
-    windows = aten.index.Tensor(padded, indices)  # [N, C, out..., kernel...]
-    return windows, out, kernel, stride, padding, starts
+    windows = aten.index.Tensor(padded, indices)  # [N, C, out..., taps...]
+    return windows, out, kernel, taps, stride, padding, starts
 
 
 def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=(0,), dilation=(1,),
@@ -242,7 +246,7 @@ def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=(0,), dilation=(
     flattened spatial plane, as ATen returns it."""
     if not x.dtype.is_floating_point or x.dim() != 4:
         return NotImplemented
-    windows, out, kernel, stride, padding, starts = _pool_windows(
+    windows, out, _, kernel, stride, padding, starts = _pool_windows(
         x, kernel_size, stride, padding, dilation, ceil_mode, float("-inf"))
     taps = [2 + 2, 2 + 3]
     values = aten.amax.default(windows, taps, True)
@@ -271,7 +275,7 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False,
     count_include_pad, or divisor_override."""
     if not x.dtype.is_floating_point or x.dim() != 4:
         return NotImplemented
-    windows, out, kernel, stride, padding, starts = _pool_windows(
+    windows, out, kernel, _, stride, padding, starts = _pool_windows(
         x, kernel_size, stride, padding, (1,), ceil_mode, 0.0)
     total = aten.sum.dim_IntList(windows, [4, 5])
     if divisor_override:

@@ -824,13 +824,10 @@ LogicalResult indexTensor(Importer &im) {
   }
   if (indices.empty())
     return im.fail("needs at least one index tensor");
-  auto broadcastType = RankedTensorType::get(shape, b.getI64Type());
-  for (size_t k = 0; k < indices.size(); ++k) {
-    // Checked before broadcasting: the same values, fewer of them.
+  // The index op broadcasts its indices itself (materializing them could
+  // take far more memory than the input: im2col's are [N, out..., C, k...]).
+  for (size_t k = 0; k < indices.size(); ++k)
     im.assertInRange(indices[k], inputType.getDimSize(dims[k]), /*negativeAllowed=*/true);
-    if (indices[k].getType() != broadcastType)
-      indices[k] = graph::ExpandOp::create(b, im.loc(), broadcastType, indices[k]);
-  }
   return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, indices,
                                           b.getDenseI64ArrayAttr(dims))
                        ->getResults());

@@ -642,3 +642,16 @@ func.func @gather_dim1(%x: tensor<4x5xf32>, %i: tensor<4x2xi64>) -> tensor<4x2xf
   %0 = kiln_graph.gather %x[%i] {dim = 1 : i64} : tensor<4x5xf32>, tensor<4x2xi64> -> tensor<4x2xf32>
   return %0 : tensor<4x2xf32>
 }
+
+// -----
+
+// Indices broadcast through their indexing maps (never materialized): a
+// size-1 index dim reads element 0.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func.func @index_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[ROWS]], #[[COLS]], #{{.*}}]
+func.func @index_broadcast(%x: tensor<5x6xf32>, %i: tensor<4x1xi64>, %j: tensor<1x3xi64>) -> tensor<4x3xf32> {
+  %0 = kiln_graph.index %x[%i, %j] {indexed_dims = array<i64: 0, 1>} : tensor<5x6xf32>, tensor<4x1xi64>, tensor<1x3xi64> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

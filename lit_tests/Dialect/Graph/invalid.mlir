@@ -570,7 +570,7 @@ func.func @index_not_adjacent(%a: tensor<4x5x6xf32>, %i: tensor<3xi64>) -> tenso
 // -----
 
 func.func @index_of_i32(%a: tensor<4xf32>, %i: tensor<3xi32>) -> tensor<3xf32> {
-  // expected-error @+1 {{index tensors must be i64 and share one shape}}
+  // expected-error @+1 {{index tensors must be i64}}
   %0 = kiln_graph.index %a[%i] {indexed_dims = array<i64: 0>} : tensor<4xf32>, tensor<3xi32> -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }

@@ -1005,16 +1005,24 @@ LogicalResult lowerIndex(RewriterBase &rewriter, IndexOp op) {
   auto inputType = tensorType(op.getInput());
   int64_t rank = type.getRank();
   int64_t start = op.getBroadcastStart();
-  int64_t broadcastRank = tensorType(op.getIndices()[0]).getRank();
+  int64_t broadcastRank = op.getBroadcastShape().size();
   ArrayRef<int64_t> indexed = op.getIndexedDims();
   Location loc = op.getLoc();
   Value input = op.getInput();
-  // Index tensors are read at the broadcast coordinates: result dims
-  // [start, start + broadcastRank).
-  SmallVector<AffineExpr> broadcastExprs;
-  for (int64_t d = 0; d < broadcastRank; ++d)
-    broadcastExprs.push_back(getAffineDimExpr(start + d, ctx));
-  SmallVector<AffineMap> maps(op.getIndices().size(), AffineMap::get(rank, 0, broadcastExprs, ctx));
+  // Index tensors are read at the broadcast coordinates, result dims
+  // [start, start + broadcastRank), NumPy-broadcast: missing leading dims
+  // are dropped and size-1 dims read element 0.
+  SmallVector<AffineMap> maps;
+  for (Value index : op.getIndices()) {
+    auto indexType = tensorType(index);
+    SmallVector<AffineExpr> exprs;
+    int64_t skipped = broadcastRank - indexType.getRank();
+    for (int64_t d = 0; d < indexType.getRank(); ++d)
+      exprs.push_back(indexType.getDimSize(d) == 1 && type.getDimSize(start + skipped + d) != 1
+                          ? getAffineConstantExpr(0, ctx)
+                          : getAffineDimExpr(start + skipped + d, ctx));
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);

@@ -428,6 +428,13 @@ LeadingDim IndexOp::getLeadingDim() {
   return info ? *info : notParallel(*this);
 }
 
+SmallVector<int64_t> IndexOp::getBroadcastShape() {
+  SmallVector<int64_t> shape;
+  for (Value index : getIndices())
+    shape = broadcastShapes(shape, tensorType(index).getShape()).value_or(shape);
+  return shape;
+}
+
 int64_t IndexOp::getBroadcastStart() {
   ArrayRef<int64_t> dims = getIndexedDims();
   bool adjacent = dims.back() - dims.front() + 1 == (int64_t)dims.size();
@@ -469,17 +476,21 @@ LogicalResult IndexOp::verify() {
   for (size_t k = 0; k < dims.size(); ++k)
     if (dims[k] < 0 || dims[k] >= input.getRank() || (k > 0 && dims[k] <= dims[k - 1]))
       return emitOpError("indexed dims must be sorted input dims");
-  auto broadcast = tensorType(getIndices()[0]);
-  for (Value index : getIndices())
-    if (tensorType(index) != broadcast.clone(IntegerType::get(getContext(), 64)))
-      return emitOpError("index tensors must be i64 and share one shape");
+  SmallVector<int64_t> broadcast;
+  for (Value index : getIndices()) {
+    if (!tensorType(index).getElementType().isInteger(64))
+      return emitOpError("index tensors must be i64");
+    auto next = broadcastShapes(broadcast, tensorType(index).getShape());
+    if (failed(next))
+      return emitOpError("index shapes are not broadcast-compatible");
+    broadcast = *next;
+  }
   SmallVector<int64_t> expected;
   for (int64_t d = 0; d < input.getRank(); ++d)
     if (!llvm::is_contained(dims, d))
       expected.push_back(input.getDimSize(d));
   int64_t start = getBroadcastStart();
-  expected.insert(expected.begin() + start, broadcast.getShape().begin(),
-                  broadcast.getShape().end());
+  expected.insert(expected.begin() + start, broadcast.begin(), broadcast.end());
   if (result.getShape() != ArrayRef<int64_t>(expected) ||
       result.getElementType() != input.getElementType())
     return emitOpError("result must be ") << RankedTensorType::get(expected, input.getElementType());

@@ -344,8 +344,8 @@ def Graph_PadOp : Graph_Op<"pad", [Pure, Graph_OwnLeadingDim]> {
 def Graph_IndexOp : Graph_Op<"index", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.index.Tensor with integer index tensors";
   let description = [{
-    `indices[k]` (i64, all of one broadcast shape B) indexes input dim
-    `indexed_dims[k]` (sorted). As in NumPy advanced indexing, the result is
+    `indices[k]` (i64; together they broadcast, NumPy style, to a shape B)
+    indexes input dim `indexed_dims[k]` (sorted). As in NumPy advanced indexing, the result is
     the input shape with the indexed dims replaced by B: in place of the
     first indexed dim when the indexed dims are adjacent, else in front.
     Negative indices count from the back. The importer guards the indices
@@ -362,6 +362,8 @@ def Graph_IndexOp : Graph_Op<"index", [Pure, Graph_OwnLeadingDim]> {
   let extraClassDeclaration = [{
     /// Result dim where B starts (0 unless the indexed dims are adjacent).
     int64_t getBroadcastStart();
+    /// B, the broadcast shape of the indices.
+    llvm::SmallVector<int64_t> getBroadcastShape();
   }];
 }
 
