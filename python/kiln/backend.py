@@ -117,10 +117,6 @@ def kiln_backend(
 kiln_backend.reset = reset  # type: ignore[attr-defined]
 
 
-def _decompositions() -> dict[Any, Callable[..., Any]]:  # TODO(remove): conformance.py's old name
-    return decomposition_table(training=False)
-
-
 def _ext() -> Any:
     try:
         from kiln import _C
