@@ -20,13 +20,13 @@ import datetime
 import logging
 import math
 import os
-import platform
 import sys
 from dataclasses import dataclass, field
 
 import torch
 
 import kiln
+from kiln.testing.machine import cpu_name
 from kiln.testing.zoo import SIZES, ZOO, build
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,17 +49,6 @@ class Result:
         if baseline is None or not baseline.median_ms or not self.kiln.median_ms:
             return None
         return baseline.median_ms / self.kiln.median_ms
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def describe(inputs: tuple[torch.Tensor, ...]) -> str:
@@ -192,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     kiln_threads = os.environ.get("KILN_NUM_THREADS", "all")
-    header = (f"{cpu_model()}, {os.cpu_count()} CPUs, threads: torch {torch.get_num_threads()} "
+    header = (f"{cpu_name()}, {os.cpu_count()} CPUs, threads: torch {torch.get_num_threads()} "
               f"Kiln {kiln_threads} | {now} | kiln {kiln.__version__} | "
               f"torch {torch.__version__} | {args.size} inputs | median of {args.repeat} rounds "
               f"x ~{args.block_ms:g} ms blocks, warm-up {args.warmup}")

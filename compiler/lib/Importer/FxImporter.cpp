@@ -749,12 +749,16 @@ LogicalResult arange(Importer &im, bool hasStart, bool hasStep) {
     startAttr = b.getF64FloatAttr(*first);
     stepAttr = b.getF64FloatAttr(*delta);
   } else {
-    auto first = start ? im.integer(start, "start") : FailureOr<int64_t>(0);
-    auto delta = step ? im.integer(step, "step") : FailureOr<int64_t>(1);
+    // Python bools and integral floats are accepted as ATen accepts them.
+    auto first = start ? im.number(start, "start") : FailureOr<double>(0.0);
+    auto delta = step ? im.number(step, "step") : FailureOr<double>(1.0);
     if (failed(first) || failed(delta))
       return failure();
-    startAttr = b.getI64IntegerAttr(*first);
-    stepAttr = b.getI64IntegerAttr(*delta);
+    if (*first != std::trunc(*first) || *delta != std::trunc(*delta) ||
+        std::abs(*first) > 0x1p53 || std::abs(*delta) > 0x1p53)
+      return im.fail("integer arange needs integral start and step");
+    startAttr = b.getI64IntegerAttr((int64_t)*first);
+    stepAttr = b.getI64IntegerAttr((int64_t)*delta);
   }
   return im.define(graph::IotaOp::create(b, im.loc(), im.outType(), startAttr, stepAttr)
                        ->getResults());
@@ -840,15 +844,24 @@ LogicalResult gather(Importer &im) {
   if (failed(input) || failed(index))
     return failure();
   auto inputType = cast<RankedTensorType>(input->getType());
-  if (inputType.getRank() == 0)
-    return im.fail("gather of a 0-d tensor is not supported");
   auto dim = im.dim(1, "dim", inputType.getRank());
   if (failed(dim))
     return failure();
+  Value source = *input;
   Value rows = im.convert(*index, b.getI64Type());
-  im.assertInRange(rows, inputType.getDimSize(*dim), /*negativeAllowed=*/false);
-  return im.define(
-      graph::GatherOp::create(b, im.loc(), im.outType(), *input, rows, *dim)->getResults());
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  if (inputType.getRank() == 0) { // ATen treats the scalar as a 1-element vector
+    source = im.reshape(source, RankedTensorType::get({1}, inputType.getElementType()));
+    rows = im.reshape(rows, RankedTensorType::get({rowsType.getNumElements()}, b.getI64Type()));
+  }
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  rowsType = cast<RankedTensorType>(rows.getType());
+  if (rowsType.getRank() != sourceType.getRank())
+    return im.fail("index must have the input's rank");
+  im.assertInRange(rows, sourceType.getDimSize(*dim), /*negativeAllowed=*/false);
+  Value result = graph::GatherOp::create(b, im.loc(), rowsType.clone(sourceType.getElementType()),
+                                         source, rows, *dim);
+  return im.define(im.reshape(result, im.outType()));
 }
 
 /// aten.index_select: an index op on one dim, with ATen's range (no
@@ -860,18 +873,25 @@ LogicalResult indexSelect(Importer &im) {
     return failure();
   auto inputType = cast<RankedTensorType>(input->getType());
   auto indexType = cast<RankedTensorType>(index->getType());
-  if (inputType.getRank() == 0 || indexType.getRank() > 1)
-    return im.fail("needs an input of rank >= 1 and an index of rank <= 1");
+  if (indexType.getRank() > 1)
+    return im.fail("needs an index of rank <= 1");
   auto dim = im.dim(1, "dim", inputType.getRank());
   if (failed(dim))
     return failure();
+  Value source = *input;
+  if (inputType.getRank() == 0) // ATen treats the scalar as a 1-element vector
+    source = im.reshape(source, RankedTensorType::get({1}, inputType.getElementType()));
+  auto sourceType = cast<RankedTensorType>(source.getType());
   Value rows = im.convert(*index, b.getI64Type());
   if (indexType.getRank() == 0)
     rows = im.reshape(rows, RankedTensorType::get({1}, b.getI64Type()));
-  im.assertInRange(rows, inputType.getDimSize(*dim), /*negativeAllowed=*/false);
-  return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, rows,
-                                          b.getDenseI64ArrayAttr({*dim}))
-                       ->getResults());
+  im.assertInRange(rows, sourceType.getDimSize(*dim), /*negativeAllowed=*/false);
+  SmallVector<int64_t> shape(sourceType.getShape());
+  shape[*dim] = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+  Value result = graph::IndexOp::create(b, im.loc(),
+                                        RankedTensorType::get(shape, sourceType.getElementType()),
+                                        source, rows, b.getDenseI64ArrayAttr({*dim}));
+  return im.define(im.reshape(result, im.outType()));
 }
 
 /// aten.cumsum, in the result's dtype (integers and bool accumulate in int64).

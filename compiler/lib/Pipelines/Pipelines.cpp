@@ -19,7 +19,7 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
       {"loops", "func.func(kiln-vectorize-matmul,convert-linalg-to-loops,"
                 "kiln-distribute-workgroups)"},
       {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"
-               "convert-scf-to-cf,arith-expand,convert-math-to-llvm,"
+               "convert-scf-to-cf,arith-expand,convert-math-to-funcs,convert-math-to-llvm,"
                "convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
                "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
                "reconcile-unrealized-casts,kiln-emit-kernel-abi,canonicalize"},

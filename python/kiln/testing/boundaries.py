@@ -34,6 +34,8 @@ from typing import Any, Callable
 
 import torch
 
+from kiln.testing.machine import cpu_name
+
 RTOL, ATOL = 1e-5, 1e-6
 # A few values per dim keep sums short, so rounding stays below ATOL.
 DIM_SIZES = (1, 2, 3, 4, 5, 6)
@@ -501,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("kiln").setLevel(logging.ERROR)
     print(f"kiln boundary differential test: seeds {seeds.start}..{seeds.stop - 1} "
-          f"on {platform.processor() or platform.machine()} ({_cpu_name()})", flush=True)
+          f"on {platform.processor() or platform.machine()} ({cpu_name()})", flush=True)
     passed = failed = kernels = forced = graphs = rounding = 0
     start_time = time.perf_counter()
     for n, seed in enumerate(seeds, 1):
@@ -529,17 +531,6 @@ def main(argv: list[str] | None = None) -> int:
           f"rtol {RTOL}/atol {ATOL} but as close to float64 as aot_eager's")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":
