@@ -76,12 +76,12 @@ def _group_norm(
     ATen's), returning the op's mean and rstd exactly."""
     if not x.is_contiguous():
         x = aten.clone.default(x, memory_format=torch.contiguous_format)
-    grouped = aten.view.default(x, [n, group, -1])
+    grouped = aten.view.default(x, [n, group, (c // group) * hxw])  # no -1: n may be 0
     mean = aten.mean.dim(grouped, [-1], True)
     centered = aten.sub.Tensor(grouped, mean)
     var = aten.mean.dim(aten.mul.Tensor(centered, centered), [-1], True)
     rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
-    out = aten.view.default(aten.mul.Tensor(centered, rstd), [n, c, -1])
+    out = aten.view.default(aten.mul.Tensor(centered, rstd), [n, c, hxw])
     if weight is not None:
         out = aten.mul.Tensor(out, aten.view.default(weight, [1, c, 1]))
     if bias is not None:

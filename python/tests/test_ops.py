@@ -667,6 +667,14 @@ NEW_OPS = [
     ("pad_negative_value", lambda a: F.pad(a, (-1, 2, 3, -1), value=2.5), lambda: f32(4, 5, 6)),
     ("pad_int64", lambda a: F.pad(a, (2, 0), value=7), lambda: i64(3, 4)),
     ("pad_bool", lambda a: F.pad(a, (1, 1)), lambda: b(3, 4)),
+    # A bool pad value is nonzero-is-true (2.0 and 0.5 once padded False).
+    ("pad_bool_value_2", lambda a: F.pad(a, (1, 2), value=2.0), lambda: b(1, 3)),
+    ("pad_bool_value_half", lambda a: F.pad(a, (1, 2), value=0.5), lambda: b(1, 3)),
+    # Tensor bounds that broadcast x (the maximum step once got the final shape).
+    ("clamp_broadcasting_bounds", lambda a, lo, hi: torch.clamp(a, lo, hi),
+     lambda: (f32(4, 4), f32(1, 4, 4), f32(4, 1, 4))),
+    ("group_norm_empty_batch", lambda a, w, c: F.group_norm(a, 1, w, c),
+     lambda: (f32(0, 2), f32(2), f32(2))),
     ("index_dim0", lambda a: a[_IDX], lambda: f32(4, 5, 6)),
     ("index_adjacent", lambda a: a[:, _IDX, _COL], lambda: f32(4, 5, 6)),
     ("index_not_adjacent", lambda a: a[_IDX, :, _COL], lambda: f32(4, 5, 6)),

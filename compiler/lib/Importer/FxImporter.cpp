@@ -459,10 +459,18 @@ LogicalResult clamp(Importer &im, std::optional<unsigned> loArg, std::optional<u
   auto lo = bound(loArg, loDefault), hi = bound(hiArg, hiDefault);
   if (failed(lo) || failed(hi))
     return failure();
+  // Each step has the broadcast shape of its own operands (a tensor bound
+  // may broadcast x), not necessarily the node's.
+  auto step = [&](auto op, Value bound) -> Value {
+    auto shape = graph::broadcastShapes(cast<RankedTensorType>(result.getType()).getShape(),
+                                        cast<RankedTensorType>(bound.getType()).getShape());
+    auto type = RankedTensorType::get(shape.value_or(im.out().shape), element);
+    return decltype(op)::create(im.builder(), im.loc(), type, result, bound);
+  };
   if (*lo)
-    result = graph::MaximumOp::create(im.builder(), im.loc(), im.outType(), result, **lo);
+    result = step(graph::MaximumOp(), **lo);
   if (*hi)
-    result = graph::MinimumOp::create(im.builder(), im.loc(), im.outType(), result, **hi);
+    result = step(graph::MinimumOp(), **hi);
   return im.define(result);
 }
 

@@ -40,6 +40,8 @@ arith::FastMathFlagsAttr reductionFlags(OpBuilder &b) {
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (auto floatType = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
+  if (type.isInteger(1)) // ATen's truthiness: any nonzero value (NaN too) is true
+    return arith::ConstantOp::create(b, loc, b.getBoolAttr(value != 0));
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, (int64_t)value));
 }
 
