@@ -90,6 +90,17 @@ def _group_norm(
     return out, aten.view.default(mean, [n, group]), aten.view.default(rstd, [n, group])
 
 
+def _along(values: torch.Tensor, dim: int, rank: int) -> torch.Tensor:
+    """A 1-D tensor viewed as rank-`rank`, its elements along `dim`."""
+    shape = [1] * rank
+    shape[dim] = values.shape[0]
+    return aten.view.default(values, shape)
+
+
+def _iota(count: int, device: torch.device) -> torch.Tensor:
+    return aten.arange.default(count, dtype=torch.int64, device=device)
+
+
 def _spatial_list(values: Sequence[int], n: int) -> list[int]:
     values = list(values)
     return values * n if len(values) == 1 else values
@@ -142,12 +153,10 @@ def _convolution(
     rank = 2 + 2 * n
 
     def along(values: torch.Tensor, dim: int) -> torch.Tensor:
-        shape = [1] * rank
-        shape[dim] = values.shape[0]
-        return aten.view.default(values, shape)
+        return _along(values, dim, rank)
 
     def iota(count: int) -> torch.Tensor:
-        return aten.arange.default(count, dtype=torch.int64, device=x.device)
+        return _iota(count, x.device)
 
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
         cols = aten.clone.default(aten.permute.default(x, [0, *range(2, 2 + n), 1]),
@@ -221,12 +230,10 @@ def _pool_windows(x: torch.Tensor, kernel, stride, padding, dilation, ceil_mode,
     rank = 2 * n  # index tensors cover the spatial dims: [out..., kernel...]
 
     def along(values: torch.Tensor, dim: int) -> torch.Tensor:
-        shape = [1] * rank
-        shape[dim] = values.shape[0]
-        return aten.view.default(values, shape)
+        return _along(values, dim, rank)
 
     def iota(count: int) -> torch.Tensor:
-        return aten.arange.default(count, dtype=torch.int64, device=x.device)
+        return _iota(count, x.device)
 
     indices: list[Any] = [None, None]
     starts = []
@@ -253,14 +260,11 @@ def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=(0,), dilation=(
     hit = aten.logical_or.default(aten.eq.Tensor(windows, values), aten.ne.Tensor(windows, windows))
     dil = _spatial_list(dilation, 2)
     width = x.shape[3]
-    rows = aten.add.Tensor(aten.view.default(starts[0], [1, 1, out[0], 1, 1, 1]),
-                           aten.mul.Tensor(aten.view.default(
-                               aten.arange.default(kernel[0], dtype=torch.int64, device=x.device),
-                               [1, 1, 1, 1, kernel[0], 1]), dil[0]))
-    cols = aten.add.Tensor(aten.view.default(starts[1], [1, 1, 1, out[1], 1, 1]),
-                           aten.mul.Tensor(aten.view.default(
-                               aten.arange.default(kernel[1], dtype=torch.int64, device=x.device),
-                               [1, 1, 1, 1, 1, kernel[1]]), dil[1]))
+    # Unpadded input row and column of every window element, [1, 1, out..., taps...].
+    rows = aten.add.Tensor(_along(starts[0], 2, 6),
+                           aten.mul.Tensor(_along(_iota(kernel[0], x.device), 4, 6), dil[0]))
+    cols = aten.add.Tensor(_along(starts[1], 3, 6),
+                           aten.mul.Tensor(_along(_iota(kernel[1], x.device), 5, 6), dil[1]))
     flat = aten.add.Tensor(aten.mul.Tensor(rows, width), cols)
     never = x.shape[2] * width  # larger than any index
     candidates = aten.where.self(hit, flat, aten.scalar_tensor.default(never, dtype=torch.int64))

@@ -933,6 +933,15 @@ LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
   return success();
 }
 
+/// input[source] for the gathering lowerings; an empty input (whose result
+/// can still have elements only if nothing is read) yields 0 instead.
+Value extractOrZero(OpBuilder &b, Location loc, Value input, ValueRange source) {
+  auto type = tensorType(input);
+  if (type.getNumElements() == 0)
+    return scalarConstant(b, loc, type.getElementType(), 0);
+  return tensor::ExtractOp::create(b, loc, input, source);
+}
+
 LogicalResult lowerIota(RewriterBase &rewriter, IotaOp op) {
   auto type = tensorType(op.getResult());
   Type element = type.getElementType();
@@ -1049,10 +1058,7 @@ LogicalResult lowerIndex(RewriterBase &rewriter, IndexOp op) {
                                                  arith::ConstantIndexOp::create(b, l, 0));
           source[d] = clampIndex(b, l, arith::SelectOp::create(b, l, negative, wrapped, i), size);
         }
-        Value element = inputType.getNumElements() > 0
-                            ? Value(tensor::ExtractOp::create(b, l, input, source))
-                            : scalarConstant(b, l, type.getElementType(), 0);
-        linalg::YieldOp::create(b, l, element);
+        linalg::YieldOp::create(b, l, extractOrZero(b, l, input, source));
       });
   rewriter.replaceOp(op, generic.getResult(0));
   return success();
@@ -1079,10 +1085,7 @@ LogicalResult lowerGather(RewriterBase &rewriter, GatherOp op) {
                                                      b, l, b.getIndexType(), args[0]),
                                                  inputType.getDimSize(d))
                                     : Value(linalg::IndexOp::create(b, l, d)));
-        Value element = inputType.getNumElements() > 0
-                            ? Value(tensor::ExtractOp::create(b, l, input, source))
-                            : scalarConstant(b, l, type.getElementType(), 0);
-        linalg::YieldOp::create(b, l, element);
+        linalg::YieldOp::create(b, l, extractOrZero(b, l, input, source));
       });
   rewriter.replaceOp(op, generic.getResult(0));
   return success();
