@@ -298,6 +298,178 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False,
     return aten.div.Tensor(total, aten._to_copy.default(divisor, dtype=x.dtype))
 
 
+def _reduced_count(x: torch.Tensor, dims: Sequence[int] | None) -> tuple[list[int], int]:
+    """The normalized reduced dims (None or [] is every dim) and their element count."""
+    rank = max(x.dim(), 1)
+    dims = list(range(x.dim())) if not dims else sorted(d % rank for d in dims)
+    count = 1
+    for d in dims:
+        count *= x.shape[d] if x.dim() else 1
+    return dims, count
+
+
+def _var_mean(x, dim=None, *, correction=None, keepdim=False):
+    """Two passes like ATen: the mean, then the sum of squared deviations over
+    max(count - correction, 0) (0 gives inf or NaN, as in ATen)."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    dims, count = _reduced_count(x, dim)
+    correction = 1 if correction is None else correction
+    mean = aten.mean.dim(x, dims, True)
+    deviation = aten.sub.Tensor(x, mean)
+    squares = aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims, keepdim)
+    var = aten.div.Tensor(squares, max(count - correction, 0))
+    if not keepdim:
+        mean = aten.squeeze.dims(mean, dims) if x.dim() else mean
+    return var, mean
+
+
+def _var(x, dim=None, *, correction=None, keepdim=False):
+    result = _var_mean(x, dim, correction=correction, keepdim=keepdim)
+    return result if result is NotImplemented else result[0]
+
+
+def _std(x, dim=None, *, correction=None, keepdim=False):
+    result = _var_mean(x, dim, correction=correction, keepdim=keepdim)
+    return result if result is NotImplemented else aten.sqrt.default(result[0])
+
+
+def _round_decimals(x: torch.Tensor, decimals: int = 0) -> torch.Tensor:
+    """ATen's: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d <= 0
+    (halves to even)."""
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return aten.div.Tensor(aten.round.default(aten.mul.Tensor(x, scale)), scale)
+    scale = 10.0 ** -decimals
+    return aten.mul.Tensor(aten.round.default(aten.div.Tensor(x, scale)), scale)
+
+
+def _with_layout_of(result: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """result laid out in memory as `like` (dense, dims in any order), as ATen's
+    ops that allocate with empty_like return it: a permute, a copy and the
+    inverse permute, which Kiln fuses into the producing kernel."""
+    if like.dim() < 2 or like.is_contiguous() or result.stride() == like.stride():
+        return result
+    order = sorted(range(like.dim()), key=lambda d: (-like.stride(d), d))
+    inverse = sorted(range(like.dim()), key=lambda d: order[d])
+    moved = aten.clone.default(aten.permute.default(result, order),
+                               memory_format=torch.contiguous_format)
+    return aten.permute.default(moved, inverse)
+
+
+def _reversed_iota(count: int, device: torch.device) -> torch.Tensor:
+    return aten.add.Tensor(aten.neg.default(_iota(count, device)), count - 1)
+
+
+def _flip(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    """One gather per flipped dim, reading index n - 1 - i."""
+    rank = max(x.dim(), 1)
+    out = x
+    for d in sorted({d % rank for d in dims}):
+        if x.dim() and x.shape[d] > 1:
+            out = aten.index.Tensor(out, [None] * d + [_reversed_iota(x.shape[d], x.device)])
+    return _with_layout_of(out, x) if out is not x else aten.clone.default(x)
+
+
+def _repeat(x: torch.Tensor, repeats: Sequence[int]) -> torch.Tensor:
+    """Each dim of size s repeated r times is an expanded [r, s] pair of dims,
+    materialized by one copy."""
+    repeats = list(repeats)
+    shape = [1] * (len(repeats) - x.dim()) + list(x.shape)
+    interleaved, expanded, final = [], [], []
+    for r, size in zip(repeats, shape):
+        interleaved += [1, size]
+        expanded += [r, size]
+        final.append(r * size)
+    viewed = aten.view.default(x, interleaved)
+    copy = aten.clone.default(aten.expand.default(viewed, expanded))
+    return aten.view.default(copy, final)
+
+
+def _diagonal(x: torch.Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> torch.Tensor:
+    """The other dims first, then one gather of (i, i + offset) pairs, as the
+    last dim (ATen's order)."""
+    rank = x.dim()
+    dim1, dim2 = dim1 % rank, dim2 % rank
+    rest = [d for d in range(rank) if d not in (dim1, dim2)]
+    moved = aten.permute.default(x, rest + [dim1, dim2])
+    rows, cols = x.shape[dim1], x.shape[dim2]
+    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    i = aten.add.Tensor(_iota(length, x.device), max(-offset, 0))
+    j = aten.add.Tensor(_iota(length, x.device), max(offset, 0))
+    return aten.index.Tensor(moved, [None] * len(rest) + [i, j])
+
+
+def _slice_scatter(x: torch.Tensor, src: torch.Tensor, dim: int = 0, start=None, end=None,
+                   step: int = 1) -> torch.Tensor:
+    """x with src written over x[start:end:step] along dim: a concatenation for
+    step 1, else a select between x and src gathered to x's shape."""
+    dim = dim % max(x.dim(), 1)
+    size = x.shape[dim] if x.dim() else 1
+    start, end, _ = slice(start, end, 1).indices(size)
+    end = max(end, start)
+    if step == 1:
+        pieces = []
+        if start > 0:
+            pieces.append(aten.slice.Tensor(x, dim, 0, start))
+        pieces.append(src)
+        if end < size:
+            pieces.append(aten.slice.Tensor(x, dim, end, size))
+        out = aten.cat.default(pieces, dim) if len(pieces) > 1 else aten.clone.default(src)
+        return _with_layout_of(out, x)
+    rank = x.dim()
+    offset = aten.sub.Tensor(_iota(size, x.device), start)
+    inside = aten.logical_and.default(
+        aten.logical_and.default(aten.ge.Scalar(offset, 0), aten.lt.Scalar(offset, end - start)),
+        aten.eq.Scalar(aten.remainder.Scalar(offset, step), 0))
+    count = src.shape[dim]
+    if count == 0:
+        return aten.clone.default(x)  # preserves x's layout
+    source = aten.clamp.default(aten.floor_divide.default(offset, step), 0, count - 1)
+    gathered = aten.index_select.default(src, dim, source)
+    return _with_layout_of(aten.where.self(_along(inside, dim, rank), gathered, x), x)
+
+
+def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Sequence[int]) -> torch.Tensor:
+    """ATen's windows [floor(i * in / out), ceil((i + 1) * in / out)): a mean
+    over a reshape when out divides in, else a masked sum over gathered
+    windows of the largest window's size."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    batched = x.dim() == 4
+    if not batched:
+        x = aten.unsqueeze.default(x, 0)
+    n, c, h, w = x.shape
+    oh, ow = output_size
+    if oh and ow and h % oh == 0 and w % ow == 0:
+        out = aten.mean.dim(aten.view.default(x, [n, c, oh, h // oh, ow, w // ow]), [3, 5])
+        return out if batched else aten.squeeze.dims(out, [0])
+    out = x
+    masks, counts = [], []
+    for d, (size, osize) in enumerate(((h, oh), (w, ow))):
+        starts = [(i * size) // osize for i in range(osize)]
+        ends = [-((-(i + 1) * size) // osize) for i in range(osize)]
+        taps = max((e - s for s, e in zip(starts, ends)), default=1)
+        first = aten.floor_divide.default(aten.mul.Tensor(_iota(osize, x.device), size), osize)
+        last = aten.floor_divide.default(
+            aten.add.Tensor(aten.mul.Tensor(_iota(osize, x.device), size), size + osize - 1),
+            osize)
+        positions = aten.add.Tensor(aten.view.default(first, [osize, 1]),
+                                    aten.view.default(_iota(taps, x.device), [1, taps]))
+        masks.append(aten.lt.Tensor(positions, aten.view.default(last, [osize, 1])))
+        counts.append(aten.sub.Tensor(last, first))
+        dim = 2 + 2 * d  # [N, C, H, W] -> [N, C, oh, kh, W] -> [N, C, oh, kh, ow, kw]
+        out = aten.index.Tensor(out, [None] * dim + [aten.clamp_max.default(positions, size - 1)])
+    mask = aten.logical_and.default(aten.view.default(masks[0], [oh, -1, 1, 1]),
+                                    aten.view.default(masks[1], [1, 1, ow, -1]))
+    zero = aten.scalar_tensor.default(0.0, dtype=x.dtype)
+    total = aten.sum.dim_IntList(aten.where.self(mask, out, zero), [3, 5])
+    divisor = aten.mul.Tensor(aten.view.default(counts[0], [oh, 1]),
+                              aten.view.default(counts[1], [1, ow]))
+    out = aten.div.Tensor(total, aten._to_copy.default(divisor, dtype=x.dtype))
+    return out if batched else aten.squeeze.dims(out, [0])
+
+
 # Exact in every output: safe under autograd too.
 _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.split_with_sizes.default: _split_with_sizes,
@@ -305,10 +477,38 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.convolution.default: _convolution,
     aten.max_pool2d_with_indices.default: _max_pool2d_with_indices,
     aten.avg_pool2d.default: _avg_pool2d,
+    aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
+    aten.var.correction: _var,
+    aten.var_mean.correction: _var_mean,
+    aten.std.correction: _std,
+    aten.round.decimals: _round_decimals,
+    aten.flip.default: _flip,
+    aten.repeat.default: _repeat,
+    aten.diagonal.default: _diagonal,
+    aten.slice_scatter.default: _slice_scatter,
     # PyTorch's reference: abs, pow and sum reductions (e.g. weight_norm).
     aten.linalg_vector_norm.default:
         torch._decomp.decomposition_table[aten.linalg_vector_norm.default],
 }
+
+# PyTorch's own decompositions (outside the Core ATen table) of ops whose
+# parts Kiln compiles and fuses: each costs what the op's own kernel would.
+_UPSTREAM_DECOMPOSITIONS = (
+    aten.elu.default, aten.leaky_relu.default, aten.celu.default, aten.selu.default,
+    aten.hardshrink.default, aten.softshrink.default, aten.threshold.default,
+    aten.isinf.default, aten.copysign.Tensor, aten.hypot.default,
+    aten.upsample_nearest2d.default, aten.upsample_bilinear2d.default,
+    aten.grid_sampler_2d.default, aten.adaptive_max_pool2d.default, aten.index_add.default,
+    aten.index_copy.default, aten.index_fill.int_Scalar, aten.logaddexp.default,
+    aten.sinc.default, aten.deg2rad.default, aten.nansum.default, aten.take.default,
+    aten.reflection_pad1d.default, aten.reflection_pad2d.default,
+    aten.replication_pad1d.default, aten.replication_pad2d.default,
+    aten.aminmax.default,
+    aten._native_batch_norm_legit.default, aten._native_batch_norm_legit_functional.default,
+    aten._native_batch_norm_legit.no_stats,
+)
+_KILN_DECOMPOSITIONS.update(
+    {op: torch._decomp.decomposition_table[op] for op in _UPSTREAM_DECOMPOSITIONS})
 
 # Inference graphs only.
 _KILN_INFERENCE_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
@@ -326,10 +526,19 @@ INFERENCE_ONLY_CORE_DECOMPOSITIONS = (
 )
 
 
+# Ops the Core ATen table decomposes into prims Kiln does not import, while
+# Kiln's importer lowers them directly.
+KILN_NATIVE_OPS = (
+    aten.floor_divide.default,
+)
+
+
 @functools.cache
 def decomposition_table(training: bool) -> dict[Any, Callable[..., Any]]:
     """The table for a graph that needs autograd (`training`) or not."""
     table = dict(torch._decomp.core_aten_decompositions())
+    for op in KILN_NATIVE_OPS:
+        table.pop(op, None)
     table.update(_KILN_DECOMPOSITIONS)
     if training:
         for op in INFERENCE_ONLY_CORE_DECOMPOSITIONS:

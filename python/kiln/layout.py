@@ -125,6 +125,12 @@ def _collapsible_overlap_only(size: Sequence[int], stride: Sequence[int]) -> boo
     return True
 
 
+def is_reproducible(size: Sequence[int], stride: Sequence[int]) -> bool:
+    """Can Kiln return a tensor of this layout? Not when distinct indices
+    share memory other than by broadcasting (e.g. empty_strided((5, 5), (2, 1)))."""
+    return physical_order(size, stride) is not None or _collapsible_overlap_only(size, stride)
+
+
 def output_layouts(gm: torch.fx.GraphModule) -> list[OutputLayout | None]:
     """One layout per output of gm's output node (None for a non-tensor output).
 
@@ -160,7 +166,7 @@ def _layout_of(value: torch.Tensor, inputs: dict[StorageWeakRef, tuple[int, torc
         raise SerializeError(f"{what} has a symbolic layout (Kiln needs static shapes)")
     offset = int(value.storage_offset())
     order = physical_order(size, stride)
-    if order is None and not _collapsible_overlap_only(size, stride):
+    if not is_reproducible(size, stride):
         raise SerializeError(
             f"{what} has a self-overlapping layout size={list(size)} stride={list(stride)} "
             "that Kiln cannot reproduce")

@@ -11,6 +11,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partit
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from kiln.errors import SerializeError
+from kiln.layout import is_reproducible
 from kiln.fx_serialize import (
     SourceLoc,
     encode_call,
@@ -161,6 +162,10 @@ class KilnSupport(OperatorSupportBase):
             return f"{what} has dtype {dtype} (Kiln supports {names})"
         if any(type(d) is not int for d in value.shape):
             return f"{what} has a symbolic shape (Kiln needs static shapes)"
+        stride = value.stride()
+        if all(type(s) is int for s in stride) and not is_reproducible(value.shape, stride):
+            return (f"{what} has a self-overlapping layout size={list(value.shape)} "
+                    f"stride={list(value.stride())} that Kiln cannot reproduce")
         if value.device.type != self.target:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None

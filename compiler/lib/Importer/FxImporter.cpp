@@ -318,25 +318,58 @@ LogicalResult binary(Importer &im) {
   return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
 }
 
-/// fmod and remainder. ATen raises for an integer divisor of 0: a scalar 0
-/// is refused here (the op then runs in eager, which raises), a tensor
-/// divisor gets an assert.
-template <typename Op>
-LogicalResult remainder(Importer &im) {
+/// ATen raises for an integer divisor (operand 1) of 0: a scalar 0 is
+/// refused here (the op then runs in eager, which raises), a tensor divisor
+/// gets an assert.
+LogicalResult checkIntegerDivisor(Importer &im, Value divisor) {
+  if (im.isTensor(im.arg(1))) {
+    im.assertNonZero(divisor, "ZeroDivisionError");
+    return success();
+  }
+  auto value = im.number(im.arg(1), "other");
+  if (failed(value) || *value == 0)
+    return im.fail("integer division by zero");
+  return success();
+}
+
+/// A division-like op built by `build` from operands 0 and 1 in the result
+/// type, with the divisor checked (see checkIntegerDivisor).
+template <typename BuildFn>
+LogicalResult division(Importer &im, BuildFn build) {
   Type element = im.out().element;
   auto lhs = im.operandAs(0, element), rhs = im.operandAs(1, element);
   if (failed(lhs) || failed(rhs))
     return failure();
-  if (isa<IntegerType>(element)) {
-    if (!im.isTensor(im.arg(1))) {
-      auto divisor = im.number(im.arg(1), "other");
-      if (failed(divisor) || *divisor == 0)
-        return im.fail("integer division by zero");
-    } else {
-      im.assertNonZero(*rhs, "ZeroDivisionError");
-    }
-  }
-  return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
+  if (isa<IntegerType>(element) && failed(checkIntegerDivisor(im, *rhs)))
+    return failure();
+  return im.define(build(*lhs, *rhs)->getResults());
+}
+
+/// fmod and remainder.
+template <typename Op>
+LogicalResult remainder(Importer &im) {
+  return division(im, [&](Value lhs, Value rhs) {
+    return Op::create(im.builder(), im.loc(), im.outType(), lhs, rhs);
+  });
+}
+
+/// aten.div with a rounding_mode: none is true division; trunc and floor
+/// also divide integers.
+LogicalResult divide(Importer &im, std::optional<StringRef> roundingMode = std::nullopt) {
+  std::string mode;
+  if (roundingMode)
+    mode = roundingMode->str();
+  else if (const json::Value *v = im.arg(2, "rounding_mode"))
+    if (auto s = v->getAsString())
+      mode = s->str();
+  if (mode.empty())
+    return binary<graph::DivOp>(im);
+  if (mode != "trunc" && mode != "floor")
+    return im.fail("rounding_mode must be None, 'trunc' or 'floor'");
+  return division(im, [&](Value lhs, Value rhs) {
+    return graph::DivRoundOp::create(im.builder(), im.loc(), im.outType(), lhs, rhs,
+                                     im.builder().getStringAttr(mode));
+  });
 }
 
 /// add/sub with `alpha`: a op (alpha * b).
@@ -361,12 +394,15 @@ LogicalResult binaryAlpha(Importer &im) {
   return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, right)->getResults());
 }
 
+/// A comparison of operands 0 and 1, or of operand 0 with itself (isnan is
+/// x != x).
 template <typename Op>
-LogicalResult compare(Importer &im) {
-  auto common = im.commonType(0, 1);
+LogicalResult compare(Importer &im, bool sameOperand = false) {
+  unsigned other = sameOperand ? 0 : 1;
+  auto common = im.commonType(0, other);
   if (failed(common))
     return failure();
-  auto lhs = im.operandAs(0, *common), rhs = im.operandAs(1, *common);
+  auto lhs = im.operandAs(0, *common), rhs = im.operandAs(other, *common);
   if (failed(lhs) || failed(rhs))
     return failure();
   return im.define(Op::create(im.builder(), im.loc(), im.outType(), *lhs, *rhs)->getResults());
@@ -959,6 +995,10 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.sub.Tensor", "aten.sub.Scalar"}, binaryAlpha<SubOp>);
     add({"aten.mul.Tensor", "aten.mul.Scalar"}, binary<MulOp>);
     add({"aten.div.Tensor", "aten.div.Scalar"}, binary<DivOp>);
+    add({"aten.div.Tensor_mode", "aten.div.Scalar_mode"}, [](Importer &im) { return divide(im); });
+    add({"aten.floor_divide.default", "aten.floor_divide.Scalar"},
+        [](Importer &im) { return divide(im, StringRef("floor")); });
+    add({"aten.atan2.default"}, binary<Atan2Op>);
     add({"aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor"}, binary<PowOp>);
     add({"aten.maximum.default"}, binary<MaximumOp>);
     add({"aten.fmod.Tensor", "aten.fmod.Scalar"}, remainder<FmodOp>);
@@ -988,12 +1028,12 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.logical_and.default"}, [](Importer &im) { return logical(im, "and"); });
     add({"aten.logical_or.default"}, [](Importer &im) { return logical(im, "or"); });
     add({"aten.logical_xor.default"}, [](Importer &im) { return logical(im, "xor"); });
-    add({"aten.eq.Tensor", "aten.eq.Scalar"}, compare<EqOp>);
-    add({"aten.ne.Tensor", "aten.ne.Scalar"}, compare<NeOp>);
-    add({"aten.lt.Tensor", "aten.lt.Scalar"}, compare<LtOp>);
-    add({"aten.le.Tensor", "aten.le.Scalar"}, compare<LeOp>);
-    add({"aten.gt.Tensor", "aten.gt.Scalar"}, compare<GtOp>);
-    add({"aten.ge.Tensor", "aten.ge.Scalar"}, compare<GeOp>);
+    add({"aten.eq.Tensor", "aten.eq.Scalar"}, [](Importer &im) { return compare<EqOp>(im); });
+    add({"aten.ne.Tensor", "aten.ne.Scalar"}, [](Importer &im) { return compare<NeOp>(im); });
+    add({"aten.lt.Tensor", "aten.lt.Scalar"}, [](Importer &im) { return compare<LtOp>(im); });
+    add({"aten.le.Tensor", "aten.le.Scalar"}, [](Importer &im) { return compare<LeOp>(im); });
+    add({"aten.gt.Tensor", "aten.gt.Scalar"}, [](Importer &im) { return compare<GtOp>(im); });
+    add({"aten.ge.Tensor", "aten.ge.Scalar"}, [](Importer &im) { return compare<GeOp>(im); });
     add({"aten.where.self"}, where);
     add({"aten.neg.default"}, unary<NegOp>);
     t["aten.reciprocal.default"] = [](Importer &im) -> LogicalResult {
@@ -1026,6 +1066,12 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.atan.default"}, unary<AtanOp>);
     add({"aten.sinh.default"}, unary<SinhOp>);
     add({"aten.cosh.default"}, unary<CoshOp>);
+    add({"aten.asin.default"}, unary<AsinOp>);
+    add({"aten.acos.default"}, unary<AcosOp>);
+    add({"aten.asinh.default"}, unary<AsinhOp>);
+    add({"aten.acosh.default"}, unary<AcoshOp>);
+    add({"aten.atanh.default"}, unary<AtanhOp>);
+    add({"aten.isnan.default"}, [](Importer &im) { return compare<NeOp>(im, /*sameOperand=*/true); });
     add({"aten.floor.default"}, rounding<FloorOp>);
     add({"aten.ceil.default"}, rounding<CeilOp>);
     add({"aten.trunc.default"}, rounding<TruncOp>);
@@ -1087,6 +1133,10 @@ const llvm::StringMap<Handler> &handlers() {
     t["aten.full.default"] = [](Importer &im) { return full(im, 1, "fill_value"); };
     t["aten.scalar_tensor.default"] = [](Importer &im) { return full(im, 0, "s"); };
     t["aten.full_like.default"] = [](Importer &im) { return full(im, 1, "fill_value"); };
+    // Uninitialized memory in ATen; zeros here, which is one valid content.
+    add({"aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_like.default",
+         "aten.new_empty.default", "aten.new_empty_strided.default"},
+        [](Importer &im) { return im.define(im.splat(im.out().shape, im.out().element, 0.0)); });
     t["aten.zeros_like.default"] = [](Importer &im) {
       return im.define(im.splat(im.out().shape, im.out().element, 0.0));
     };

@@ -655,3 +655,43 @@ func.func @index_broadcast(%x: tensor<5x6xf32>, %i: tensor<4x1xi64>, %j: tensor<
   %0 = kiln_graph.index %x[%i, %j] {indexed_dims = array<i64: 0, 1>} : tensor<5x6xf32>, tensor<4x1xi64>, tensor<1x3xi64> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// Integer floor division: divisors 0 and -1 are replaced by 1 so nothing
+// traps, and -1 gives the wrapping negation.
+// CHECK-LABEL: func.func @div_round_integer
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[X:.*]]: i64, %[[Y:.*]]: i64, %{{.*}}: i64):
+// CHECK: %[[SAFE:.*]] = arith.select %{{.*}}, %{{.*}}, %[[Y]] : i64
+// CHECK: %[[Q:.*]] = arith.floordivsi %[[X]], %[[SAFE]] : i64
+// CHECK: %[[NEG:.*]] = arith.subi %{{.*}}, %[[X]] : i64
+// CHECK: %[[R:.*]] = arith.select %{{.*}}, %[[NEG]], %[[Q]] : i64
+// CHECK: linalg.yield %[[R]]
+// CHECK: linalg.generic
+// CHECK: arith.divsi
+func.func @div_round_integer(%a: tensor<4xi64>, %b: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+  %0 = kiln_graph.div_round %a, %b {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %1 = kiln_graph.div_round %a, %b {rounding_mode = "trunc"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  return %0, %1 : tensor<4xi64>, tensor<4xi64>
+}
+
+// -----
+
+// Float floor division as ATen computes it, from fmod.
+// CHECK-LABEL: func.func @div_round_float
+// CHECK: arith.remf
+// CHECK: math.floor
+// CHECK: math.copysign
+// CHECK-LABEL: func.func @inverse_trig
+// CHECK: math.atan2 %{{.*}}, %{{.*}} : f32
+// CHECK: math.asinh %{{.*}} : f32
+func.func @div_round_float(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_graph.div_round %a, %b {rounding_mode = "floor"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @inverse_trig(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln_graph.atan2 %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln_graph.asinh %0 : tensor<4xf32> -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

@@ -590,3 +590,19 @@ func.func @cumsum_dim(%a: tensor<4x5xf32>) -> tensor<4x5xf32> {
   %0 = kiln_graph.cumsum %a {dim = 2 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// -----
+
+func.func @div_round_mode(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{rounding_mode must be "trunc" or "floor"}}
+  %0 = kiln_graph.div_round %a, %a {rounding_mode = "ceil"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @atan2_integer(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0 = kiln_graph.atan2 %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}

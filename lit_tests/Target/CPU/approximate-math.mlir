@@ -61,3 +61,22 @@ func.func @f64_kept(%x: f64) -> f64 {
   %0 = math.exp %x : f64
   return %0 : f64
 }
+
+// -----
+
+// Inverse trigonometric and hyperbolic functions call libm (f32 names end
+// in f); f64 erf does too. Each callee is declared once.
+// CHECK-LABEL: func.func private @asinf(f32) -> f32
+// CHECK-LABEL: func.func private @atan2(f64, f64) -> f64
+// CHECK-LABEL: func.func @libm_calls
+// CHECK: call @asinf(%{{.*}}) : (f32) -> f32
+// CHECK: call @asinf(%{{.*}}) : (f32) -> f32
+// CHECK: call @atan2(%{{.*}}, %{{.*}}) : (f64, f64) -> f64
+// CHECK-NOT: math.
+// CHECK: return
+func.func @libm_calls(%x: f32, %y: f64) -> (f32, f32, f64) {
+  %0 = math.asin %x : f32
+  %1 = math.asin %0 : f32
+  %2 = math.atan2 %y, %y : f64
+  return %0, %1, %2 : f32, f32, f64
+}

@@ -113,11 +113,15 @@ CI_OPS = (
     # elementwise
     "add", "sub", "mul", "div.no_rounding_mode", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
     "sigmoid", "tanh", "sin", "pow", "where", "clamp", "maximum", "eq", "lt", "logical_and",
-    "nn.functional.relu", "nn.functional.gelu",
+    "nn.functional.relu", "nn.functional.gelu", "asin", "atan2", "div.floor_rounding",
+    "isnan", "round.decimals_3", "nn.functional.elu",
     # reductions
     "sum", "mean", "amax", "argmax", "var",
     # shape ops
     "view", "permute", "expand", "cat", "squeeze", "unsqueeze", "select", "slice",
+    "flip", "repeat", "diagonal", "slice_scatter", "empty",
+    # pooling and normalization in their decomposed forms
+    "nn.functional.adaptive_avg_pool2d", "_native_batch_norm_legit",
     # matmul
     "mm", "bmm", "addmm", "nn.functional.linear", "matmul",
     # softmax and normalization
@@ -449,19 +453,19 @@ def _compare_statistics(a: Any, e: Any) -> str | None:
     return None
 
 
-def _inputs_differ(actual: Any, expected: Any) -> bool:
-    """Do the input tensors after the compiled call differ from eager's after
-    its call (bit for bit, NaN equal to NaN)?"""
+def _inputs_differ(actual: Any, expected: Any, override: tuple[float, float]) -> str | None:
+    """How the input tensors after the compiled call differ from eager's after
+    its call, if they do. A tensor the op writes (batch norm's running
+    statistics) is an output in effect: it gets the outputs' tolerances."""
     import torch
     from torch.utils._pytree import tree_leaves
 
-    for a, e in zip(tree_leaves(actual), tree_leaves(expected)):
+    for i, (a, e) in enumerate(zip(tree_leaves(actual), tree_leaves(expected))):
         if isinstance(e, torch.Tensor) and not torch.equal(a, e):
-            if e.is_floating_point() and torch.equal(a.isnan(), e.isnan()):
-                if torch.equal(a.nan_to_num(0.0), e.nan_to_num(0.0)):
-                    continue
-            return True
-    return False
+            problem = compare(a, e, override)
+            if problem is not None:
+                return f"input {i} after the call (the op writes it): {problem}"
+    return None
 
 
 def _has_compute(record: Any) -> bool:
@@ -545,8 +549,8 @@ class _Case:
             return {**result, "category": "fallback",
                     "reason": f"Dynamo graph break (ran in eager): {_one_line(reason, 200)}"}
         problem = compare(actual, expected, self.override, self.mode)
-        if problem is None and self.mode == "values" and _inputs_differ(after, eager_after):
-            problem = "the inputs after the call differ from eager's (a write into an input)"
+        if problem is None and self.mode == "values":
+            problem = _inputs_differ(after, eager_after, self.override)
         category, reason, kernels = _kiln_outcome(records)
         if problem is not None:
             mismatch = {**result, "category": "mismatch", "reason": problem, "kernels": kernels}

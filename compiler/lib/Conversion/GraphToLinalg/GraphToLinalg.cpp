@@ -241,6 +241,48 @@ Value remainderScalar(OpBuilder &b, Location loc, Value x, Value y, bool floored
   return arith::SelectOp::create(b, loc, adjust, addScalar(b, loc, r, y), r);
 }
 
+/// x / y rounded toward zero or, when `floored`, toward negative infinity,
+/// exactly as ATen computes it (div_floor_floating, div_floor_integer).
+Value divRoundScalar(OpBuilder &b, Location loc, Value x, Value y, bool floored) {
+  Type type = x.getType();
+  Value zero = scalarConstant(b, loc, type, 0);
+  if (!isFloat(type)) {
+    // Divisors 0 and -1 would trap (x / 0; INT_MIN / -1 overflows): divide
+    // by 1 instead; -1 gives 0 - x, which wraps as ATen's does.
+    Value minusOne = scalarConstant(b, loc, type, -1), one = scalarConstant(b, loc, type, 1);
+    Value isMinusOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, minusOne);
+    Value trapping = arith::OrIOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero), isMinusOne);
+    Value safe = arith::SelectOp::create(b, loc, trapping, one, y);
+    Value q = floored ? Value(arith::FloorDivSIOp::create(b, loc, x, safe))
+                      : Value(arith::DivSIOp::create(b, loc, x, safe));
+    return arith::SelectOp::create(b, loc, isMinusOne, arith::SubIOp::create(b, loc, zero, x), q);
+  }
+  Value quotient = arith::DivFOp::create(b, loc, x, y);
+  if (!floored)
+    return math::TruncOp::create(b, loc, quotient);
+  auto cmp = [&](arith::CmpFPredicate p, Value l, Value r) -> Value {
+    return arith::CmpFOp::create(b, loc, p, l, r);
+  };
+  Value mod = arith::RemFOp::create(b, loc, x, y);
+  Value div = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, x, mod), y);
+  Value adjust = arith::AndIOp::create(
+      b, loc, cmp(arith::CmpFPredicate::UNE, mod, zero),
+      arith::XOrIOp::create(b, loc, cmp(arith::CmpFPredicate::OLT, y, zero),
+                            cmp(arith::CmpFPredicate::OLT, mod, zero)));
+  div = arith::SelectOp::create(
+      b, loc, adjust, arith::SubFOp::create(b, loc, div, scalarConstant(b, loc, type, 1)), div);
+  Value floor = math::FloorOp::create(b, loc, div);
+  Value roundUp = cmp(arith::CmpFPredicate::OGT, arith::SubFOp::create(b, loc, div, floor),
+                      scalarConstant(b, loc, type, 0.5));
+  floor = arith::SelectOp::create(
+      b, loc, roundUp, arith::AddFOp::create(b, loc, floor, scalarConstant(b, loc, type, 1)), floor);
+  Value result = arith::SelectOp::create(b, loc, cmp(arith::CmpFPredicate::UNE, div, zero), floor,
+                                         math::CopySignOp::create(b, loc, zero, quotient));
+  // A zero divisor gives the IEEE quotient (inf or NaN).
+  return arith::SelectOp::create(b, loc, cmp(arith::CmpFPredicate::OEQ, y, zero), quotient, result);
+}
+
 /// c0 + z * (c1 + z * (c2 + ...)).
 Value horner(OpBuilder &b, Location loc, Value z, ArrayRef<double> coefficients) {
   Type t = z.getType();
@@ -514,6 +556,10 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
       .Case<FmodOp, RemainderOp>([&](Operation *o) {
         return remainderScalar(b, loc, args[0], args[1], /*floored=*/isa<RemainderOp>(o));
       })
+      .Case<DivRoundOp>([&](DivRoundOp div) {
+        return divRoundScalar(b, loc, args[0], args[1], div.getRoundingMode() == "floor");
+      })
+      .Case<Atan2Op>([&](auto) -> Value { return math::Atan2Op::create(b, loc, args[0], args[1]); })
       .Case<MaximumOp>([&](auto) { return maxScalar(b, loc, args[0], args[1]); })
       .Case<MinimumOp>([&](auto) { return minScalar(b, loc, args[0], args[1]); })
       .Case<PowOp>([&](PowOp pow) {
@@ -564,6 +610,11 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
       .Case<Log10Op>([&](auto) -> Value { return math::Log10Op::create(b, loc, args[0]); })
       .Case<ErfOp>([&](auto) -> Value { return math::ErfOp::create(b, loc, args[0]); })
       .Case<AtanOp>([&](auto) { return atanScalar(b, loc, args[0]); })
+      .Case<AsinOp>([&](auto) -> Value { return math::AsinOp::create(b, loc, args[0]); })
+      .Case<AcosOp>([&](auto) -> Value { return math::AcosOp::create(b, loc, args[0]); })
+      .Case<AsinhOp>([&](auto) -> Value { return math::AsinhOp::create(b, loc, args[0]); })
+      .Case<AcoshOp>([&](auto) -> Value { return math::AcoshOp::create(b, loc, args[0]); })
+      .Case<AtanhOp>([&](auto) -> Value { return math::AtanhOp::create(b, loc, args[0]); })
       .Case<SinhOp, CoshOp>([&](Operation *o) { return hyperbolicScalar(b, loc, args[0], isa<CoshOp>(o)); })
       .Case<FloorOp>([&](auto) -> Value { return math::FloorOp::create(b, loc, args[0]); })
       .Case<CeilOp>([&](auto) -> Value { return math::CeilOp::create(b, loc, args[0]); })

@@ -15,24 +15,37 @@ using namespace mlir;
 
 namespace {
 
-/// math.erf on f64 -> a call to libm's erf (declared once per module).
-struct Float64ErfToLibm : OpRewritePattern<math::ErfOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::ErfOp op, PatternRewriter &rewriter) const override {
-    if (!op.getType().isF64())
+/// A scalar math op -> a call to libm's `name` (f64) or `name`f (f32),
+/// declared once per module. For the functions LLVM has no lowering for and
+/// whose MLIR polynomial approximations are less accurate than ATen's
+/// (inverse trigonometric and hyperbolic functions, f64 erf); they are rare
+/// in models, so the scalar call costs little.
+template <typename MathOp>
+struct MathToLibmCall : OpRewritePattern<MathOp> {
+  MathToLibmCall(MLIRContext *ctx, StringRef name, bool float64Only = false)
+      : OpRewritePattern<MathOp>(ctx, /*benefit=*/2), name(name), float64Only(float64Only) {}
+
+  LogicalResult matchAndRewrite(MathOp op, PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!type.isF64() && (float64Only || !type.isF32()))
       return failure();
-    auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>("erf");
+    std::string symbol = (name + (type.isF32() ? "f" : "")).str();
+    auto module = op->template getParentOfType<ModuleOp>();
+    auto callee = module.template lookupSymbol<func::FuncOp>(symbol);
     if (!callee) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(rewriter, op.getLoc(), "erf",
-                                    rewriter.getFunctionType({op.getType()}, {op.getType()}));
+      SmallVector<Type> operands(op->getNumOperands(), type);
+      callee = func::FuncOp::create(rewriter, op.getLoc(), symbol,
+                                    rewriter.getFunctionType(operands, {type}));
       callee.setPrivate();
     }
-    rewriter.replaceOpWithNewOp<func::CallOp>(op, callee, op.getOperand());
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, callee, op->getOperands());
     return success();
   }
+
+  StringRef name;
+  bool float64Only;
 };
 
 struct ApproximateMathPass
@@ -40,7 +53,14 @@ struct ApproximateMathPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns);
-    patterns.add<Float64ErfToLibm>(&getContext());
+    MLIRContext *ctx = &getContext();
+    patterns.add<MathToLibmCall<math::ErfOp>>(ctx, "erf", /*float64Only=*/true);
+    patterns.add<MathToLibmCall<math::AsinOp>>(ctx, "asin");
+    patterns.add<MathToLibmCall<math::AcosOp>>(ctx, "acos");
+    patterns.add<MathToLibmCall<math::AsinhOp>>(ctx, "asinh");
+    patterns.add<MathToLibmCall<math::AcoshOp>>(ctx, "acosh");
+    patterns.add<MathToLibmCall<math::AtanhOp>>(ctx, "atanh");
+    patterns.add<MathToLibmCall<math::Atan2Op>>(ctx, "atan2");
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

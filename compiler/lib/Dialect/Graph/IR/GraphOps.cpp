@@ -145,6 +145,12 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+LogicalResult DivRoundOp::verify() {
+  if (getRoundingMode() != "trunc" && getRoundingMode() != "floor")
+    return emitOpError("rounding_mode must be \"trunc\" or \"floor\"");
+  return success();
+}
+
 /// Normalizes `dim` against `rank` (negative dims count from the back).
 static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {
   if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))

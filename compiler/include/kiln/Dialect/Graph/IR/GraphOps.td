@@ -77,6 +77,22 @@ def Graph_RemainderOp : Graph_BinaryOp<"remainder"> {
   let description = [{ As fmod for an integer divisor of 0. }];
 }
 
+def Graph_Atan2Op : Graph_BinaryOp<"atan2", [Graph_FloatOnly]> {
+  let summary = "aten.atan2: the angle of the point (rhs, lhs)";
+}
+def Graph_DivRoundOp : Graph_BinaryOp<"div_round"> {
+  let summary = "aten.div with rounding_mode trunc or floor";
+  let description = [{
+    The quotient rounded toward zero (`trunc`) or toward negative infinity
+    (`floor`, Python's `//`). Floats follow ATen: trunc(lhs / rhs), and for
+    floor the exact `(lhs - fmod(lhs, rhs)) / rhs` rounded as ATen rounds it.
+    An integer divisor of 0 gives 0 here (the importer's assert raises
+    ATen's error first); INT_MIN divided by -1 wraps, as in ATen.
+  }];
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs, StrAttr:$rounding_mode);
+  let hasVerifier = 1;
+}
+
 class Graph_BitwiseOp<string mnemonic> : Graph_BinaryOp<mnemonic, [Commutative, Graph_IntegerOnly]> {
   let summary = "aten.bitwise_" # mnemonic # " on integers (logical on bool)";
 }
@@ -135,6 +151,11 @@ def Graph_TanOp : Graph_UnaryOp<"tan", [Graph_FloatOnly]> { let summary = "aten.
 def Graph_AtanOp : Graph_UnaryOp<"atan", [Graph_FloatOnly]> { let summary = "aten.atan"; }
 def Graph_SinhOp : Graph_UnaryOp<"sinh", [Graph_FloatOnly]> { let summary = "aten.sinh"; }
 def Graph_CoshOp : Graph_UnaryOp<"cosh", [Graph_FloatOnly]> { let summary = "aten.cosh"; }
+def Graph_AsinOp : Graph_UnaryOp<"asin", [Graph_FloatOnly]> { let summary = "aten.asin"; }
+def Graph_AcosOp : Graph_UnaryOp<"acos", [Graph_FloatOnly]> { let summary = "aten.acos"; }
+def Graph_AsinhOp : Graph_UnaryOp<"asinh", [Graph_FloatOnly]> { let summary = "aten.asinh"; }
+def Graph_AcoshOp : Graph_UnaryOp<"acosh", [Graph_FloatOnly]> { let summary = "aten.acosh"; }
+def Graph_AtanhOp : Graph_UnaryOp<"atanh", [Graph_FloatOnly]> { let summary = "aten.atanh"; }
 def Graph_RoundOp : Graph_UnaryOp<"round", [Graph_FloatOnly]> {
   let summary = "aten.round: to the nearest integer, halves to even";
 }
