@@ -21,7 +21,7 @@
 // VERSION: error: unsupported graph JSON version (expected 1)
 // UNKNOWN-REF: "relu"("m.py":3:0){{.*}}: error: aten.relu.default: reference to unknown value 'y'
 // UNKNOWN-OUTPUT: error: graph output refers to unknown value 'z'
-// DTYPE: "x"{{.*}}: error: unsupported dtype 'float16' (Kiln compiles float32, float64, int64, int32, int8 and bool)
+// DTYPE: "x"{{.*}}: error: unsupported dtype 'float16' (Kiln compiles float32, float64, int64, int32, int8, uint8 and bool)
 // SHAPE: error: shapes must be static non-negative integers
 // NO-OUTPUTS: error: aten.relu.default: node has no tensor outputs
 // METADATA: "relu"{{.*}}: error: 'kiln_graph.relu' op result shape must be the broadcast operand shape

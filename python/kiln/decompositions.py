@@ -470,6 +470,51 @@ def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Sequence[int]) -> torch.T
     return out if batched else aten.squeeze.dims(out, [0])
 
 
+def _index_put(x: torch.Tensor, indices, values: torch.Tensor, accumulate: bool = False):
+    """x[mask] = values with one bool mask whose values do not span the masked
+    positions (the usual `x[x > t] = 0`): a select, so no data-dependent
+    shape. Integer indices go to Kiln's index_put."""
+    masks = [i for i in indices if i is not None and i.dtype in (torch.bool, torch.uint8)]
+    if not masks:
+        return NotImplemented
+    if len(masks) != 1 or any(i is not None for i in indices if i is not masks[0]):
+        return NotImplemented
+    mask = masks[0]
+    start = next(k for k, i in enumerate(indices) if i is mask)
+    rank, block = x.dim(), mask.dim()
+    selected_rank = rank - block + 1  # x[mask]: [*x[:start], count, *x[start + block:]]
+    if values.dim() > selected_rank:
+        return NotImplemented
+    count_dim = start - (selected_rank - values.dim())  # values' dim aligned with count
+    if 0 <= count_dim < values.dim() and values.shape[count_dim] != 1:
+        return NotImplemented  # one value per masked position: data-dependent
+    if 0 <= count_dim < values.dim():  # a size-1 count dim stands for the mask's dims
+        values = aten.squeeze.dims(values, [count_dim])
+        values = aten.view.default(values, list(values.shape[:count_dim]) + [1] * block
+                                   + list(values.shape[count_dim:]))
+    values = aten._to_copy.default(values, dtype=x.dtype)
+    where = aten.view.default(aten._to_copy.default(mask, dtype=torch.bool),
+                              [1] * start + list(mask.shape) + [1] * (rank - start - block))
+    if accumulate:
+        zero = aten.scalar_tensor.default(0, dtype=x.dtype)
+        return aten.add.Tensor(x, aten.where.self(where, values, zero))
+    return aten.where.self(where, values, x)
+
+
+def _masked_scatter(x: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """The k-th masked position takes source's k-th element: a running count
+    of the mask picks it (an index_select, whose range check raises when
+    source is too short)."""
+    shape = list(torch.broadcast_shapes(x.shape, mask.shape))  # the result's
+    if source.numel() == 0:  # nothing to pick (eager raises if anything is masked)
+        return aten.clone.default(aten.expand.default(x, shape))
+    flat_mask = aten.reshape.default(aten.expand.default(mask, shape), [-1])
+    position = aten.sub.Tensor(aten.cumsum.default(flat_mask, 0, dtype=torch.int64), 1)
+    position = aten.where.self(flat_mask, position, aten.scalar_tensor.default(0, dtype=torch.int64))
+    picked = aten.index_select.default(aten.reshape.default(source, [-1]), 0, position)
+    return aten.where.self(aten.view.default(flat_mask, shape), aten.view.default(picked, shape), x)
+
+
 # Exact in every output: safe under autograd too.
 _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.split_with_sizes.default: _split_with_sizes,
@@ -486,6 +531,8 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.repeat.default: _repeat,
     aten.diagonal.default: _diagonal,
     aten.slice_scatter.default: _slice_scatter,
+    aten.index_put.default: _index_put,
+    aten.masked_scatter.default: _masked_scatter,
     # PyTorch's reference: abs, pow and sum reductions (e.g. weight_norm).
     aten.linalg_vector_norm.default:
         torch._decomp.decomposition_table[aten.linalg_vector_norm.default],

@@ -21,7 +21,8 @@ from kiln.fx_serialize import (
     source_loc,
 )
 
-SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.bool)
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8,
+                    torch.uint8, torch.bool)
 
 # Ops that only re-describe memory. A partition made only of these is not
 # worth a Kiln launch: eager runs them as free views.
@@ -128,6 +129,12 @@ class KilnSupport(OperatorSupportBase):
         ):
             # Kiln takes as_strided only as a reshape of a value it computes.
             return "as_strided of a graph input (it may view a larger storage)"
+        if node.target in _ADVANCED_INDEXING and any(
+            isinstance(i, torch.fx.Node) and i.meta.get("val") is not None
+            and i.meta["val"].dtype in (torch.bool, torch.uint8) for i in node.args[1]
+        ):
+            return ("a bool mask index selects a data-dependent number of elements "
+                    "(Kiln compiles integer indices, and x[mask] = scalar)")
         if "val" not in node.meta:
             return "no shape metadata (meta['val'])"
         values: list[tuple[str, Any]] = [("result", node.meta["val"])]
@@ -162,13 +169,19 @@ class KilnSupport(OperatorSupportBase):
             return f"{what} has dtype {dtype} (Kiln supports {names})"
         if any(type(d) is not int for d in value.shape):
             return f"{what} has a symbolic shape (Kiln needs static shapes)"
+        # Inputs of any layout are read; a result must be laid out as eager's.
         stride = value.stride()
-        if all(type(s) is int for s in stride) and not is_reproducible(value.shape, stride):
+        if (what == "result" and all(type(s) is int for s in stride)
+                and not is_reproducible(value.shape, stride)):
             return (f"{what} has a self-overlapping layout size={list(value.shape)} "
                     f"stride={list(value.stride())} that Kiln cannot reproduce")
         if value.device.type != self.target:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
+
+
+# Ops whose argument 1 is an advanced index: a list of optional tensors.
+_ADVANCED_INDEXING = (torch.ops.aten.index.Tensor, torch.ops.aten.index_put.default)
 
 
 def _forcing_predicate(

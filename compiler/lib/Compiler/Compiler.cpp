@@ -202,6 +202,7 @@ private:
     if (element.isF64()) return runtime::DType::F64;
     if (element.isInteger(64)) return runtime::DType::I64;
     if (element.isInteger(32)) return runtime::DType::I32;
+    if (element.isUnsignedInteger(8)) return runtime::DType::U8;
     if (element.isInteger(8)) return runtime::DType::I8; // signless i8 is int8
     if (element.isInteger(1)) return runtime::DType::Bool;
     return failure();

@@ -598,10 +598,60 @@ LogicalResult reduce(Importer &im, bool allDims) {
     dims = *list;
   }
   bool keepdim = !allDims && im.flag(2, "keepdim", false);
-  Value v = im.convert(*input, im.out().element);
-  return im.define(Op::create(im.builder(), im.loc(), im.outType(), v,
-                              im.builder().getDenseI64ArrayAttr(dims), keepdim)
-                       ->getResults());
+  // any/all reduce bools; of uint8 they return uint8 (0 or 1), as in ATen.
+  constexpr bool isLogical = std::is_same_v<Op, graph::AnyOp> || std::is_same_v<Op, graph::AllOp>;
+  Type element = isLogical ? im.builder().getI1Type() : im.out().element;
+  Value v = im.convert(*input, element);
+  if constexpr (std::is_same_v<Op, graph::AmaxOp> || std::is_same_v<Op, graph::AminOp>) {
+    auto type = cast<RankedTensorType>(v.getType());
+    for (int64_t d : graph::reducedDims(v, dims))
+      if (d >= 0 && d < type.getRank() && type.getDimSize(d) == 0)
+        return im.fail("cannot reduce over an empty dim (ATen raises)");
+  }
+  Value result = Op::create(im.builder(), im.loc(), im.outType().clone(element), v,
+                            im.builder().getDenseI64ArrayAttr(dims), keepdim);
+  return im.define(im.convert(result, im.out().element));
+}
+
+/// argmax / argmin (dim None: over the flattened input) and, `withValues`,
+/// max.dim / min.dim (the values, then the indices).
+template <typename ArgOp, typename ValueOp>
+LogicalResult argReduce(Importer &im, bool withValues) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  auto type = cast<RankedTensorType>(input->getType());
+  int64_t rank = type.getRank();
+  bool keepdim = im.flag(2, "keepdim", false);
+  Value v = *input;
+  int64_t dim = 0;
+  if (im.isNull(im.arg(1, "dim"))) {
+    if (rank > 1)
+      v = graph::ReshapeOp::create(
+          im.builder(), im.loc(),
+          RankedTensorType::get({type.getNumElements()}, type.getElementType()), v);
+  } else {
+    auto d = im.dim(1, "dim", rank);
+    if (failed(d))
+      return failure();
+    dim = rank == 0 ? 0 : *d;
+  }
+  auto reducedType = cast<RankedTensorType>(v.getType());
+  if (reducedType.getRank() > 0 && reducedType.getDimSize(dim) == 0)
+    return im.fail("cannot reduce over an empty dim (ATen raises)");
+  RankedTensorType indexType = im.outType(withValues ? 1 : 0);
+  bool flat = v != *input;
+  Value index = ArgOp::create(im.builder(), im.loc(),
+                              flat ? RankedTensorType::get({}, indexType.getElementType()) : indexType,
+                              v, dim, flat ? false : keepdim);
+  if (flat)
+    index = graph::ReshapeOp::create(im.builder(), im.loc(), indexType, index);
+  if (!withValues)
+    return im.define(index);
+  SmallVector<int64_t> dims{dim};
+  Value values = ValueOp::create(im.builder(), im.loc(), im.outType(0), v,
+                                 im.builder().getDenseI64ArrayAttr(dims), keepdim);
+  return im.define(ValueRange{values, index});
 }
 
 template <typename Op>
@@ -793,14 +843,16 @@ LogicalResult arange(Importer &im, bool hasStart, bool hasStep) {
     startAttr = b.getF64FloatAttr(*first);
     stepAttr = b.getF64FloatAttr(*delta);
   } else {
-    // Python bools and integral floats are accepted as ATen accepts them.
+    // ATen computes integer aranges in int64 from start and step truncated
+    // toward zero (bools and floats too); the length is the metadata's.
     auto first = start ? im.number(start, "start") : FailureOr<double>(0.0);
     auto delta = step ? im.number(step, "step") : FailureOr<double>(1.0);
     if (failed(first) || failed(delta))
       return failure();
-    if (*first != std::trunc(*first) || *delta != std::trunc(*delta) ||
-        std::abs(*first) > 0x1p53 || std::abs(*delta) > 0x1p53)
-      return im.fail("integer arange needs integral start and step");
+    if (std::abs(*first) > 0x1p53 || std::abs(*delta) > 0x1p53)
+      return im.fail("integer arange needs start and step within 2^53");
+    *first = std::trunc(*first);
+    *delta = std::trunc(*delta);
     startAttr = b.getI64IntegerAttr((int64_t)*first);
     stepAttr = b.getI64IntegerAttr((int64_t)*delta);
   }
@@ -839,17 +891,20 @@ LogicalResult constantPad(Importer &im) {
 
 /// aten.index.Tensor: the index tensors (None entries keep a dim whole) are
 /// converted to i64, broadcast to one shape and range-checked.
-LogicalResult indexTensor(Importer &im) {
-  OpBuilder &b = im.builder();
-  auto input = im.tensor(0);
-  const json::Array *list = im.arg(1, "indices") ? im.arg(1, "indices")->getAsArray() : nullptr;
-  if (failed(input))
-    return failure();
+/// The integer index tensors of an advanced index (aten.index, index_put):
+/// the dims they index (null entries are full slices), their broadcast
+/// shape, and each as i64 guarded by an assert (negative indices count from
+/// the back).
+struct AdvancedIndices {
+  SmallVector<int64_t> dims, broadcastShape;
+  SmallVector<Value> indices;
+};
+
+FailureOr<AdvancedIndices> advancedIndices(Importer &im, unsigned arg, RankedTensorType inputType) {
+  const json::Array *list = im.arg(arg, "indices") ? im.arg(arg, "indices")->getAsArray() : nullptr;
   if (!list)
     return im.fail("indices must be a list");
-  auto inputType = cast<RankedTensorType>(input->getType());
-  SmallVector<int64_t> dims, shape;
-  SmallVector<Value> indices;
+  AdvancedIndices result;
   for (auto [d, entry] : llvm::enumerate(*list)) {
     if (entry.kind() == json::Value::Null)
       continue;
@@ -857,28 +912,230 @@ LogicalResult indexTensor(Importer &im) {
     if (failed(index))
       return failure();
     auto type = cast<RankedTensorType>(index->getType());
-    if (!isa<IntegerType>(type.getElementType()) || type.getElementType().isInteger(1))
-      return im.fail("only integer index tensors are supported (a bool mask has a "
+    if (!isa<IntegerType>(type.getElementType()) || type.getElementType().isInteger(1) ||
+        type.getElementType().isUnsignedInteger())
+      return im.fail("only integer index tensors are supported (a bool or uint8 mask has a "
                      "data-dependent shape)");
     if ((int64_t)d >= inputType.getRank())
       return im.fail("too many indices for a tensor of rank " +
                      std::to_string(inputType.getRank()));
-    auto next = graph::broadcastShapes(shape, type.getShape());
+    auto next = graph::broadcastShapes(result.broadcastShape, type.getShape());
     if (failed(next))
       return im.fail("index shapes are not broadcast-compatible");
-    shape = *next;
-    dims.push_back(d);
-    indices.push_back(im.convert(*index, b.getI64Type()));
+    result.broadcastShape = *next;
+    result.dims.push_back(d);
+    result.indices.push_back(im.convert(*index, im.builder().getI64Type()));
   }
-  if (indices.empty())
+  if (result.indices.empty())
     return im.fail("needs at least one index tensor");
+  for (size_t k = 0; k < result.indices.size(); ++k)
+    im.assertInRange(result.indices[k], inputType.getDimSize(result.dims[k]),
+                     /*negativeAllowed=*/true);
+  return result;
+}
+
+LogicalResult indexTensor(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  auto index = advancedIndices(im, 1, cast<RankedTensorType>(input->getType()));
+  if (failed(index))
+    return failure();
   // The index op broadcasts its indices itself (materializing them could
   // take far more memory than the input: im2col's are [N, out..., C, k...]).
-  for (size_t k = 0; k < indices.size(); ++k)
-    im.assertInRange(indices[k], inputType.getDimSize(dims[k]), /*negativeAllowed=*/true);
-  return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, indices,
-                                          b.getDenseI64ArrayAttr(dims))
+  OpBuilder &b = im.builder();
+  return im.define(graph::IndexOp::create(b, im.loc(), im.outType(), *input, index->indices,
+                                          b.getDenseI64ArrayAttr(index->dims))
                        ->getResults());
+}
+
+/// `v` (rank <= `shape`'s) broadcast to `shape`, NumPy style.
+Value broadcastTo(Importer &im, Value v, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> padded(shape.size() - type.getRank(), 1);
+  llvm::append_range(padded, type.getShape());
+  v = im.reshape(v, RankedTensorType::get(padded, type.getElementType()));
+  auto target = RankedTensorType::get(shape, type.getElementType());
+  if (v.getType() == target)
+    return v;
+  return graph::ExpandOp::create(im.builder(), im.loc(), target, v);
+}
+
+/// A scatter along `dim` of `src` (the index's shape) into `input` at `index`
+/// (i64, the input's rank, already guarded). mean is a sum over a count of
+/// the values written (plus one for the input's own, `includeSelf`), floor
+/// divided for integers, as in ATen.
+Value buildScatter(Importer &im, Value input, Value index, Value src, int64_t dim,
+                   StringRef reduce, bool includeSelf) {
+  OpBuilder &b = im.builder();
+  auto type = cast<RankedTensorType>(input.getType());
+  auto create = [&](Value into, Value values, StringRef how, bool self) -> Value {
+    return graph::ScatterOp::create(b, im.loc(), type, into, index, values, dim,
+                                    b.getStringAttr(how), self);
+  };
+  if (reduce != "mean")
+    return create(input, src, reduce, includeSelf);
+  Type element = type.getElementType();
+  auto indexShape = cast<RankedTensorType>(index.getType()).getShape();
+  Value sum = create(input, src, "sum", includeSelf);
+  Value count = create(im.splat(type.getShape(), element, includeSelf ? 1.0 : 0.0),
+                       im.splat(indexShape, element, 1.0), "sum", true);
+  Value none = graph::EqOp::create(b, im.loc(), type.clone(b.getI1Type()), count,
+                                   im.splat({}, element, 0.0));
+  count = graph::WhereOp::create(b, im.loc(), type, none, im.splat({}, element, 1.0), count);
+  if (isa<FloatType>(element))
+    return graph::DivOp::create(b, im.loc(), type, sum, count);
+  return graph::DivRoundOp::create(b, im.loc(), type, sum, count, b.getStringAttr("floor"));
+}
+
+/// aten.scatter / scatter_add / scatter_reduce: operand 3 is src (a tensor,
+/// of which ATen reads the index's shape) or a scalar value.
+LogicalResult scatter(Importer &im, StringRef reduce, bool includeSelf = true) {
+  OpBuilder &b = im.builder();
+  auto input = im.tensor(0), index = im.tensor(2, "index");
+  if (failed(input) || failed(index))
+    return failure();
+  Type element = im.out().element;
+  Value self = im.convert(*input, element);
+  auto selfType = cast<RankedTensorType>(self.getType());
+  auto dim = im.dim(1, "dim", selfType.getRank());
+  if (failed(dim))
+    return failure();
+  Value rows = im.convert(*index, b.getI64Type());
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  if (rowsType.getNumElements() == 0) // nothing written
+    return im.define(graph::CloneOp::create(b, im.loc(), im.outType(), self)->getResults());
+  if (selfType.getRank() == 0) { // ATen treats the scalar as a 1-element vector
+    selfType = RankedTensorType::get({1}, element);
+    self = im.reshape(self, selfType);
+    rows = im.reshape(rows, RankedTensorType::get({1}, b.getI64Type()));
+    rowsType = cast<RankedTensorType>(rows.getType());
+  }
+  if (rowsType.getRank() != selfType.getRank())
+    return im.fail("index must have the input's rank");
+  Value src;
+  if (im.isTensor(im.arg(3))) {
+    auto given = im.tensor(3, "src");
+    if (failed(given))
+      return failure();
+    src = im.convert(*given, element);
+    if (cast<RankedTensorType>(src.getType()).getRank() == 0)
+      src = im.reshape(src, RankedTensorType::get({1}, element));
+    for (int64_t d = 0; d < rowsType.getRank(); ++d) {
+      auto srcType = cast<RankedTensorType>(src.getType());
+      if (srcType.getRank() != rowsType.getRank() || srcType.getDimSize(d) < rowsType.getDimSize(d))
+        return im.fail("src must cover the index's shape");
+      if (srcType.getDimSize(d) > rowsType.getDimSize(d)) {
+        SmallVector<int64_t> shape(srcType.getShape());
+        shape[d] = rowsType.getDimSize(d);
+        src = graph::SliceOp::create(b, im.loc(), srcType.clone(shape), src, d, 0, 1);
+      }
+    }
+  } else {
+    auto value = im.number(im.arg(3), "value");
+    if (failed(value))
+      return failure();
+    src = im.splat(rowsType.getShape(), element, *value);
+  }
+  im.assertInRange(rows, selfType.getDimSize(*dim), /*negativeAllowed=*/false);
+  Value result = buildScatter(im, self, rows, src, *dim, reduce, includeSelf);
+  return im.define(im.reshape(result, im.outType()));
+}
+
+/// scatter_reduce.two's reduce names and scatter.reduce's older ones.
+FailureOr<StringRef> scatterReduction(Importer &im, unsigned i) {
+  const json::Value *v = im.arg(i, "reduce");
+  std::optional<StringRef> name = v ? v->getAsString() : std::nullopt;
+  if (name == "sum" || name == "add")
+    return StringRef("sum");
+  if (name == "prod" || name == "multiply")
+    return StringRef("prod");
+  if (name == "mean" || name == "amax" || name == "amin")
+    return *name;
+  return im.fail("reduce must be sum, prod, mean, amax or amin");
+}
+
+/// aten.index_put: a scatter into the flattened input at the linear offsets
+/// of the positions input[indices] reads (the advanced index's result shape,
+/// as kiln_graph.index defines it), of values broadcast to that shape;
+/// accumulate sums duplicates.
+LogicalResult indexPut(Importer &im) {
+  OpBuilder &b = im.builder();
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  Type element = im.out().element;
+  Value self = im.convert(*input, element);
+  auto type = cast<RankedTensorType>(self.getType());
+  auto index = advancedIndices(im, 1, type);
+  if (failed(index))
+    return failure();
+  int64_t rank = type.getRank();
+  bool adjacent = index->dims.back() - index->dims.front() + 1 == (int64_t)index->dims.size();
+  int64_t start = adjacent ? index->dims.front() : 0;
+  int64_t broadcastRank = index->broadcastShape.size();
+  // The shape of input[indices]: the non-indexed dims in order, with the
+  // broadcast block inserted at `start` (before them when not adjacent).
+  SmallVector<int64_t> positions;
+  SmallVector<int64_t> positionDim(rank); // where each non-indexed dim lands
+  for (int64_t d = 0; d < rank; ++d) {
+    if (llvm::is_contained(index->dims, d))
+      continue;
+    int64_t j = positions.size();
+    positionDim[d] = j < start ? j : j + broadcastRank;
+    positions.push_back(type.getDimSize(d));
+  }
+  positions.insert(positions.begin() + start, index->broadcastShape.begin(),
+                   index->broadcastShape.end());
+  auto i64 = b.getI64Type();
+  auto positionsType = RankedTensorType::get(positions, i64);
+  int64_t count = positionsType.getNumElements();
+  if (count == 0 || type.getNumElements() == 0)
+    return im.define(graph::CloneOp::create(b, im.loc(), im.outType(), self)->getResults());
+  // offset = sum over dims of coordinate * row-major stride, at every position.
+  Value offset = im.splat(positions, i64, 0.0);
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    int64_t size = type.getDimSize(d);
+    Value coordinate;
+    auto k = llvm::find(index->dims, d) - index->dims.begin();
+    if (k < (int64_t)index->dims.size()) {
+      Value i = index->indices[k];
+      auto iType = cast<RankedTensorType>(i.getType());
+      Value negative = graph::LtOp::create(b, im.loc(), iType.clone(b.getI1Type()), i,
+                                           im.splat({}, i64, 0.0));
+      i = graph::WhereOp::create(b, im.loc(), iType, negative,
+                                 graph::AddOp::create(b, im.loc(), iType, i,
+                                                      im.splat({}, i64, (double)size)),
+                                 i);
+      // Index tensors align with the trailing dims of the broadcast block.
+      SmallVector<int64_t> shape(start + broadcastRank - iType.getRank(), 1);
+      llvm::append_range(shape, iType.getShape());
+      shape.resize(positions.size(), 1);
+      coordinate = im.reshape(i, RankedTensorType::get(shape, i64));
+    } else {
+      SmallVector<int64_t> shape(positions.size(), 1);
+      shape[positionDim[d]] = size;
+      coordinate = im.reshape(graph::IotaOp::create(b, im.loc(), RankedTensorType::get({size}, i64),
+                                                    b.getI64IntegerAttr(0), b.getI64IntegerAttr(1)),
+                              RankedTensorType::get(shape, i64));
+    }
+    Value scaled = graph::MulOp::create(b, im.loc(), coordinate.getType(), coordinate,
+                                        im.splat({}, i64, (double)stride));
+    offset = graph::AddOp::create(b, im.loc(), positionsType, offset, scaled);
+    stride *= size;
+  }
+  auto values = im.tensor(2, "values");
+  if (failed(values))
+    return failure();
+  Value src = broadcastTo(im, im.convert(*values, element), positions);
+  auto flat = RankedTensorType::get({type.getNumElements()}, element);
+  Value result = graph::ScatterOp::create(
+      b, im.loc(), flat, im.reshape(self, flat),
+      im.reshape(offset, RankedTensorType::get({count}, i64)),
+      im.reshape(src, RankedTensorType::get({count}, element)), 0,
+      b.getStringAttr(im.flag(3, "accumulate", false) ? "sum" : "none"), true);
+  return im.define(im.reshape(result, im.outType()));
 }
 
 /// aten.gather (sparse_grad is irrelevant to the forward value).
@@ -900,6 +1157,8 @@ LogicalResult gather(Importer &im) {
   }
   auto sourceType = cast<RankedTensorType>(source.getType());
   rowsType = cast<RankedTensorType>(rows.getType());
+  if (rowsType.getNumElements() == 0) // nothing to gather (ATen accepts any rank then)
+    return im.define(im.splat(im.out().shape, im.out().element, 0.0));
   if (rowsType.getRank() != sourceType.getRank())
     return im.fail("index must have the input's rank");
   im.assertInRange(rows, sourceType.getDimSize(*dim), /*negativeAllowed=*/false);
@@ -1014,6 +1273,17 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.index.Tensor"}, indexTensor);
     add({"aten.index_select.default"}, indexSelect);
     add({"aten.gather.default"}, gather);
+    add({"aten.scatter.src", "aten.scatter.value"}, [](Importer &im) { return scatter(im, "none"); });
+    add({"aten.scatter_add.default"}, [](Importer &im) { return scatter(im, "sum"); });
+    add({"aten.scatter.reduce", "aten.scatter.value_reduce"}, [](Importer &im) -> LogicalResult {
+      auto reduce = scatterReduction(im, 4);
+      return failed(reduce) ? failure() : scatter(im, *reduce);
+    });
+    add({"aten.scatter_reduce.two"}, [](Importer &im) -> LogicalResult {
+      auto reduce = scatterReduction(im, 4);
+      return failed(reduce) ? failure() : scatter(im, *reduce, im.flag(5, "include_self", true));
+    });
+    add({"aten.index_put.default"}, indexPut);
     add({"aten.cumsum.default"}, cumsum);
     add({"aten.as_strided.default"}, asStrided);
     add({"aten.minimum.default"}, binary<MinimumOp>);
@@ -1087,6 +1357,12 @@ const llvm::StringMap<Handler> &handlers() {
     t["aten.mean.default"] = [](Importer &im) { return reduce<MeanOp>(im, true); };
     t["aten.amax.default"] = [](Importer &im) { return reduce<AmaxOp>(im, false); };
     t["aten.amin.default"] = [](Importer &im) { return reduce<AminOp>(im, false); };
+    t["aten.argmax.default"] = [](Importer &im) { return argReduce<ArgmaxOp, AmaxOp>(im, false); };
+    t["aten.argmin.default"] = [](Importer &im) { return argReduce<ArgminOp, AminOp>(im, false); };
+    t["aten.max.dim"] = [](Importer &im) { return argReduce<ArgmaxOp, AmaxOp>(im, true); };
+    t["aten.min.dim"] = [](Importer &im) { return argReduce<ArgminOp, AminOp>(im, true); };
+    t["aten.max.default"] = [](Importer &im) { return reduce<AmaxOp>(im, true); };
+    t["aten.min.default"] = [](Importer &im) { return reduce<AminOp>(im, true); };
     t["aten.prod.default"] = [](Importer &im) { return reduce<ProdOp>(im, true); };
     t["aten.prod.dim_int"] = [](Importer &im) { return reduce<ProdOp>(im, false); };
     // any/all: the input is converted to bool (nonzero, NaN included, is true).
@@ -1160,10 +1436,11 @@ FailureOr<Type> Importer::parseDType(const json::Value *v, Location l) {
     if (*name == "int64") return Type(b.getI64Type());
     if (*name == "int32") return Type(b.getI32Type());
     if (*name == "int8") return Type(b.getIntegerType(8));
+    if (*name == "uint8") return Type(b.getIntegerType(8, /*isSigned=*/false));
     if (*name == "bool") return Type(b.getI1Type());
   }
   (void)fail(l, "unsupported dtype '" + name.value_or("?") +
-                    "' (Kiln compiles float32, float64, int64, int32, int8 and bool)");
+                    "' (Kiln compiles float32, float64, int64, int32, int8, uint8 and bool)");
   return failure();
 }
 

@@ -695,3 +695,83 @@ func.func @inverse_trig(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   %1 = kiln_graph.asinh %0 : tensor<4xf32> -> tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// argmax: one reduction with two outputs, the best value (from -inf) and its
+// index (from INT64_MAX: the smaller index wins ties, NaN wins over numbers).
+// CHECK-LABEL: func.func @argmax
+// CHECK: %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[BEST:.*]] = linalg.fill ins(%[[NEG_INF]] : f32) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[MAX_INDEX:.*]] = arith.constant 9223372036854775807 : i64
+// CHECK: %[[INDEX:.*]] = linalg.fill ins(%[[MAX_INDEX]] : i64) outs(%{{.*}} : tensor<4xi64>)
+// CHECK: %[[R:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}} : tensor<4x5xf32>) outs(%[[BEST]], %[[INDEX]] : tensor<4xf32>, tensor<4xi64>)
+// CHECK: linalg.index 1
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf uno
+// CHECK: linalg.yield
+// CHECK: return %[[R]]#1
+func.func @argmax(%x: tensor<4x5xf32>) -> tensor<4xi64> {
+  %0 = kiln_graph.argmax %x {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+// uint8 (ui8) becomes signless i8 in linalg; the ops computing on it take
+// their unsigned forms: comparisons, max, division, casts widen with zeros.
+// CHECK-LABEL: func.func @unsigned
+// CHECK-SAME: (%{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi1>, tensor<4xi8>, tensor<4xi8>, tensor<4xf32>, tensor<4xi8>)
+// CHECK: arith.cmpi ult
+// CHECK: arith.maxui
+// CHECK: arith.divui
+// CHECK: arith.uitofp %{{.*}} : i8 to f32
+// CHECK: %[[WIDE:.*]] = arith.fptosi %{{.*}} : f32 to i64
+// CHECK: arith.trunci %[[WIDE]] : i64 to i8
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xi1>, tensor<4xui8>, tensor<4xui8>, tensor<4xf32>, tensor<4xui8>) {
+  %0 = kiln_graph.lt %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xi1>
+  %1 = kiln_graph.maximum %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
+  %2 = kiln_graph.div_round %a, %b {rounding_mode = "floor"} : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
+  %3 = kiln_graph.convert %a : tensor<4xui8> -> tensor<4xf32>
+  %4 = kiln_graph.convert %3 : tensor<4xf32> -> tensor<4xui8>
+  return %0, %1, %2, %3, %4 : tensor<4xi1>, tensor<4xui8>, tensor<4xui8>, tensor<4xf32>, tensor<4xui8>
+}
+
+// -----
+
+// A uint8 constant keeps its bits (200 is -56 as i8); amax starts from 0.
+// CHECK-LABEL: func.func @unsigned_constant_and_amax
+// CHECK: arith.constant dense<-56> : tensor<4xi8>
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i8
+// CHECK: linalg.fill ins(%[[ZERO]] : i8)
+// CHECK: arith.maxui
+func.func @unsigned_constant_and_amax(%a: tensor<4xui8>) -> (tensor<4xui8>, tensor<ui8>) {
+  %0 = kiln_graph.constant dense<200> : tensor<4xui8>
+  %1 = kiln_graph.amax %a {dims = array<i64>} : tensor<4xui8> -> tensor<ui8>
+  return %0, %1 : tensor<4xui8>, tensor<ui8>
+}
+
+// -----
+
+// scatter_reduce(amax, include_self=False): a loop nest resetting the
+// written positions to -inf, then one combining src into them; indices are
+// clamped.
+// CHECK-LABEL: func.func @scatter_amax
+// CHECK-SAME: (%[[X:.*]]: tensor<4x5xf32>, %[[I:.*]]: tensor<2x5xi64>, %[[S:.*]]: tensor<2x5xf32>)
+// CHECK: %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[RESET:.*]] = scf.for %[[A:.*]] = {{.*}} iter_args(%[[T0:.*]] = %[[X]]) -> (tensor<4x5xf32>)
+// CHECK: scf.for %[[B:.*]] = {{.*}} iter_args(%[[T1:.*]] = %[[T0]])
+// CHECK: tensor.extract %[[I]][%[[A]], %[[B]]]
+// CHECK: arith.minsi
+// CHECK: tensor.insert %[[NEG_INF]] into %[[T1]]
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[RESET]])
+// CHECK: scf.for
+// CHECK: %[[V:.*]] = tensor.extract %[[S]]
+// CHECK: %[[OLD:.*]] = tensor.extract
+// CHECK: %[[M:.*]] = arith.maximumf %[[OLD]], %[[V]] : f32
+// CHECK: tensor.insert %[[M]]
+func.func @scatter_amax(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5xf32>) -> tensor<4x5xf32> {
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "amax", include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}

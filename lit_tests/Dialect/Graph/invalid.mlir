@@ -9,7 +9,7 @@ func.func @constant_type_mismatch() -> tensor<3xf32> {
 // -----
 
 func.func @unsupported_element_type(%a: tensor<4xf16>) -> tensor<4xf16> {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 1-bit signless integer values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 64-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer or 8-bit unsigned integer or 1-bit signless integer values}}
   %0 = kiln_graph.relu %a : tensor<4xf16> -> tensor<4xf16>
   return %0 : tensor<4xf16>
 }
@@ -605,4 +605,52 @@ func.func @atan2_integer(%a: tensor<4xi64>) -> tensor<4xi64> {
   // expected-error @+1 {{requires a floating-point element type}}
   %0 = kiln_graph.atan2 %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
   return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @argmax_result_type(%a: tensor<4x5xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{result must be i64, shaped as the input reduced over dim}}
+  %0 = kiln_graph.argmax %a {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @argmax_empty_dim(%a: tensor<4x0xf32>) -> tensor<4xi64> {
+  // expected-error @+1 {{cannot reduce an empty dim}}
+  %0 = kiln_graph.argmax %a {dim = 1 : i64} : tensor<4x0xf32> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @argmin_dim(%a: tensor<4x5xf32>) -> tensor<4xi64> {
+  // expected-error @+1 {{dim must be in [0, rank)}}
+  %0 = kiln_graph.argmin %a {dim = 2 : i64} : tensor<4x5xf32> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @scatter_reduce_kind(%x: tensor<4xf32>, %i: tensor<2xi64>, %s: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{reduce must be none, sum, prod, amax or amin}}
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "mean"} : tensor<4xf32>, tensor<2xi64>, tensor<2xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @scatter_src_shape(%x: tensor<4xf32>, %i: tensor<2xi64>, %s: tensor<3xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{src must have the index's shape and the input's element type}}
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64} : tensor<4xf32>, tensor<2xi64>, tensor<3xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @scatter_index_too_large(%x: tensor<4x2xf32>, %i: tensor<2x3xi64>, %s: tensor<2x3xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{index dim 1 is larger than the input's}}
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64} : tensor<4x2xf32>, tensor<2x3xi64>, tensor<2x3xf32> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
 }

@@ -316,3 +316,29 @@ func.func @gather_and_cumsum(%x: tensor<4x5xf32>, %i: tensor<4x2xi64>) -> (tenso
   %1 = kiln_graph.cumsum %x {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>
   return %0, %1 : tensor<4x2xf32>, tensor<4x5xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @arg_reduce_and_division
+func.func @arg_reduce_and_division(%x: tensor<4x5xf32>, %i: tensor<4xi64>) -> (tensor<4xi64>, tensor<1x5xi64>, tensor<4xi64>, tensor<4x5xf32>) {
+  // CHECK: kiln_graph.argmax %{{.*}} {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4xi64>
+  %0 = kiln_graph.argmax %x {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4xi64>
+  // CHECK: kiln_graph.argmin %{{.*}} {dim = 0 : i64, keepdim = true} : tensor<4x5xf32> -> tensor<1x5xi64>
+  %1 = kiln_graph.argmin %x {dim = 0 : i64, keepdim = true} : tensor<4x5xf32> -> tensor<1x5xi64>
+  // CHECK: kiln_graph.div_round %{{.*}}, %{{.*}} {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %2 = kiln_graph.div_round %i, %i {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  // CHECK: kiln_graph.atan2 %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
+  %3 = kiln_graph.atan2 %x, %x : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
+  return %0, %1, %2, %3 : tensor<4xi64>, tensor<1x5xi64>, tensor<4xi64>, tensor<4x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @scatter
+func.func @scatter(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  // CHECK: kiln_graph.scatter %{{.*}}[%{{.*}}], %{{.*}} {dim = 0 : i64} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
+  // CHECK: kiln_graph.scatter %{{.*}}[%{{.*}}], %{{.*}} {dim = 0 : i64, include_self = false, reduce = "amax"}
+  %1 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "amax", include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
+  return %0, %1 : tensor<4x5xf32>, tensor<4x5xf32>
+}

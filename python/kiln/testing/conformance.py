@@ -127,9 +127,10 @@ CI_OPS = (
     # softmax and normalization
     "softmax", "log_softmax", "nn.functional.layer_norm", "native_layer_norm",
     # indexing
-    "index_select", "gather", "nn.functional.embedding",
+    "index_select", "gather", "nn.functional.embedding", "scatter", "scatter_reduce.mean",
+    "index_put", "masked_scatter",
 )
-CI_DTYPES = ("float32", "int64", "bool")
+CI_DTYPES = ("float32", "int64", "uint8", "bool")
 CI_MAX_SAMPLES = 3
 
 _RANDOM_WORDS = ("rand", "normal", "bernoulli", "dropout", "multinomial", "cauchy",

@@ -6,6 +6,7 @@
 // dim gives a unit-stride inner reduction, reducing an outer dim gives a
 // unit-stride inner parallel loop that accumulates rows.
 #include "kiln/Conversion/Passes.h"
+#include "ScalarOps.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
@@ -23,6 +24,7 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln::graph;
 using utils::IteratorType;
+using namespace kiln::scalar;
 
 namespace {
 
@@ -37,13 +39,6 @@ arith::FastMathFlagsAttr reductionFlags(OpBuilder &b) {
       b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
 }
 
-Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
-  if (auto floatType = dyn_cast<FloatType>(type))
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
-  if (type.isInteger(1)) // ATen's truthiness: any nonzero value (NaN too) is true
-    return arith::ConstantOp::create(b, loc, b.getBoolAttr(value != 0));
-  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, (int64_t)value));
-}
 
 /// The map reading an operand of shape `shape` inside a loop nest over
 /// `outShape` with NumPy broadcasting (missing leading dims, size-1 dims).
@@ -173,460 +168,6 @@ Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
   return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, index, zero), high);
 }
 
-//===----------------------------------------------------------------------===//
-// Scalar semantics
-//===----------------------------------------------------------------------===//
-
-bool isFloat(Type t) { return isa<FloatType>(t); }
-
-Value addScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x.getType()))
-    return arith::AddFOp::create(b, loc, x, y);
-  if (x.getType().isInteger(1))
-    return arith::OrIOp::create(b, loc, x, y);
-  return arith::AddIOp::create(b, loc, x, y);
-}
-Value subScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x.getType()))
-    return arith::SubFOp::create(b, loc, x, y);
-  return arith::SubIOp::create(b, loc, x, y);
-}
-Value mulScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x.getType()))
-    return arith::MulFOp::create(b, loc, x, y);
-  if (x.getType().isInteger(1))
-    return arith::AndIOp::create(b, loc, x, y);
-  return arith::MulIOp::create(b, loc, x, y);
-}
-Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x.getType()))
-    return arith::MaximumFOp::create(b, loc, x, y); // NaN-propagating, like ATen
-  if (x.getType().isInteger(1))
-    return arith::OrIOp::create(b, loc, x, y);
-  return arith::MaxSIOp::create(b, loc, x, y);
-}
-
-/// fmod (truncated: the sign of x) or, when `floored`, Python's remainder
-/// (the sign of y). Integer divisors 0 and -1 would trap in srem (x / 0, and
-/// INT_MIN / -1 overflows); both give 0 here (for 0 the importer's assert
-/// raises ATen's error first).
-Value remainderScalar(OpBuilder &b, Location loc, Value x, Value y, bool floored) {
-  Type type = x.getType();
-  Value zero = scalarConstant(b, loc, type, 0);
-  Value r;
-  if (isFloat(type)) {
-    r = arith::RemFOp::create(b, loc, x, y);
-  } else {
-    Value one = scalarConstant(b, loc, type, 1);
-    Value trapping = arith::OrIOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, scalarConstant(b, loc, type, -1)));
-    r = arith::RemSIOp::create(b, loc, x, arith::SelectOp::create(b, loc, trapping, one, y));
-  }
-  if (!floored)
-    return r;
-  // r + y when r is nonzero and its sign differs from y's.
-  Value rNegative, yNegative, rNonzero;
-  if (isFloat(type)) {
-    rNegative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
-    yNegative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
-    rNonzero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r, zero);
-  } else {
-    rNegative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
-    yNegative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
-    rNonzero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
-  }
-  Value adjust = arith::AndIOp::create(
-      b, loc, rNonzero, arith::XOrIOp::create(b, loc, rNegative, yNegative));
-  return arith::SelectOp::create(b, loc, adjust, addScalar(b, loc, r, y), r);
-}
-
-/// x / y rounded toward zero or, when `floored`, toward negative infinity,
-/// exactly as ATen computes it (div_floor_floating, div_floor_integer).
-Value divRoundScalar(OpBuilder &b, Location loc, Value x, Value y, bool floored) {
-  Type type = x.getType();
-  Value zero = scalarConstant(b, loc, type, 0);
-  if (!isFloat(type)) {
-    // Divisors 0 and -1 would trap (x / 0; INT_MIN / -1 overflows): divide
-    // by 1 instead; -1 gives 0 - x, which wraps as ATen's does.
-    Value minusOne = scalarConstant(b, loc, type, -1), one = scalarConstant(b, loc, type, 1);
-    Value isMinusOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, minusOne);
-    Value trapping = arith::OrIOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero), isMinusOne);
-    Value safe = arith::SelectOp::create(b, loc, trapping, one, y);
-    Value q = floored ? Value(arith::FloorDivSIOp::create(b, loc, x, safe))
-                      : Value(arith::DivSIOp::create(b, loc, x, safe));
-    return arith::SelectOp::create(b, loc, isMinusOne, arith::SubIOp::create(b, loc, zero, x), q);
-  }
-  Value quotient = arith::DivFOp::create(b, loc, x, y);
-  if (!floored)
-    return math::TruncOp::create(b, loc, quotient);
-  auto cmp = [&](arith::CmpFPredicate p, Value l, Value r) -> Value {
-    return arith::CmpFOp::create(b, loc, p, l, r);
-  };
-  Value mod = arith::RemFOp::create(b, loc, x, y);
-  Value div = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, x, mod), y);
-  Value adjust = arith::AndIOp::create(
-      b, loc, cmp(arith::CmpFPredicate::UNE, mod, zero),
-      arith::XOrIOp::create(b, loc, cmp(arith::CmpFPredicate::OLT, y, zero),
-                            cmp(arith::CmpFPredicate::OLT, mod, zero)));
-  div = arith::SelectOp::create(
-      b, loc, adjust, arith::SubFOp::create(b, loc, div, scalarConstant(b, loc, type, 1)), div);
-  Value floor = math::FloorOp::create(b, loc, div);
-  Value roundUp = cmp(arith::CmpFPredicate::OGT, arith::SubFOp::create(b, loc, div, floor),
-                      scalarConstant(b, loc, type, 0.5));
-  floor = arith::SelectOp::create(
-      b, loc, roundUp, arith::AddFOp::create(b, loc, floor, scalarConstant(b, loc, type, 1)), floor);
-  Value result = arith::SelectOp::create(b, loc, cmp(arith::CmpFPredicate::UNE, div, zero), floor,
-                                         math::CopySignOp::create(b, loc, zero, quotient));
-  // A zero divisor gives the IEEE quotient (inf or NaN).
-  return arith::SelectOp::create(b, loc, cmp(arith::CmpFPredicate::OEQ, y, zero), quotient, result);
-}
-
-/// c0 + z * (c1 + z * (c2 + ...)).
-Value horner(OpBuilder &b, Location loc, Value z, ArrayRef<double> coefficients) {
-  Type t = z.getType();
-  Value acc = scalarConstant(b, loc, t, coefficients.back());
-  for (double c : llvm::reverse(coefficients.drop_back()))
-    acc = arith::AddFOp::create(b, loc, scalarConstant(b, loc, t, c),
-                                arith::MulFOp::create(b, loc, z, acc));
-  return acc;
-}
-
-/// sin, cos or tan of a float32 x, accurate for large |x| (RoPE angles reach
-/// thousands of radians) and, relatively, for tiny |x|. MLIR's polynomial
-/// approximations reduce the argument in float32 (losing ~1e-4 at 2000 rad)
-/// and lose relative accuracy near 0, so the argument is reduced by pi/2 in
-/// float64 to |r| <= pi/4, where Cephes' float32 minimax polynomials for sin
-/// and cos are within an ulp or two, and the quadrant picks +-sin or +-cos.
-enum class Trig { Sin, Cos, Tan };
-
-Value trigScalar(OpBuilder &b, Location loc, Value x, Trig fn) {
-  Type f32 = x.getType(), f64 = b.getF64Type();
-  if (!f32.isF32()) {
-    if (fn == Trig::Sin)
-      return math::SinOp::create(b, loc, x);
-    if (fn == Trig::Cos)
-      return math::CosOp::create(b, loc, x);
-    return math::TanOp::create(b, loc, x);
-  }
-  Value wide = arith::ExtFOp::create(b, loc, f64, x);
-  Value quarters = math::RoundEvenOp::create(
-      b, loc, arith::MulFOp::create(b, loc, wide, scalarConstant(b, loc, f64, 2 / M_PI)));
-  // pi/2 as two doubles: k * hi is exact for |k| < 2^20, lo carries the rest.
-  const double hi = 1.5707963267341256, lo = 6.077100506506192e-11;
-  Value r = arith::SubFOp::create(
-      b, loc, wide, arith::MulFOp::create(b, loc, quarters, scalarConstant(b, loc, f64, hi)));
-  r = arith::SubFOp::create(b, loc, r,
-                            arith::MulFOp::create(b, loc, quarters, scalarConstant(b, loc, f64, lo)));
-  Value reduced = arith::TruncFOp::create(b, loc, f32, r);
-  Value z = arith::MulFOp::create(b, loc, reduced, reduced);
-  Value s = arith::AddFOp::create(
-      b, loc, reduced,
-      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, reduced, z),
-                            horner(b, loc, z, {-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4})));
-  Value c = arith::AddFOp::create(
-      b, loc,
-      arith::SubFOp::create(b, loc, scalarConstant(b, loc, f32, 1),
-                            arith::MulFOp::create(b, loc, scalarConstant(b, loc, f32, 0.5), z)),
-      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, z, z),
-                            horner(b, loc, z, {4.166664568298827e-2, -1.388731625493765e-3,
-                                               2.443315711809948e-5})));
-  // Quadrant q = k mod 4; cos(x) = sin(x + pi/2), so cos uses quadrant q + 1.
-  // NaN and infinities (whose r is NaN anyway) take k = 0: converting them to
-  // an integer would be undefined.
-  Value finite = arith::CmpFOp::create(
-      b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, quarters),
-      scalarConstant(b, loc, f64, 0x1p52));
-  quarters = arith::SelectOp::create(b, loc, finite, quarters, scalarConstant(b, loc, f64, 0));
-  Value k = arith::FPToSIOp::create(b, loc, b.getI64Type(), quarters);
-  if (fn == Trig::Cos)
-    k = arith::AddIOp::create(b, loc, k, scalarConstant(b, loc, b.getI64Type(), 1));
-  Value q = arith::AndIOp::create(b, loc, k, scalarConstant(b, loc, b.getI64Type(), 3));
-  auto is = [&](int64_t n) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, q,
-                                 scalarConstant(b, loc, b.getI64Type(), n));
-  };
-  Value odd = arith::OrIOp::create(b, loc, is(1), is(3));
-  if (fn == Trig::Tan) // tan(r + k pi/2) is tan(r) for even k, -cos(r)/sin(r) for odd
-    return arith::SelectOp::create(b, loc, odd,
-                                   arith::NegFOp::create(b, loc, arith::DivFOp::create(b, loc, c, s)),
-                                   arith::DivFOp::create(b, loc, s, c));
-  Value negative = arith::OrIOp::create(b, loc, is(2), is(3));
-  Value magnitude = arith::SelectOp::create(b, loc, odd, c, s);
-  return arith::SelectOp::create(b, loc, negative, arith::NegFOp::create(b, loc, magnitude),
-                                 magnitude);
-}
-
-/// (x > 0) - (x < 0), as ATen computes it: NaN gives 0, bool is itself.
-Value signScalar(OpBuilder &b, Location loc, Value x) {
-  Type t = x.getType();
-  if (t.isInteger(1))
-    return x;
-  Value zero = scalarConstant(b, loc, t, 0);
-  if (!isFloat(t)) {
-    Value positive = arith::ExtUIOp::create(
-        b, loc, t, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero));
-    Value negative = arith::ExtUIOp::create(
-        b, loc, t, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero));
-    return arith::SubIOp::create(b, loc, positive, negative);
-  }
-  Value positive = arith::UIToFPOp::create(
-      b, loc, t, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero));
-  Value negative = arith::UIToFPOp::create(
-      b, loc, t, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero));
-  return arith::SubFOp::create(b, loc, positive, negative);
-}
-
-/// atan of a float32 x (Cephes' atanf: |x| is reduced to [0, tan(pi/8)] by
-/// atan(x) = pi/2 - atan(1/x) and pi/4 + atan((x-1)/(x+1)); MLIR's own
-/// approximation is off by 2e-6 around |x| = 0.6).
-Value atanScalar(OpBuilder &b, Location loc, Value x) {
-  Type t = x.getType();
-  if (!t.isF32())
-    return math::AtanOp::create(b, loc, x);
-  auto constant = [&](double v) { return scalarConstant(b, loc, t, v); };
-  Value a = math::AbsFOp::create(b, loc, x);
-  Value big = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, constant(2.414213562373095));
-  Value mid = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, constant(0.4142135623730950));
-  Value one = constant(1);
-  Value reducedBig = arith::NegFOp::create(b, loc, arith::DivFOp::create(b, loc, one, a));
-  Value reducedMid = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, a, one),
-                                           arith::AddFOp::create(b, loc, a, one));
-  Value y = arith::SelectOp::create(b, loc, big, reducedBig,
-                                    arith::SelectOp::create(b, loc, mid, reducedMid, a));
-  Value offset = arith::SelectOp::create(
-      b, loc, big, constant(M_PI_2), arith::SelectOp::create(b, loc, mid, constant(M_PI_4), constant(0)));
-  Value z = arith::MulFOp::create(b, loc, y, y);
-  Value poly = horner(b, loc, z, {-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1,
-                                  8.05374449538e-2});
-  Value r = arith::AddFOp::create(
-      b, loc, offset,
-      arith::AddFOp::create(b, loc, y, arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, poly, z), y)));
-  // Odd: the sign of x (NaN stays NaN through the arithmetic above).
-  return math::CopySignOp::create(b, loc, r, x);
-}
-
-/// sinh from expm1, so small |x| does not cancel; cosh from exp.
-Value hyperbolicScalar(OpBuilder &b, Location loc, Value x, bool isCosh) {
-  Type t = x.getType();
-  Value half = scalarConstant(b, loc, t, 0.5);
-  if (isCosh) {
-    Value e = math::ExpOp::create(b, loc, math::AbsFOp::create(b, loc, x));
-    return arith::MulFOp::create(
-        b, loc, half, arith::AddFOp::create(b, loc, e, arith::DivFOp::create(b, loc, scalarConstant(b, loc, t, 1), e)));
-  }
-  Value up = math::ExpM1Op::create(b, loc, x);
-  Value down = math::ExpM1Op::create(b, loc, arith::NegFOp::create(b, loc, x));
-  return arith::MulFOp::create(b, loc, half, arith::SubFOp::create(b, loc, up, down));
-}
-
-Value minScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x.getType()))
-    return arith::MinimumFOp::create(b, loc, x, y); // NaN-propagating, like ATen
-  if (x.getType().isInteger(1))
-    return arith::AndIOp::create(b, loc, x, y);
-  return arith::MinSIOp::create(b, loc, x, y);
-}
-
-Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
-  Type from = x.getType();
-  if (from == to)
-    return x;
-  if (to.isInteger(1)) {
-    Value zero = scalarConstant(b, loc, from, 0);
-    if (isFloat(from)) // NaN is true, as in ATen
-      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero);
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
-  }
-  if (from.isInteger(1)) {
-    if (isFloat(to))
-      return arith::UIToFPOp::create(b, loc, to, x);
-    return arith::ExtUIOp::create(b, loc, to, x);
-  }
-  if (isFloat(from) && isFloat(to)) {
-    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-      return arith::ExtFOp::create(b, loc, to, x);
-    return arith::TruncFOp::create(b, loc, to, x);
-  }
-  if (isFloat(from))
-    return arith::FPToSIOp::create(b, loc, to, x);
-  if (isFloat(to))
-    return arith::SIToFPOp::create(b, loc, to, x);
-  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-    return arith::ExtSIOp::create(b, loc, to, x);
-  return arith::TruncIOp::create(b, loc, to, x);
-}
-
-Value compareScalar(OpBuilder &b, Location loc, Operation *op, Value x, Value y) {
-  if (isFloat(x.getType())) {
-    auto predicate = llvm::TypeSwitch<Operation *, arith::CmpFPredicate>(op)
-                         .Case<EqOp>([](auto) { return arith::CmpFPredicate::OEQ; })
-                         .Case<NeOp>([](auto) { return arith::CmpFPredicate::UNE; })
-                         .Case<LtOp>([](auto) { return arith::CmpFPredicate::OLT; })
-                         .Case<LeOp>([](auto) { return arith::CmpFPredicate::OLE; })
-                         .Case<GtOp>([](auto) { return arith::CmpFPredicate::OGT; })
-                         .Default([](auto) { return arith::CmpFPredicate::OGE; });
-    return arith::CmpFOp::create(b, loc, predicate, x, y);
-  }
-  bool isBool = x.getType().isInteger(1); // false < true
-  auto predicate =
-      llvm::TypeSwitch<Operation *, arith::CmpIPredicate>(op)
-          .Case<EqOp>([](auto) { return arith::CmpIPredicate::eq; })
-          .Case<NeOp>([](auto) { return arith::CmpIPredicate::ne; })
-          .Case<LtOp>([&](auto) { return isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; })
-          .Case<LeOp>([&](auto) { return isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; })
-          .Case<GtOp>([&](auto) { return isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; })
-          .Default([&](auto) { return isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; });
-  return arith::CmpIOp::create(b, loc, predicate, x, y);
-}
-
-/// x ** e. A constant exponent uses multiplications or sqrt where exact.
-Value powScalar(OpBuilder &b, Location loc, Value x, Value e,
-                std::optional<double> constantExponent) {
-  if (constantExponent) {
-    double c = *constantExponent;
-    if (c == 1.0)
-      return x;
-    if (c == 2.0)
-      return mulScalar(b, loc, x, x);
-    if (c == 3.0)
-      return mulScalar(b, loc, mulScalar(b, loc, x, x), x);
-    if (c == 0.5 && isFloat(x.getType()))
-      return math::SqrtOp::create(b, loc, x);
-    if (c == -1.0 && isFloat(x.getType()))
-      return arith::DivFOp::create(b, loc, scalarConstant(b, loc, x.getType(), 1), x);
-  }
-  if (isFloat(x.getType()))
-    return math::PowFOp::create(b, loc, x, e);
-  return math::IPowIOp::create(b, loc, x, e);
-}
-
-Value sigmoidScalar(OpBuilder &b, Location loc, Value x) {
-  Type t = x.getType();
-  Value one = scalarConstant(b, loc, t, 1);
-  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
-}
-
-Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhApprox) {
-  Type t = x.getType();
-  Value half = scalarConstant(b, loc, t, 0.5);
-  Value one = scalarConstant(b, loc, t, 1);
-  Value inner;
-  if (tanhApprox) {
-    Value x3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
-    Value poly = arith::AddFOp::create(
-        b, loc, x,
-        arith::MulFOp::create(b, loc, scalarConstant(b, loc, t, 0.044715), x3));
-    inner = math::TanhOp::create(
-        b, loc,
-        arith::MulFOp::create(b, loc, scalarConstant(b, loc, t, std::sqrt(2.0 / M_PI)), poly));
-  } else {
-    inner = math::ErfOp::create(
-        b, loc, arith::MulFOp::create(b, loc, x, scalarConstant(b, loc, t, M_SQRT1_2)));
-  }
-  return arith::MulFOp::create(
-      b, loc, arith::MulFOp::create(b, loc, half, x),
-      arith::AddFOp::create(b, loc, one, inner));
-}
-
-std::optional<double> splatValue(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
-  if (!splat)
-    return std::nullopt;
-  if (isa<FloatType>(splat.getElementType()))
-    return splat.getSplatValue<APFloat>().convertToDouble();
-  return (double)splat.getSplatValue<APInt>().getSExtValue();
-}
-
-/// The scalar body of an elementwise graph op.
-FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
-                                 ValueRange args, Type resultElement) {
-  return llvm::TypeSwitch<Operation *, FailureOr<Value>>(op)
-      .Case<AddOp>([&](auto) { return addScalar(b, loc, args[0], args[1]); })
-      .Case<SubOp>([&](auto) { return subScalar(b, loc, args[0], args[1]); })
-      .Case<MulOp>([&](auto) { return mulScalar(b, loc, args[0], args[1]); })
-      .Case<DivOp>([&](auto) -> Value {
-        return arith::DivFOp::create(b, loc, args[0], args[1]);
-      })
-      .Case<FmodOp, RemainderOp>([&](Operation *o) {
-        return remainderScalar(b, loc, args[0], args[1], /*floored=*/isa<RemainderOp>(o));
-      })
-      .Case<DivRoundOp>([&](DivRoundOp div) {
-        return divRoundScalar(b, loc, args[0], args[1], div.getRoundingMode() == "floor");
-      })
-      .Case<Atan2Op>([&](auto) -> Value { return math::Atan2Op::create(b, loc, args[0], args[1]); })
-      .Case<MaximumOp>([&](auto) { return maxScalar(b, loc, args[0], args[1]); })
-      .Case<MinimumOp>([&](auto) { return minScalar(b, loc, args[0], args[1]); })
-      .Case<PowOp>([&](PowOp pow) {
-        return powScalar(b, loc, args[0], args[1], splatValue(pow.getRhs()));
-      })
-      .Case<EqOp, NeOp, LtOp, LeOp, GtOp, GeOp>(
-          [&](Operation *cmp) { return compareScalar(b, loc, cmp, args[0], args[1]); })
-      .Case<WhereOp>([&](auto) -> Value {
-        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
-      })
-      .Case<BitwiseAndOp>([&](auto) -> Value { return arith::AndIOp::create(b, loc, args[0], args[1]); })
-      .Case<BitwiseOrOp>([&](auto) -> Value { return arith::OrIOp::create(b, loc, args[0], args[1]); })
-      .Case<BitwiseXorOp>([&](auto) -> Value { return arith::XOrIOp::create(b, loc, args[0], args[1]); })
-      .Case<BitwiseNotOp>([&](auto) -> Value { // x ^ all-ones (true for bool)
-        auto ones = b.getIntegerAttr(resultElement, APInt::getAllOnes(resultElement.getIntOrFloatBitWidth()));
-        return arith::XOrIOp::create(b, loc, args[0], arith::ConstantOp::create(b, loc, ones));
-      })
-      .Case<NegOp>([&](auto) -> Value {
-        if (isFloat(resultElement))
-          return arith::NegFOp::create(b, loc, args[0]);
-        return subScalar(b, loc, scalarConstant(b, loc, resultElement, 0), args[0]);
-      })
-      .Case<ReluOp>([&](auto) {
-        return maxScalar(b, loc, args[0], scalarConstant(b, loc, resultElement, 0));
-      })
-      .Case<TanhOp>([&](auto) -> Value { return math::TanhOp::create(b, loc, args[0]); })
-      .Case<ExpOp>([&](auto) -> Value { return math::ExpOp::create(b, loc, args[0]); })
-      .Case<LogOp>([&](auto) -> Value { return math::LogOp::create(b, loc, args[0]); })
-      .Case<SqrtOp>([&](auto) -> Value { return math::SqrtOp::create(b, loc, args[0]); })
-      .Case<RsqrtOp>([&](auto) -> Value { return math::RsqrtOp::create(b, loc, args[0]); })
-      .Case<SigmoidOp>([&](auto) { return sigmoidScalar(b, loc, args[0]); })
-      .Case<AbsOp>([&](auto) -> Value {
-        if (isFloat(resultElement))
-          return math::AbsFOp::create(b, loc, args[0]);
-        return math::AbsIOp::create(b, loc, args[0]);
-      })
-      .Case<SinOp>([&](auto) { return trigScalar(b, loc, args[0], Trig::Sin); })
-      .Case<CosOp>([&](auto) { return trigScalar(b, loc, args[0], Trig::Cos); })
-      .Case<TanOp>([&](auto) { return trigScalar(b, loc, args[0], Trig::Tan); })
-      .Case<SignOp>([&](auto) { return signScalar(b, loc, args[0]); })
-      .Case<FracOp>([&](auto) -> Value {
-        return arith::SubFOp::create(b, loc, args[0], math::TruncOp::create(b, loc, args[0]));
-      })
-      .Case<Exp2Op>([&](auto) -> Value { return math::Exp2Op::create(b, loc, args[0]); })
-      .Case<Expm1Op>([&](auto) -> Value { return math::ExpM1Op::create(b, loc, args[0]); })
-      .Case<Log1pOp>([&](auto) -> Value { return math::Log1pOp::create(b, loc, args[0]); })
-      .Case<Log2Op>([&](auto) -> Value { return math::Log2Op::create(b, loc, args[0]); })
-      .Case<Log10Op>([&](auto) -> Value { return math::Log10Op::create(b, loc, args[0]); })
-      .Case<ErfOp>([&](auto) -> Value { return math::ErfOp::create(b, loc, args[0]); })
-      .Case<AtanOp>([&](auto) { return atanScalar(b, loc, args[0]); })
-      .Case<AsinOp>([&](auto) -> Value { return math::AsinOp::create(b, loc, args[0]); })
-      .Case<AcosOp>([&](auto) -> Value { return math::AcosOp::create(b, loc, args[0]); })
-      .Case<AsinhOp>([&](auto) -> Value { return math::AsinhOp::create(b, loc, args[0]); })
-      .Case<AcoshOp>([&](auto) -> Value { return math::AcoshOp::create(b, loc, args[0]); })
-      .Case<AtanhOp>([&](auto) -> Value { return math::AtanhOp::create(b, loc, args[0]); })
-      .Case<SinhOp, CoshOp>([&](Operation *o) { return hyperbolicScalar(b, loc, args[0], isa<CoshOp>(o)); })
-      .Case<FloorOp>([&](auto) -> Value { return math::FloorOp::create(b, loc, args[0]); })
-      .Case<CeilOp>([&](auto) -> Value { return math::CeilOp::create(b, loc, args[0]); })
-      .Case<TruncOp>([&](auto) -> Value { return math::TruncOp::create(b, loc, args[0]); })
-      .Case<RoundOp>([&](auto) -> Value { return math::RoundEvenOp::create(b, loc, args[0]); })
-      .Case<GeluOp>([&](GeluOp gelu) {
-        return geluScalar(b, loc, args[0], gelu.getApproximate() == "tanh");
-      })
-      .Case<CloneOp>([&](auto) -> Value { return args[0]; })
-      .Case<ConvertOp>([&](auto) { return convertScalar(b, loc, args[0], resultElement); })
-      .Default([](auto) { return failure(); });
-}
 
 //===----------------------------------------------------------------------===//
 // Op lowerings
@@ -652,19 +193,6 @@ LogicalResult lowerElementwise(RewriterBase &rewriter, Operation *op) {
   return success();
 }
 
-/// The identity of a min (`lowest` false) or max (`lowest` true) reduction:
-/// +-inf for floats, the integer type's extreme value, or true/false.
-Value extremeConstant(OpBuilder &b, Location loc, Type element, bool lowest) {
-  if (auto floatType = dyn_cast<FloatType>(element))
-    return arith::ConstantOp::create(
-        b, loc, b.getFloatAttr(floatType, lowest ? -INFINITY : INFINITY));
-  unsigned width = element.getIntOrFloatBitWidth();
-  APInt value = width == 1 ? APInt(1, lowest ? 0 : 1)
-                : lowest   ? APInt::getSignedMinValue(width)
-                           : APInt::getSignedMaxValue(width);
-  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(element, value));
-}
-
 template <typename ReduceOp>
 LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
   Location loc = op.getLoc();
@@ -674,12 +202,17 @@ LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
   // Each reduction is its start value and how it combines two partials.
   Value start;
   std::function<Value(OpBuilder &, Location, ValueRange)> combine; // outlives the branches
+  bool isUnsigned = computesUnsigned(op);
   if constexpr (std::is_same_v<ReduceOp, AmaxOp> || std::is_same_v<ReduceOp, AnyOp>) {
-    start = extremeConstant(rewriter, loc, element, /*lowest=*/true);
-    combine = [](OpBuilder &b, Location l, ValueRange a) { return maxScalar(b, l, a[0], a[1]); };
+    start = extremeConstant(rewriter, loc, element, /*lowest=*/true, isUnsigned);
+    combine = [=](OpBuilder &b, Location l, ValueRange a) {
+      return maxScalar(b, l, a[0], a[1], isUnsigned);
+    };
   } else if constexpr (std::is_same_v<ReduceOp, AminOp> || std::is_same_v<ReduceOp, AllOp>) {
-    start = extremeConstant(rewriter, loc, element, /*lowest=*/false);
-    combine = [](OpBuilder &b, Location l, ValueRange a) { return minScalar(b, l, a[0], a[1]); };
+    start = extremeConstant(rewriter, loc, element, /*lowest=*/false, isUnsigned);
+    combine = [=](OpBuilder &b, Location l, ValueRange a) {
+      return minScalar(b, l, a[0], a[1], isUnsigned);
+    };
   } else if constexpr (std::is_same_v<ReduceOp, ProdOp>) {
     start = scalarConstant(rewriter, loc, element, 1);
     combine = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -707,6 +240,58 @@ LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
                           });
   }
   rewriter.replaceOp(op, keepDims(rewriter, loc, reduced, tensorType(op.getResult())));
+  return success();
+}
+
+/// argmax / argmin along one dim: one reduction carrying the best value and
+/// its index.
+template <typename ArgOp>
+LogicalResult lowerArgReduce(RewriterBase &rewriter, ArgOp op) {
+  constexpr bool isMax = std::is_same_v<ArgOp, ArgmaxOp>;
+  Location loc = op.getLoc();
+  auto type = tensorType(op.getInput());
+  auto resultType = tensorType(op.getResult());
+  Type i64 = rewriter.getI64Type();
+  if (type.getRank() == 0) { // the only element is at index 0
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, DenseElementsAttr::get(resultType, rewriter.getI64IntegerAttr(0).getValue()));
+    return success();
+  }
+  MLIRContext *ctx = rewriter.getContext();
+  int64_t rank = type.getRank(), dim = op.getDim();
+  SmallVector<int64_t> keptShape;
+  SmallVector<AffineExpr> keptExprs;
+  SmallVector<IteratorType> iterators;
+  for (int64_t d = 0; d < rank; ++d) {
+    iterators.push_back(d == dim ? IteratorType::reduction : IteratorType::parallel);
+    if (d != dim) {
+      keptShape.push_back(type.getDimSize(d));
+      keptExprs.push_back(getAffineDimExpr(d, ctx));
+    }
+  }
+  Type element = type.getElementType();
+  bool isUnsigned = computesUnsigned(op);
+  Value best = linalg::FillOp::create(rewriter, loc,
+                                      extremeConstant(rewriter, loc, element, isMax, isUnsigned),
+                                      emptyTensor(rewriter, loc, keptShape, element))
+                   .getResult(0);
+  Value bestIndex =
+      linalg::FillOp::create(rewriter, loc, extremeConstant(rewriter, loc, i64, /*lowest=*/false),
+                             emptyTensor(rewriter, loc, keptShape, i64))
+          .getResult(0);
+  AffineMap kept = AffineMap::get(rank, 0, keptExprs, ctx);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{best.getType(), bestIndex.getType()}, ValueRange{op.getInput()},
+      ValueRange{best, bestIndex},
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx), kept, kept}, iterators,
+      "", "", [&](OpBuilder &b, Location l, ValueRange args) {
+        Value i = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, dim));
+        Value beats = beatsScalar(b, l, args[0], i, args[1], args[2], isMax, isUnsigned);
+        linalg::YieldOp::create(b, l,
+                                ValueRange{arith::SelectOp::create(b, l, beats, args[0], args[1]),
+                                           arith::SelectOp::create(b, l, beats, i, args[2])});
+      });
+  rewriter.replaceOp(op, keepDims(rewriter, loc, generic.getResult(1), resultType));
   return success();
 }
 
@@ -1198,6 +783,80 @@ LogicalResult lowerCumsum(RewriterBase &rewriter, CumsumOp op) {
   return success();
 }
 
+/// `body` at every position of `shape` in row-major order: an scf.for nest
+/// carrying one tensor, which `body` updates and returns.
+using UpdateFn = function_ref<Value(OpBuilder &, Location, ValueRange ivs, Value tensor)>;
+Value forEachPosition(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value init,
+                      UpdateFn body) {
+  SmallVector<Value> ivs;
+  std::function<Value(OpBuilder &, Location, Value)> nest = [&](OpBuilder &nb, Location l,
+                                                                Value tensor) -> Value {
+    if (ivs.size() == shape.size())
+      return body(nb, l, ivs, tensor);
+    auto loop = scf::ForOp::create(
+        nb, l, arith::ConstantIndexOp::create(nb, l, 0),
+        arith::ConstantIndexOp::create(nb, l, shape[ivs.size()]),
+        arith::ConstantIndexOp::create(nb, l, 1), ValueRange{tensor},
+        [&](OpBuilder &lb, Location ll, Value iv, ValueRange carried) {
+          ivs.push_back(iv);
+          Value updated = nest(lb, ll, carried[0]);
+          ivs.pop_back();
+          scf::YieldOp::create(lb, ll, updated);
+        });
+    return loop.getResult(0);
+  };
+  return nest(b, loc, init);
+}
+
+/// Scatter: a sequential loop over the index positions updating the result
+/// in place (one-shot bufferization copies the input first only if it is
+/// still read). Without include_self, a first loop resets the written
+/// positions to the reduction's identity.
+LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
+  Location loc = op.getLoc();
+  auto type = tensorType(op.getResult());
+  ArrayRef<int64_t> positions = tensorType(op.getIndex()).getShape();
+  int64_t dim = op.getDim();
+  StringRef reduce = op.getReduce();
+  bool isUnsigned = computesUnsigned(op);
+  Type element = type.getElementType();
+  auto destination = [&](OpBuilder &b, Location l, ValueRange ivs) {
+    Value i = tensor::ExtractOp::create(b, l, op.getIndex(), ivs);
+    SmallVector<Value> coords(ivs);
+    coords[dim] = clampIndex(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), i),
+                             type.getDimSize(dim));
+    return coords;
+  };
+  Value result = op.getInput();
+  if (!op.getIncludeSelf() && reduce != "none") {
+    Value identity = reduce == "sum"    ? scalarConstant(rewriter, loc, element, 0)
+                     : reduce == "prod" ? scalarConstant(rewriter, loc, element, 1)
+                                        : extremeConstant(rewriter, loc, element,
+                                                          /*lowest=*/reduce == "amax", isUnsigned);
+    result = forEachPosition(rewriter, loc, positions, result,
+                             [&](OpBuilder &b, Location l, ValueRange ivs, Value tensor) -> Value {
+                               return tensor::InsertOp::create(b, l, identity, tensor,
+                                                               destination(b, l, ivs));
+                             });
+  }
+  result = forEachPosition(
+      rewriter, loc, positions, result,
+      [&](OpBuilder &b, Location l, ValueRange ivs, Value tensor) -> Value {
+        SmallVector<Value> coords = destination(b, l, ivs);
+        Value value = tensor::ExtractOp::create(b, l, op.getSrc(), ivs);
+        if (reduce != "none") {
+          Value old = tensor::ExtractOp::create(b, l, tensor, coords);
+          value = reduce == "sum"    ? addScalar(b, l, old, value)
+                  : reduce == "prod" ? mulScalar(b, l, old, value)
+                  : reduce == "amax" ? maxScalar(b, l, old, value, isUnsigned)
+                                     : minScalar(b, l, old, value, isUnsigned);
+        }
+        return tensor::InsertOp::create(b, l, value, tensor, coords);
+      });
+  rewriter.replaceOp(op, result);
+  return success();
+}
+
 LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
                                                  cast<TypedAttr>(op.getValue()));
@@ -1211,6 +870,7 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp>([&](auto o) { return lowerReduce(rewriter, o); })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) { return lowerSoftmax(rewriter, o); })
+      .Case<ArgmaxOp, ArgminOp>([&](auto o) { return lowerArgReduce(rewriter, o); })
       .Case<LayerNormOp>([&](auto o) { return lowerLayerNorm(rewriter, o); })
       .Case<MatmulOp>([&](auto o) { return lowerMatmul(rewriter, o); })
       .Case<ReshapeOp>([&](auto o) { return lowerReshape(rewriter, o); })
@@ -1224,15 +884,75 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<IndexOp>([&](auto o) { return lowerIndex(rewriter, o); })
       .Case<GatherOp>([&](auto o) { return lowerGather(rewriter, o); })
       .Case<CumsumOp>([&](auto o) { return lowerCumsum(rewriter, o); })
+      .Case<ScatterOp>([&](auto o) { return lowerScatter(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
       .Default([](Operation *o) {
         return o->emitOpError("has no lowering to linalg");
       });
 }
 
+/// `type` with unsigned integers (kiln_graph's uint8) made signless, in
+/// tensors, memrefs and functions too.
+Type signless(Type type) {
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return integer.isUnsigned() ? IntegerType::get(type.getContext(), integer.getWidth()) : type;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return tensor.clone(signless(tensor.getElementType()));
+  if (auto memref = dyn_cast<MemRefType>(type)) // kernel arguments
+    return MemRefType::get(memref.getShape(), signless(memref.getElementType()),
+                           memref.getLayout(), memref.getMemorySpace());
+  if (auto function = dyn_cast<FunctionType>(type)) {
+    auto convert = [](TypeRange types) {
+      return llvm::to_vector(llvm::map_range(types, [](Type t) { return signless(t); }));
+    };
+    return FunctionType::get(type.getContext(), convert(function.getInputs()),
+                             convert(function.getResults()));
+  }
+  return type;
+}
+
+bool isUnsignedElement(Type type) {
+  auto integer = dyn_cast<IntegerType>(getElementTypeOrSelf(type));
+  return integer && integer.isUnsigned();
+}
+
+/// Marks each graph op that computes on unsigned values (kUnsignedAttr): its
+/// first non-bool operand is unsigned (a where's condition is bool), or it
+/// has none and its result is. Then makes every type in `root` signless.
+void eraseSignedness(Operation *root) {
+  MLIRContext *ctx = root->getContext();
+  root->walk([&](Operation *op) {
+    if (!isa<GraphDialect>(op->getDialect()) || op->getNumResults() == 0)
+      return;
+    Type subject = op->getResult(0).getType();
+    for (Value operand : op->getOperands())
+      if (!getElementTypeOrSelf(operand.getType()).isInteger(1)) {
+        subject = operand.getType();
+        break;
+      }
+    if (isUnsignedElement(subject))
+      op->setAttr(kUnsignedAttr, UnitAttr::get(ctx));
+  });
+  root->walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          arg.setType(signless(arg.getType()));
+    for (OpResult result : op->getResults())
+      result.setType(signless(result.getType()));
+    if (auto function = dyn_cast<func::FuncOp>(op))
+      function.setFunctionType(cast<FunctionType>(signless(function.getFunctionType())));
+    if (auto constant = dyn_cast<ConstantOp>(op))
+      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+          dense && isUnsignedElement(dense.getType()))
+        constant.setValueAttr(dense.bitcast(signless(dense.getElementType())));
+  });
+}
+
 struct ConvertGraphToLinalgPass
     : kiln::impl::ConvertGraphToLinalgPassBase<ConvertGraphToLinalgPass> {
   void runOnOperation() override {
+    eraseSignedness(getOperation());
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<GraphDialect>(op->getDialect()))

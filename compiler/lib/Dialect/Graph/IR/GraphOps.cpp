@@ -203,6 +203,24 @@ LogicalResult kiln::graph::verifyReduce(Operation *op, Value inputValue, ArrayRe
   return success();
 }
 
+LogicalResult kiln::graph::verifyArgReduce(Operation *op, Value inputValue, int64_t dim,
+                                          bool keepdim) {
+  auto input = tensorType(inputValue);
+  int64_t rank = input.getRank();
+  if (dim < 0 || dim >= std::max<int64_t>(rank, 1))
+    return op->emitOpError("dim must be in [0, rank)");
+  SmallVector<int64_t> expected;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim || keepdim)
+      expected.push_back(i == dim ? 1 : input.getDimSize(i));
+  auto result = tensorType(op->getResult(0));
+  if (result.getShape() != ArrayRef<int64_t>(expected) || !result.getElementType().isInteger(64))
+    return op->emitOpError("result must be i64, shaped as the input reduced over dim");
+  if (rank > 0 && input.getDimSize(dim) == 0)
+    return op->emitOpError("cannot reduce an empty dim");
+  return success();
+}
+
 LeadingDim kiln::graph::reduceLeadingDim(Operation *op, ArrayRef<int64_t> reducedDims) {
   return rowwise(op, llvm::is_contained(reducedDims, 0), op->getNumOperands());
 }
@@ -533,6 +551,30 @@ LogicalResult GatherOp::verify() {
   for (int64_t d = 0; d < input.getRank(); ++d)
     if (d != (int64_t)getDim() && index.getDimSize(d) > input.getDimSize(d))
       return emitOpError("index dim ") << d << " is larger than the input's";
+  return success();
+}
+
+LeadingDim ScatterOp::getLeadingDim() {
+  // Writes go anywhere along `dim`, in order: one workgroup.
+  return notParallel(*this);
+}
+
+LogicalResult ScatterOp::verify() {
+  auto input = tensorType(getInput()), index = tensorType(getIndex());
+  int64_t rank = input.getRank();
+  if (rank == 0 || getDim() < 0 || getDim() >= rank)
+    return emitOpError("needs an input of rank >= 1 and dim in [0, rank)");
+  if (!index.getElementType().isInteger(64) || index.getRank() != rank)
+    return emitOpError("index must be i64 of the input's rank");
+  if (getSrc().getType() != index.clone(input.getElementType()))
+    return emitOpError("src must have the index's shape and the input's element type");
+  if (getResult().getType() != input)
+    return emitOpError("result type must be the input type");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != (int64_t)getDim() && index.getDimSize(d) > input.getDimSize(d))
+      return emitOpError("index dim ") << d << " is larger than the input's";
+  if (!llvm::is_contained({"none", "sum", "prod", "amax", "amin"}, getReduce()))
+    return emitOpError("reduce must be none, sum, prod, amax or amin");
   return success();
 }
 

@@ -22,6 +22,6 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
 def Graph_ElementType : AnyTypeOf<[F32, F64, I64, I32, I1]>;
-def Graph_Tensor : RankedTensorOf<[F32, F64, I64, I32, I8, I1]>;
+def Graph_Tensor : RankedTensorOf<[F32, F64, I64, I32, I8, UI8, I1]>;
 
 #endif // KILN_GRAPH_DIALECT

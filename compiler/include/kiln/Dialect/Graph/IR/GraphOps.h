@@ -31,6 +31,9 @@ llvm::SmallVector<int64_t> reducedDims(mlir::Value input, llvm::ArrayRef<int64_t
 mlir::LogicalResult verifyReduce(mlir::Operation *op, mlir::Value input,
                                  llvm::ArrayRef<int64_t> dims, bool keepdim);
 LeadingDim reduceLeadingDim(mlir::Operation *op, llvm::ArrayRef<int64_t> reducedDims);
+/// The verifier of argmax and argmin (Graph_ArgReduceOp).
+mlir::LogicalResult verifyArgReduce(mlir::Operation *op, mlir::Value input, int64_t dim,
+                                    bool keepdim);
 
 /// Marks ops that compute each result element from the operand elements at
 /// the same (broadcast) index.

@@ -217,6 +217,29 @@ def Graph_ProdOp : Graph_ReduceOp<"prod">;
 def Graph_AllOp : Graph_ReduceOp<"all">;
 def Graph_AnyOp : Graph_ReduceOp<"any">;
 
+class Graph_ArgReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten." # mnemonic # " along `dim`: the index (i64) of the first extreme value";
+  let description = [{
+    NaN counts as the extreme value, as in ATen. The importer flattens the
+    input for `dim=None` and refuses an empty reduced dim (ATen raises).
+  }];
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::kiln::graph::verifyArgReduce(*this, getInput(), getDim(), getKeepdim());
+    }
+    ::kiln::graph::LeadingDim $cppClass::getLeadingDim() {
+      return ::kiln::graph::reduceLeadingDim(*this, {(int64_t)getDim()});
+    }
+  }];
+}
+def Graph_ArgmaxOp : Graph_ArgReduceOp<"argmax">;
+def Graph_ArgminOp : Graph_ArgReduceOp<"argmin">;
+
 class Graph_SoftmaxLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten._" # mnemonic # " along `dim`";
   let arguments = (ins Graph_Tensor:$input, I64Attr:$dim);
@@ -413,6 +436,28 @@ def Graph_CumsumOp : Graph_Op<"cumsum", [Pure, Graph_OwnLeadingDim]> {
   let arguments = (ins Graph_Tensor:$input, I64Attr:$dim);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ScatterOp : Graph_Op<"scatter", [Pure, Graph_OwnLeadingDim]> {
+  let summary = "aten.scatter / scatter_reduce: gather's inverse, into a copy of the input";
+  let description = [{
+    For each position p of `index` (i64, the input's rank, at most the
+    input's size in the other dims), the result at p with dim `dim` replaced
+    by index[p] becomes src[p] (`reduce` = "none", the last write winning) or
+    combines with it ("sum", "prod", "amax", "amin"). Without `include_self`
+    the positions written start from the reduction's identity instead of the
+    input. `src` has the index's shape. A sequential loop (one workgroup);
+    the importer guards the indices with an assert and the kernel clamps them.
+  }];
+  let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$index, Graph_Tensor:$src,
+                       I64Attr:$dim, DefaultValuedStrAttr<StrAttr, "none">:$reduce,
+                       DefaultValuedAttr<BoolAttr, "true">:$include_self);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $index `]` `,` $src attr-dict `:` type($input) `,` type($index) `,` type($src)
+    `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,36 @@
+// RUN: split-file %s %t
+// RUN: kiln-import-fx %t/graph.json | FileCheck %s
+
+// scatter (src larger than the index is sliced to it), scatter_reduce mean
+// (a sum over a count, floor divided for integers), and index_put as a
+// scatter into the flattened input at linear offsets.
+// CHECK-LABEL: func.func @scatters
+// CHECK-SAME: (%[[X:.*]]: tensor<4x3xi64>{{.*}}, %[[I:.*]]: tensor<2x3xi64>{{.*}}, %[[S:.*]]: tensor<3x3xi64>{{.*}}, %[[R:.*]]: tensor<2xi64>{{.*}})
+// CHECK: %[[SRC:.*]] = kiln_graph.slice %[[S]] {dim = 0 : i64, start = 0 : i64, step = 1 : i64} : tensor<3x3xi64> -> tensor<2x3xi64>
+// CHECK: kiln_graph.assert %{{.*}} {kind = "index", message = "index out of range in aten.scatter.src
+// CHECK-NEXT: kiln_graph.scatter %[[X]][%[[I]]], %[[SRC]] {dim = 0 : i64} : tensor<4x3xi64>, tensor<2x3xi64>, tensor<2x3xi64> -> tensor<4x3xi64>
+// CHECK: %[[SUM:.*]] = kiln_graph.scatter %[[X]][%[[I]]], %{{.*}} {dim = 0 : i64, include_self = false, reduce = "sum"}
+// CHECK: %[[COUNT:.*]] = kiln_graph.scatter %{{.*}}[%[[I]]], %{{.*}} {dim = 0 : i64, reduce = "sum"}
+// CHECK: %[[SAFE:.*]] = kiln_graph.where
+// CHECK: kiln_graph.div_round %[[SUM]], %[[SAFE]] {rounding_mode = "floor"}
+// x[r] = i with r indexing dim 0: offsets r * 3 + iota(3), 2x3 of them.
+// CHECK: kiln_graph.iota {start = 0 : i64, step = 1 : i64} : tensor<3xi64>
+// CHECK: kiln_graph.where
+// CHECK: %[[FLAT:.*]] = kiln_graph.reshape %[[X]] : tensor<4x3xi64> -> tensor<12xi64>
+// CHECK: %[[PUT:.*]] = kiln_graph.scatter %[[FLAT]][%{{.*}}], %{{.*}} {dim = 0 : i64} : tensor<12xi64>, tensor<6xi64>, tensor<6xi64> -> tensor<12xi64>
+// CHECK: kiln_graph.reshape %[[PUT]] : tensor<12xi64> -> tensor<4x3xi64>
+
+//--- graph.json
+{"version": 1, "name": "scatters",
+ "inputs": [{"name": "x", "shape": [4, 3], "dtype": "int64"},
+            {"name": "i", "shape": [2, 3], "dtype": "int64"},
+            {"name": "s", "shape": [3, 3], "dtype": "int64"},
+            {"name": "r", "shape": [2], "dtype": "int64"}],
+ "nodes": [
+  {"name": "sc", "target": "aten.scatter.src", "args": [{"ref": "x", "index": 0}, 0, {"ref": "i", "index": 0}, {"ref": "s", "index": 0}], "kwargs": {},
+   "outputs": [{"shape": [4, 3], "dtype": "int64"}]},
+  {"name": "mean", "target": "aten.scatter_reduce.two", "args": [{"ref": "x", "index": 0}, 0, {"ref": "i", "index": 0}, {"ref": "s", "index": 0}, "mean"], "kwargs": {"include_self": false},
+   "outputs": [{"shape": [4, 3], "dtype": "int64"}]},
+  {"name": "put", "target": "aten.index_put.default", "args": [{"ref": "x", "index": 0}, [{"ref": "r", "index": 0}], {"ref": "i", "index": 0}], "kwargs": {},
+   "outputs": [{"shape": [4, 3], "dtype": "int64"}]}],
+ "outputs": [{"ref": "sc", "index": 0}, {"ref": "mean", "index": 0}, {"ref": "put", "index": 0}]}
