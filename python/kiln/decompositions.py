@@ -272,30 +272,117 @@ def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=(0,), dilation=(
     return aten.view.default(values, list(index.shape)), index
 
 
-def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False,
-                count_include_pad=True, divisor_override=None):
-    """Sum over each window (zero padded) divided by ATen's divisor: the window
-    clipped to the padded input, or to the input itself without
-    count_include_pad, or divisor_override."""
-    if not x.dtype.is_floating_point or x.dim() != 4:
-        return NotImplemented
+def _avg_pool(n: int, x, kernel_size, stride=(), padding=(0,), ceil_mode=False,
+              count_include_pad=True, divisor_override=None):
+    """avg_pool2d and avg_pool3d (n spatial dims): the sum over each window (zero padded)
+    divided by ATen's divisor: the window clipped to the padded input, or to
+    the input itself without count_include_pad, or divisor_override. Integer
+    sums are divided as ATen divides them, truncating."""
+    batched = x.dim() == n + 2
+    if not batched:
+        x = aten.unsqueeze.default(x, 0)
     windows, out, kernel, _, stride, padding, starts = _pool_windows(
-        x, kernel_size, stride, padding, (1,), ceil_mode, 0.0)
-    total = aten.sum.dim_IntList(windows, [4, 5])
+        x, kernel_size, stride, padding, (1,), ceil_mode, 0)
+    total = aten.sum.dim_IntList(windows, list(range(2 + n, 2 + 2 * n)))
     if divisor_override:
-        return aten.div.Tensor(total, divisor_override)
-    counts = []
-    for d in range(2):
-        size = x.shape[2 + d]
-        start = starts[d]
-        end = aten.clamp_max.default(aten.add.Tensor(start, kernel[d]), size + padding[d])
-        if not count_include_pad:
-            start = aten.clamp_min.default(start, 0)
-            end = aten.clamp_max.default(end, size)
-        counts.append(aten.sub.Tensor(end, start))
-    divisor = aten.mul.Tensor(aten.view.default(counts[0], [out[0], 1]),
-                              aten.view.default(counts[1], [1, out[1]]))
-    return aten.div.Tensor(total, aten._to_copy.default(divisor, dtype=x.dtype))
+        divisor = aten.scalar_tensor.default(divisor_override, dtype=torch.int64)
+    else:
+        divisor = None
+        for d in range(n):
+            size = x.shape[2 + d]
+            start = starts[d]
+            end = aten.clamp_max.default(aten.add.Tensor(start, kernel[d]), size + padding[d])
+            if not count_include_pad:
+                start = aten.clamp_min.default(start, 0)
+                end = aten.clamp_max.default(end, size)
+            count = _along(aten.sub.Tensor(end, start), d, n)
+            divisor = count if divisor is None else aten.mul.Tensor(divisor, count)
+    if x.dtype.is_floating_point:
+        result = aten.div.Tensor(total, aten._to_copy.default(divisor, dtype=x.dtype))
+    else:
+        result = aten._to_copy.default(aten.div.Tensor_mode(total, divisor, rounding_mode="trunc"),
+                                       dtype=x.dtype)
+    return result if batched else aten.squeeze.dims(result, [0])
+
+
+def _embedding_renorm(weight: torch.Tensor, indices: torch.Tensor, max_norm: float,
+                      norm_type: float) -> torch.Tensor:
+    """The rows `indices` names, scaled by max_norm / (norm + 1e-7) where
+    their norm exceeds max_norm (ATen's); a row named twice is written twice
+    with the same value."""
+    flat = aten.reshape.default(indices, [-1])
+    rows = aten.index_select.default(weight, 0, flat)
+    norm = aten.linalg_vector_norm.default(rows, norm_type, [1], True)
+    scale = aten.where.self(aten.gt.Scalar(norm, max_norm),
+                            aten.div.Tensor(aten.reciprocal.default(aten.add.Tensor(norm, 1e-7)),
+                                            1.0 / max_norm),
+                            aten.scalar_tensor.default(1.0, dtype=weight.dtype))
+    return aten.index_put.default(weight, [flat], aten.mul.Tensor(rows, scale))
+
+
+def _max_pool2d_with_indices_backward(grad, x, kernel_size, stride, padding, dilation,
+                                      ceil_mode, indices):
+    """Each output's gradient added at its max's index in the input plane."""
+    planes = list(x.shape[:-2]) + [x.shape[-2] * x.shape[-1]]
+    outputs = list(grad.shape[:-2]) + [grad.shape[-2] * grad.shape[-1]]
+    grad_input = aten.scatter_add.default(
+        aten.zeros.default(planes, dtype=grad.dtype, device=grad.device), -1,
+        aten.reshape.default(indices, outputs), aten.reshape.default(grad, outputs))
+    return aten.view.default(grad_input, list(x.shape))
+
+
+# Sorting compares every pair along the dim: O(n^2) work, parallel, fine
+# for the short rows models sort (top-k expert routing) and far slower than
+# ATen's O(n log n) sort beyond; longer rows run in eager.
+SORT_LIMIT = 1024
+
+
+def _sort(x: torch.Tensor, dim: int = -1, descending: bool = False, stable: bool = True):
+    """A stable sort by rank: element i goes to the number of elements before
+    it in the order (NaN last ascending, first descending; ties by index), one
+    scatter for the values and one for the indices."""
+    if x.dim() == 0:
+        return aten.clone.default(x), aten.zeros_like.default(x, dtype=torch.int64)
+    dim = dim % x.dim()
+    n = x.shape[dim]
+    if n > SORT_LIMIT:
+        return NotImplemented
+    last = aten.movedim.int(x, dim, -1) if dim != x.dim() - 1 else x
+    a_i = aten.unsqueeze.default(last, -1)  # [..., i, 1]
+    a_j = aten.unsqueeze.default(last, -2)  # [..., 1, j]
+    before = aten.gt.Tensor(a_i, a_j) if not descending else aten.lt.Tensor(a_i, a_j)
+    tie = aten.eq.Tensor(a_i, a_j)
+    if x.dtype.is_floating_point:
+        nan_i, nan_j = aten.isnan.default(a_i), aten.isnan.default(a_j)
+        # NaN sorts as the largest value; two NaNs tie.
+        larger_nan = aten.logical_and.default(nan_i, aten.logical_not.default(nan_j))
+        smaller_nan = aten.logical_and.default(nan_j, aten.logical_not.default(nan_i))
+        before = aten.logical_or.default(before, smaller_nan if descending else larger_nan)
+        tie = aten.logical_or.default(tie, aten.logical_and.default(nan_i, nan_j))
+    iota = _iota(n, x.device)
+    earlier = aten.lt.Tensor(aten.view.default(iota, [1, n]), aten.view.default(iota, [n, 1]))
+    before = aten.logical_or.default(before, aten.logical_and.default(tie, earlier))
+    rank = aten.sum.dim_IntList(aten._to_copy.default(before, dtype=torch.int64), [-1])
+    values = aten.scatter.src(aten.zeros_like.default(last), -1, rank, last)
+    positions = aten.expand.default(iota, list(last.shape))
+    indices = aten.scatter.src(aten.zeros_like.default(rank), -1, rank, positions)
+    if dim != x.dim() - 1:
+        values, indices = aten.movedim.int(values, -1, dim), aten.movedim.int(indices, -1, dim)
+    return values, indices
+
+
+def _sort_stable(x, *, stable=None, dim=-1, descending=False):
+    return _sort(x, dim, descending)
+
+
+def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """The first k of a sort (largest first unless `largest` is False)."""
+    result = _sort(x, dim, descending=largest)
+    if result is NotImplemented or x.dim() == 0:
+        return result
+    values, indices = result
+    dim = dim % x.dim()
+    return aten.slice.Tensor(values, dim, 0, k), aten.slice.Tensor(indices, dim, 0, k)
 
 
 def _reduced_count(x: torch.Tensor, dims: Sequence[int] | None) -> tuple[list[int], int]:
@@ -521,7 +608,13 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.native_group_norm.default: _group_norm,
     aten.convolution.default: _convolution,
     aten.max_pool2d_with_indices.default: _max_pool2d_with_indices,
-    aten.avg_pool2d.default: _avg_pool2d,
+    aten.avg_pool2d.default: functools.partial(_avg_pool, 2),
+    aten.avg_pool3d.default: functools.partial(_avg_pool, 3),
+    aten.max_pool2d_with_indices_backward.default: _max_pool2d_with_indices_backward,
+    aten.embedding_renorm.default: _embedding_renorm,
+    aten.sort.default: _sort,
+    aten.sort.stable: _sort_stable,
+    aten.topk.default: _topk,
     aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
     aten.var.correction: _var,
     aten.var_mean.correction: _var_mean,

@@ -758,6 +758,79 @@ def test_gather_and_index_select_out_of_range_raise(fn, index):
         compile_kiln(fn, fallback="error")(x, index)
 
 
+@pytest.mark.parametrize(
+    "fn, index",
+    [
+        pytest.param(lambda a, i: a.scatter(1, i, 2.0), torch.tensor([[0], [5], [1]]), id="scatter_high"),
+        pytest.param(lambda a, i: a.scatter_add(1, i, torch.ones(3, 1)), torch.tensor([[0], [-1], [1]]),
+                     id="scatter_add_negative"),
+        pytest.param(lambda a, i: a.scatter_reduce(1, i, torch.ones(3, 1), "amax"),
+                     torch.tensor([[0], [7], [1]]), id="scatter_reduce_high"),
+        pytest.param(lambda a, i: torch.index_put(a, (i.flatten(),), torch.tensor(1.0)),
+                     torch.tensor([[0], [3], [1]]), id="index_put_high"),
+        pytest.param(lambda a, i: torch.index_put(a, (i.flatten(),), torch.tensor(1.0), accumulate=True),
+                     torch.tensor([[0], [-4], [1]]), id="index_put_negative"),
+    ],
+)
+def test_scatters_out_of_range_raise(fn, index):
+    """Scatters never write out of bounds: an index outside the dim raises
+    IndexError naming the op (index_put, like ATen, takes -size..size-1)."""
+    x = f32(3, 5)
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(x, index)
+    with pytest.raises(IndexError, match=r"index out of range in aten\.(scatter|index_put)"):
+        compile_kiln(fn, fallback="error")(x, index)
+
+
+SCATTERS = [
+    ("scatter_duplicates_sum", lambda x, i, s: x.scatter_add(0, i, s)),
+    ("scatter_reduce_prod_no_self", lambda x, i, s: x.scatter_reduce(0, i, s, "prod", include_self=False)),
+    ("scatter_reduce_mean", lambda x, i, s: x.scatter_reduce(0, i, s, "mean")),
+    ("scatter_reduce_amin_no_self", lambda x, i, s: x.scatter_reduce(0, i, s, "amin", include_self=False)),
+    ("index_put_accumulate", lambda x, i, s: torch.index_put(x, (i[:, 0],), s[:, 0:1], accumulate=True)),
+    ("index_put_two_dims", lambda x, i, s: torch.index_put(x, (i[:, 0], i[:, 1] % 3), s[:, 2], accumulate=True)),
+    ("masked_fill_like", lambda x, i, s: torch.index_put(x, (x > 0.5,), torch.tensor(0.0))),
+    ("index_add", lambda x, i, s: x.index_add(0, i[:, 0], s)),
+]
+
+
+@pytest.mark.parametrize("name, fn", SCATTERS, ids=[n for n, _ in SCATTERS])
+@pytest.mark.parametrize("rows", [4, 9])
+def test_scatters_match_eager(name, fn, rows):
+    """Duplicate indices accumulate in order (sum, prod, amin, mean) as in ATen."""
+    torch.manual_seed(rows)
+    x = f32(rows, 3)
+    index = torch.randint(0, rows, (2 * rows, 3))
+    src = f32(2 * rows, 3)
+    check(fn, x, index, src)
+
+
+def test_sort_and_topk_match_eager():
+    """Stable ranks: ties keep their order, NaN sorts last (first descending)."""
+    x = torch.tensor([[3.0, float("nan"), 1.0, 3.0, -2.0, 1.0], [0.0, -0.0, 5.0, 5.0, 2.0, float("nan")]])
+    for descending in (False, True):
+        fn = lambda t: torch.sort(t, dim=1, descending=descending, stable=True)  # noqa: E731
+        torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+    check(lambda t: torch.sort(t, dim=0, stable=True), f32(7, 3))
+    check(lambda t: torch.topk(t, 3, dim=1), f32(5, 40))
+
+
+def test_uint8_arithmetic_matches_eager():
+    """uint8 compares, divides, reduces and casts unsigned (200 > 100, not -56)."""
+    torch.manual_seed(0)
+    a = torch.randint(0, 256, (6, 7), dtype=torch.uint8)
+    b = torch.randint(1, 256, (6, 7), dtype=torch.uint8)
+    check(lambda a, b: (a > b, torch.maximum(a, b), a // b, a % b, a.amax(1), a.argmin(0),
+                        a.float() / 3, (a.float() * 1.7).to(torch.uint8), a.sum(1), a - b, a * b),
+          a, b)
+
+
+def test_argmax_first_nan_and_first_tie():
+    x = torch.tensor([[1.0, 5.0, 5.0, float("nan"), float("nan")], [2.0, 2.0, 0.0, 1.0, 2.0]])
+    fn = lambda t: (t.argmax(1), t.argmin(1), t.max(1), t.argmax())  # noqa: E731
+    torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+
+
 # ---------------------------------------------------------------------------
 # convolution (im2col through kiln_graph.index, then Kiln's matmul)
 
