@@ -126,11 +126,14 @@ def _convolution(
     nn.Linear). 1x1 stride-1 convolutions skip the gather. Depthwise
     convolutions multiply and sum instead (one channel per group leaves
     nothing to multiply as a matrix), other groups use a batched product.
-    Transposed convolutions are not decomposed (NotImplemented keeps the op).
+    Transposed convolutions become one of these (_transposed_convolution).
     """
     n = weight.dim() - 2
-    if transposed or n < 1 or x.dim() != n + 2:
+    if n < 1 or x.dim() != n + 2:
         return NotImplemented
+    if transposed:
+        return _transposed_convolution(x, weight, bias, stride, padding, dilation,
+                                       output_padding, groups)
     stride, padding, dilation = (_spatial_list(v, n) for v in (stride, padding, dilation))
     batch, channels = x.shape[0], x.shape[1]
     out_channels, kernel = weight.shape[0], list(weight.shape[2:])
@@ -192,6 +195,43 @@ def _convolution(
     # Contiguous, as ATen's result is: later views and autograd rely on it.
     return aten.clone.default(aten.permute.default(result, [0, 1 + n, *range(1, 1 + n)]),
                               memory_format=torch.contiguous_format)
+
+
+def _transposed_convolution(x, weight, bias, stride, padding, dilation, output_padding, groups):
+    """The gradient of a convolution as a convolution: the input with
+    stride - 1 zeros between its elements, padded by dilation * (k - 1) -
+    padding (plus output_padding on the right; negative pads crop), convolved
+    at stride 1 with the kernel flipped and its in/out channels swapped per
+    group."""
+    n = weight.dim() - 2
+    stride, padding, dilation, output_padding = (
+        _spatial_list(v, n) for v in (stride, padding, dilation, output_padding))
+    kernel = list(weight.shape[2:])
+    for d in range(n):
+        dim = 2 + d
+        if stride[d] > 1:  # [.., L, ..] -> [.., L, s, ..] zero-padded -> [.., L * s, ..]
+            size = x.shape[dim]
+            spread = aten.unsqueeze.default(x, dim + 1)
+            pad = [0, 0] * (x.dim() - dim - 1) + [0, stride[d] - 1]
+            spread = aten.constant_pad_nd.default(spread, pad, 0.0)
+            shape = list(x.shape)
+            shape[dim] = size * stride[d]
+            x = aten.slice.Tensor(aten.view.default(spread, shape), dim, 0,
+                                  (size - 1) * stride[d] + 1)
+        before = dilation[d] * (kernel[d] - 1) - padding[d]
+        after = before + output_padding[d]
+        if before < 0 or after < 0:  # crop first, then pad what remains positive
+            x = aten.slice.Tensor(x, dim, max(-before, 0), x.shape[dim] - max(-after, 0))
+        if before > 0 or after > 0:
+            pad = [0, 0] * (x.dim() - dim - 1) + [max(before, 0), max(after, 0)]
+            x = aten.constant_pad_nd.default(x, pad, 0.0)
+    in_channels, group_out = weight.shape[0], weight.shape[1]
+    grouped = aten.view.default(weight, [groups, in_channels // groups, group_out, *kernel])
+    swapped = aten.permute.default(grouped, [0, 2, 1, *range(3, 3 + n)])
+    flipped = aten.flip.default(swapped, list(range(3, 3 + n)))
+    flipped = aten.clone.default(flipped, memory_format=torch.contiguous_format)
+    w = aten.view.default(flipped, [groups * group_out, in_channels // groups, *kernel])
+    return _convolution(x, w, bias, [1] * n, [0] * n, dilation, False, [0] * n, groups)
 
 
 def _pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,

@@ -846,21 +846,18 @@ CONVS = [
     ("1d_stride", lambda x, w, b: F.conv1d(x, w, b, stride=5), lambda: (f32(2, 3, 40), f32(8, 3, 10), f32(8))),
     ("1d_groups_pad", lambda x, w: F.conv1d(x, w, groups=2, padding=8), lambda: (f32(1, 4, 30), f32(4, 2, 16))),
     ("3d", lambda x, w: F.conv3d(x, w, padding=1), lambda: (f32(1, 2, 5, 5, 5), f32(3, 2, 3, 3, 3))),
+    ("transposed_2d", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+     lambda: (f32(2, 4, 5, 6), f32(4, 3, 3, 3), f32(3))),
+    ("transposed_1d_groups_crop", lambda x, w: F.conv_transpose1d(x, w, stride=3, padding=2, groups=2),
+     lambda: (f32(2, 4, 7), f32(4, 2, 2))),
+    ("transposed_3d_dilation", lambda x, w: F.conv_transpose3d(x, w, stride=2, dilation=2),
+     lambda: (f32(1, 2, 3, 4, 3), f32(2, 3, 2, 2, 2))),
 ]
 
 
 @pytest.mark.parametrize("fn, make", [pytest.param(f, m, id=n) for n, f, m in CONVS])
 def test_convolution(fn, make):
     check(fn, *make(), rtol=1e-4, atol=1e-4)
-
-
-def test_transposed_convolution_falls_back():
-    """Not decomposed yet: it runs in eager, and fallback='error' names it."""
-    x, w = f32(1, 4, 5, 5), f32(4, 2, 3, 3)
-    fn = lambda x, w: F.conv_transpose2d(x, w) * 2  # noqa: E731
-    torch.testing.assert_close(compile_kiln(fn)(x, w), fn(x, w))
-    with pytest.raises(Exception, match="aten.convolution.default"):
-        compile_kiln(fn, fallback="error")(x, w)
 
 
 def test_convolution_and_group_norm_gradients():
