@@ -540,7 +540,7 @@ LogicalResult GatherOp::verify() {
   auto input = tensorType(getInput()), index = tensorType(getIndex());
   auto result = tensorType(getResult());
   int64_t rank = std::max<int64_t>(input.getRank(), 1);
-  if (getDim() < 0 || getDim() >= rank)
+  if ((int64_t)getDim() < 0 || (int64_t)getDim() >= rank)
     return emitOpError("dim must be in [0, rank)");
   if (!index.getElementType().isInteger(64))
     return emitOpError("index must be i64");
@@ -562,7 +562,7 @@ LeadingDim ScatterOp::getLeadingDim() {
 LogicalResult ScatterOp::verify() {
   auto input = tensorType(getInput()), index = tensorType(getIndex());
   int64_t rank = input.getRank();
-  if (rank == 0 || getDim() < 0 || getDim() >= rank)
+  if (rank == 0 || (int64_t)getDim() < 0 || (int64_t)getDim() >= rank)
     return emitOpError("needs an input of rank >= 1 and dim in [0, rank)");
   if (!index.getElementType().isInteger(64) || index.getRank() != rank)
     return emitOpError("index must be i64 of the input's rank");
@@ -580,7 +580,7 @@ LogicalResult ScatterOp::verify() {
 
 LogicalResult CumsumOp::verify() {
   auto input = tensorType(getInput());
-  if (getDim() < 0 || getDim() >= std::max<int64_t>(input.getRank(), 1))
+  if ((int64_t)getDim() < 0 || (int64_t)getDim() >= std::max<int64_t>(input.getRank(), 1))
     return emitOpError("dim must be in [0, rank)");
   if (getResult().getType() != input)
     return emitOpError("result type must be the input type");
