@@ -82,23 +82,37 @@ Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
 /// A reduction of `input` over `dims` (sorted) combining with `combine`,
 /// starting from `initValue`; `map` transforms each element first. Returns
 /// the tensor without the reduced dims.
+/// The loop nest of a reduction of `type` over `dims`: the iterator types,
+/// and the shape and map of what remains (the kept dims).
+struct ReductionNest {
+  SmallVector<IteratorType> iterators;
+  SmallVector<int64_t> keptShape;
+  AffineMap kept;
+};
+
+ReductionNest reductionNest(RankedTensorType type, ArrayRef<int64_t> dims) {
+  MLIRContext *ctx = type.getContext();
+  ReductionNest nest;
+  SmallVector<AffineExpr> keptExprs;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    bool reduced = llvm::is_contained(dims, i);
+    nest.iterators.push_back(reduced ? IteratorType::reduction : IteratorType::parallel);
+    if (!reduced) {
+      nest.keptShape.push_back(type.getDimSize(i));
+      keptExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+  }
+  nest.kept = AffineMap::get(type.getRank(), 0, keptExprs, ctx);
+  return nest;
+}
+
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
              Value initValue, BodyFn map, BodyFn combine,
              ValueRange extraInputs = {}) {
   MLIRContext *ctx = b.getContext();
   auto type = tensorType(input);
   int64_t rank = type.getRank();
-  SmallVector<int64_t> keptShape;
-  SmallVector<AffineExpr> keptExprs;
-  SmallVector<IteratorType> iterators;
-  for (int64_t i = 0; i < rank; ++i) {
-    bool reduced = llvm::is_contained(dims, i);
-    iterators.push_back(reduced ? IteratorType::reduction : IteratorType::parallel);
-    if (!reduced) {
-      keptShape.push_back(type.getDimSize(i));
-      keptExprs.push_back(getAffineDimExpr(i, ctx));
-    }
-  }
+  auto [iterators, keptShape, kept] = reductionNest(type, dims);
   Type element = type.getElementType();
   Value empty = emptyTensor(b, loc, keptShape, element);
   Value init = linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
@@ -107,9 +121,9 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
   // Extra inputs are per-row values (shaped like the kept dims).
   for (Value extra : extraInputs) {
     inputs.push_back(extra);
-    maps.push_back(AffineMap::get(rank, 0, keptExprs, ctx));
+    maps.push_back(kept);
   }
-  maps.push_back(AffineMap::get(rank, 0, keptExprs, ctx));
+  maps.push_back(kept);
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
       iterators, "", "", [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -200,34 +214,15 @@ LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
   SmallVector<int64_t> dims = op.getReducedDims();
   auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
   // Each reduction is its start value and how it combines two partials.
-  Value start;
-  std::function<Value(OpBuilder &, Location, ValueRange)> combine; // outlives the branches
+  Combine kind = std::is_same_v<ReduceOp, AmaxOp> || std::is_same_v<ReduceOp, AnyOp>   ? Combine::Max
+                 : std::is_same_v<ReduceOp, AminOp> || std::is_same_v<ReduceOp, AllOp> ? Combine::Min
+                 : std::is_same_v<ReduceOp, ProdOp>                                    ? Combine::Prod
+                                                                                       : Combine::Sum;
   bool isUnsigned = computesUnsigned(op);
-  if constexpr (std::is_same_v<ReduceOp, AmaxOp> || std::is_same_v<ReduceOp, AnyOp>) {
-    start = extremeConstant(rewriter, loc, element, /*lowest=*/true, isUnsigned);
-    combine = [=](OpBuilder &b, Location l, ValueRange a) {
-      return maxScalar(b, l, a[0], a[1], isUnsigned);
-    };
-  } else if constexpr (std::is_same_v<ReduceOp, AminOp> || std::is_same_v<ReduceOp, AllOp>) {
-    start = extremeConstant(rewriter, loc, element, /*lowest=*/false, isUnsigned);
-    combine = [=](OpBuilder &b, Location l, ValueRange a) {
-      return minScalar(b, l, a[0], a[1], isUnsigned);
-    };
-  } else if constexpr (std::is_same_v<ReduceOp, ProdOp>) {
-    start = scalarConstant(rewriter, loc, element, 1);
-    combine = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-      if (isFloat(element))
-        return arith::MulFOp::create(b, l, a[0], a[1], reductionFlags(b));
-      return mulScalar(b, l, a[0], a[1]);
-    };
-  } else {
-    start = scalarConstant(rewriter, loc, element, 0);
-    combine = [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-      if (isFloat(element))
-        return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
-      return addScalar(b, l, a[0], a[1]);
-    };
-  }
+  Value start = combineIdentity(rewriter, loc, element, kind, isUnsigned);
+  auto combine = [&](OpBuilder &b, Location l, ValueRange a) {
+    return combineScalar(b, l, kind, a[0], a[1], isUnsigned, /*reassociate=*/true);
+  };
   Value reduced = reduce(rewriter, loc, op.getInput(), dims, start, identity, combine);
   if constexpr (std::is_same_v<ReduceOp, MeanOp>) {
     int64_t count = 1;
@@ -259,31 +254,22 @@ LogicalResult lowerArgReduce(RewriterBase &rewriter, ArgOp op) {
   }
   MLIRContext *ctx = rewriter.getContext();
   int64_t rank = type.getRank(), dim = op.getDim();
-  SmallVector<int64_t> keptShape;
-  SmallVector<AffineExpr> keptExprs;
-  SmallVector<IteratorType> iterators;
-  for (int64_t d = 0; d < rank; ++d) {
-    iterators.push_back(d == dim ? IteratorType::reduction : IteratorType::parallel);
-    if (d != dim) {
-      keptShape.push_back(type.getDimSize(d));
-      keptExprs.push_back(getAffineDimExpr(d, ctx));
-    }
-  }
+  ReductionNest nest = reductionNest(type, {dim});
   Type element = type.getElementType();
   bool isUnsigned = computesUnsigned(op);
   Value best = linalg::FillOp::create(rewriter, loc,
                                       extremeConstant(rewriter, loc, element, isMax, isUnsigned),
-                                      emptyTensor(rewriter, loc, keptShape, element))
+                                      emptyTensor(rewriter, loc, nest.keptShape, element))
                    .getResult(0);
   Value bestIndex =
       linalg::FillOp::create(rewriter, loc, extremeConstant(rewriter, loc, i64, /*lowest=*/false),
-                             emptyTensor(rewriter, loc, keptShape, i64))
+                             emptyTensor(rewriter, loc, nest.keptShape, i64))
           .getResult(0);
-  AffineMap kept = AffineMap::get(rank, 0, keptExprs, ctx);
   auto generic = linalg::GenericOp::create(
       rewriter, loc, TypeRange{best.getType(), bestIndex.getType()}, ValueRange{op.getInput()},
       ValueRange{best, bestIndex},
-      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx), kept, kept}, iterators,
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx), nest.kept, nest.kept},
+      nest.iterators,
       "", "", [&](OpBuilder &b, Location l, ValueRange args) {
         Value i = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, dim));
         Value beats = beatsScalar(b, l, args[0], i, args[1], args[2], isMax, isUnsigned);
@@ -828,11 +814,13 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
     return coords;
   };
   Value result = op.getInput();
-  if (!op.getIncludeSelf() && reduce != "none") {
-    Value identity = reduce == "sum"    ? scalarConstant(rewriter, loc, element, 0)
-                     : reduce == "prod" ? scalarConstant(rewriter, loc, element, 1)
-                                        : extremeConstant(rewriter, loc, element,
-                                                          /*lowest=*/reduce == "amax", isUnsigned);
+  std::optional<Combine> kind = reduce == "sum"    ? std::optional(Combine::Sum)
+                                : reduce == "prod" ? std::optional(Combine::Prod)
+                                : reduce == "amax" ? std::optional(Combine::Max)
+                                : reduce == "amin" ? std::optional(Combine::Min)
+                                                   : std::nullopt; // none: the last write wins
+  if (!op.getIncludeSelf() && kind) {
+    Value identity = combineIdentity(rewriter, loc, element, *kind, isUnsigned);
     result = forEachPosition(rewriter, loc, positions, result,
                              [&](OpBuilder &b, Location l, ValueRange ivs, Value tensor) -> Value {
                                return tensor::InsertOp::create(b, l, identity, tensor,
@@ -844,12 +832,9 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
       [&](OpBuilder &b, Location l, ValueRange ivs, Value tensor) -> Value {
         SmallVector<Value> coords = destination(b, l, ivs);
         Value value = tensor::ExtractOp::create(b, l, op.getSrc(), ivs);
-        if (reduce != "none") {
+        if (kind) {
           Value old = tensor::ExtractOp::create(b, l, tensor, coords);
-          value = reduce == "sum"    ? addScalar(b, l, old, value)
-                  : reduce == "prod" ? mulScalar(b, l, old, value)
-                  : reduce == "amax" ? maxScalar(b, l, old, value, isUnsigned)
-                                     : minScalar(b, l, old, value, isUnsigned);
+          value = combineScalar(b, l, *kind, old, value, isUnsigned, /*reassociate=*/false);
         }
         return tensor::InsertOp::create(b, l, value, tensor, coords);
       });

@@ -549,6 +549,41 @@ Value extremeConstant(OpBuilder &b, Location loc, Type element, bool lowest, boo
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(element, value));
 }
 
+Value combineIdentity(OpBuilder &b, Location loc, Type element, Combine kind, bool isUnsigned) {
+  switch (kind) {
+  case Combine::Sum:
+    return scalarConstant(b, loc, element, 0);
+  case Combine::Prod:
+    return scalarConstant(b, loc, element, 1);
+  case Combine::Max:
+  case Combine::Min:
+    return extremeConstant(b, loc, element, /*lowest=*/kind == Combine::Max, isUnsigned);
+  }
+  llvm_unreachable("unknown Combine");
+}
+
+Value combineScalar(OpBuilder &b, Location loc, Combine kind, Value acc, Value x, bool isUnsigned,
+                    bool reassociate) {
+  auto flags = arith::FastMathFlagsAttr::get(
+      b.getContext(), reassociate ? arith::FastMathFlags::reassoc | arith::FastMathFlags::contract
+                                  : arith::FastMathFlags::none);
+  switch (kind) {
+  case Combine::Sum:
+    if (isFloat(acc.getType()))
+      return arith::AddFOp::create(b, loc, acc, x, flags);
+    return addScalar(b, loc, acc, x);
+  case Combine::Prod:
+    if (isFloat(acc.getType()))
+      return arith::MulFOp::create(b, loc, acc, x, flags);
+    return mulScalar(b, loc, acc, x);
+  case Combine::Max:
+    return maxScalar(b, loc, acc, x, isUnsigned);
+  case Combine::Min:
+    return minScalar(b, loc, acc, x, isUnsigned);
+  }
+  llvm_unreachable("unknown Combine");
+}
+
 /// Does (x, i) come before (best, bestIndex) in an argmax (or argmin)? The
 /// larger (smaller) value wins, NaN above all, and the smaller index breaks
 /// ties, so the result is the first extreme whatever the visiting order.

@@ -41,6 +41,17 @@ mlir::Value minScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mli
 mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type to,
                           bool fromUnsigned = false);
 
+/// A reduction's combining function (kiln_graph reductions, scatter_reduce).
+enum class Combine { Sum, Prod, Max, Min };
+
+/// Its start value: 0, 1, or the lowest (max) or highest (min) value.
+mlir::Value combineIdentity(mlir::OpBuilder &b, mlir::Location loc, mlir::Type element,
+                            Combine kind, bool isUnsigned = false);
+/// acc combined with x. `reassociate` lets LLVM reorder float sums and
+/// products (fast-math reassoc and contract) to vectorize a reduction loop.
+mlir::Value combineScalar(mlir::OpBuilder &b, mlir::Location loc, Combine kind, mlir::Value acc,
+                          mlir::Value x, bool isUnsigned, bool reassociate);
+
 /// Does (x, i) come before (best, bestIndex) in an argmax (`isMax`) or
 /// argmin? The larger (smaller) value wins, NaN above all, and the smaller
 /// index breaks ties, so the result is the first extreme in any visiting
