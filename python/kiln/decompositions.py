@@ -696,20 +696,17 @@ _KILN_INFERENCE_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
 }
 
-# Core ATen decompositions that are exact only for inference. The CPU
-# flash-attention decomposition (meant for torch.export) returns the attention
-# probabilities where the op returns logsumexp, and
-# _scaled_dot_product_flash_attention_for_cpu_backward then computes NaN or
-# wrong gradients from them. Inductor excludes it for the same reason.
-INFERENCE_ONLY_CORE_DECOMPOSITIONS = (
-    aten._scaled_dot_product_flash_attention_for_cpu.default,
-)
-
-
-# Ops the Core ATen table decomposes into prims Kiln does not import, while
-# Kiln's importer lowers them directly.
+# Ops the Core ATen table decomposes while Kiln's importer lowers them
+# directly: into prims Kiln does not import, or worse than Kiln's own kernel.
 KILN_NATIVE_OPS = (
     aten.floor_divide.default,
+    # One fused kernel (online softmax over key tiles) instead of matmul,
+    # softmax and matmul with the [L, S] scores in memory. The decomposition
+    # (meant for torch.export) is also exact only for inference: it returns
+    # the attention probabilities where the op returns logsumexp, from which
+    # _scaled_dot_product_flash_attention_for_cpu_backward computes NaN or
+    # wrong gradients (Inductor excludes it for the same reason).
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
 )
 
 
@@ -720,10 +717,7 @@ def decomposition_table(training: bool) -> dict[Any, Callable[..., Any]]:
     for op in KILN_NATIVE_OPS:
         table.pop(op, None)
     table.update(_KILN_DECOMPOSITIONS)
-    if training:
-        for op in INFERENCE_ONLY_CORE_DECOMPOSITIONS:
-            table.pop(op, None)
-    else:
+    if not training:
         table.update(_KILN_INFERENCE_DECOMPOSITIONS)
     return table
 

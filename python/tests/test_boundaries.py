@@ -8,6 +8,7 @@ range; `python -m kiln.testing.boundaries --seeds 0:5000` is the long run.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kiln.testing import boundaries
 
@@ -64,7 +65,8 @@ def test_catches_inference_only_decomposition(monkeypatch):
     """...and when the decompositions break SDPA's backward (the NaN gradients)."""
     import kiln.decompositions
 
-    monkeypatch.setattr(kiln.decompositions, "INFERENCE_ONLY_CORE_DECOMPOSITIONS", ())
+    monkeypatch.setattr(kiln.decompositions, "KILN_NATIVE_OPS",
+                        (torch.ops.aten.floor_divide.default,))
     kiln.decompositions.decomposition_table.cache_clear()
     cases = [c for c in map(boundaries.generate, range(1000))
              if "scaled_dot_product_attention" in c.source][:8]

@@ -32,12 +32,16 @@ def _grads(fn, inputs, backend=None, options=None, dtype=torch.float32):
 def _assert_within_rounding(actual, expected, exact, what):
     """actual (Kiln) is as close to the float64 answer as expected (aot_eager)
     is, and NaN-free: matmuls summed in another order may differ from
-    PyTorch's by rounding, never by more."""
+    PyTorch's by rounding, never by more. Kiln computes the attention forward
+    and ATen its backward, which recomputes the probabilities from Kiln's
+    output and logsumexp: a one-ulp difference between the two roundings of a
+    large score (here ~120) moves a gradient by ~1e-5 of its scale (measured
+    3e-6), where a wrong logsumexp moves it by its whole scale."""
     assert not actual.isnan().any(), f"{what}: NaN"
     kiln_error = (actual.double() - exact).abs().max().item()
     eager_error = (expected.double() - exact).abs().max().item()
     scale = exact.abs().max().item()
-    assert kiln_error <= 4 * eager_error + 1e-6 * max(scale, 1.0), (
+    assert kiln_error <= 4 * eager_error + 1e-5 * max(scale, 1.0), (
         f"{what}: Kiln is {kiln_error:.3g} from the float64 answer, aot_eager {eager_error:.3g}")
 
 

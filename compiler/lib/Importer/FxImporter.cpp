@@ -692,6 +692,73 @@ LogicalResult layerNorm(Importer &im) {
   return im.define(op->getResults());
 }
 
+/// aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p,
+/// is_causal, *, attn_mask, scale) -> (output, logsumexp): what Dynamo and
+/// aot_autograd make of F.scaled_dot_product_attention on CPU.
+LogicalResult attention(Importer &im) {
+  auto q = im.tensor(0), k = im.tensor(1), v = im.tensor(2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  const json::Value *dropout = im.arg(3, "dropout_p");
+  if (!im.isNull(dropout)) {
+    auto p = im.number(dropout, "dropout_p");
+    if (failed(p))
+      return failure();
+    if (*p != 0.0)
+      return im.fail("dropout_p must be 0: Kiln has no random-number kernels");
+  }
+  bool causal = im.flag(4, "is_causal", false);
+  auto qType = cast<RankedTensorType>(q->getType());
+  auto kType = cast<RankedTensorType>(k->getType());
+  auto vType = cast<RankedTensorType>(v->getType());
+  if (qType.getRank() != 4 || kType.getRank() != 4 || vType.getRank() != 4)
+    return im.fail("query, key and value must be 4-D ([batch, heads, length, head size])");
+  for (RankedTensorType t : {qType, kType, vType})
+    if (t.getNumElements() == 0)
+      return im.fail("empty query, key or value");
+  Type element = qType.getElementType();
+  double scale = 1.0 / std::sqrt((double)qType.getDimSize(3));
+  const json::Value *scaleArg = im.arg(6, "scale");
+  if (!im.isNull(scaleArg)) {
+    auto given = im.number(scaleArg, "scale");
+    if (failed(given))
+      return failure();
+    scale = *given;
+  }
+  Value mask;
+  const json::Value *maskArg = im.arg(5, "attn_mask");
+  if (im.isTensor(maskArg)) {
+    auto t = im.tensorOf(*maskArg);
+    if (failed(t))
+      return failure();
+    auto type = cast<RankedTensorType>(t->getType());
+    if (type.getRank() > 4)
+      return im.fail("attn_mask has more than 4 dims");
+    // A boolean mask keeps the keys where it is true: 0 there, -inf elsewhere.
+    if (type.getElementType().isInteger(1)) {
+      OpBuilder &b = im.builder();
+      *t = graph::WhereOp::create(b, im.loc(), type.clone(element), *t,
+                                  im.splat({}, element, 0.0),
+                                  im.splat({}, element, -INFINITY));
+    }
+    SmallVector<int64_t> shape(4 - type.getRank(), 1);
+    llvm::append_range(shape, type.getShape());
+    int64_t full[] = {qType.getDimSize(0), qType.getDimSize(1), qType.getDimSize(2),
+                      kType.getDimSize(2)};
+    for (int64_t d = 0; d < 4; ++d)
+      if (shape[d] != 1 && shape[d] != full[d])
+        return im.fail("attn_mask dim " + std::to_string(d) + " has size " +
+                       std::to_string(shape[d]) + ", which does not broadcast to " +
+                       std::to_string(full[d]));
+    mask = im.reshape(im.convert(*t, element), RankedTensorType::get(shape, element));
+  }
+  OpBuilder &b = im.builder();
+  auto op = graph::AttentionOp::create(b, im.loc(), TypeRange{im.outType(0), im.outType(1)},
+                                       *q, *k, *v, mask, b.getF64FloatAttr(scale),
+                                       b.getBoolAttr(causal));
+  return im.define(op->getResults());
+}
+
 /// view, reshape, squeeze, unsqueeze, flatten: the result shape is the node's.
 LogicalResult reshape(Importer &im) {
   auto input = im.tensor(0);
@@ -1373,6 +1440,7 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten._softmax.default"}, softmax<SoftmaxOp>);
     add({"aten._log_softmax.default"}, softmax<LogSoftmaxOp>);
     add({"aten.native_layer_norm.default"}, layerNorm);
+    add({"aten._scaled_dot_product_flash_attention_for_cpu.default"}, attention);
     add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
          "aten.unsqueeze.default", "aten.flatten.using_ints",

@@ -775,3 +775,17 @@ func.func @scatter_amax(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5
   %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "amax", include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// -----
+
+// Attention stays one op, in destination style, for the target to lower.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x8x16xf32>, %[[K:.*]]: tensor<1x1x6x16xf32>, %[[M:.*]]: tensor<1x1x8x6xf32>)
+// CHECK: %[[OUT:.*]] = tensor.empty() : tensor<1x2x8x16xf32>
+// CHECK: %[[LSE:.*]] = tensor.empty() : tensor<1x2x8xf32>
+// CHECK: %[[R:.*]]:2 = kiln_kernel.attention %[[Q]], %[[K]], %[[K]] mask %[[M]] into %[[OUT]], %[[LSE]] {is_causal = true, scale = 2.500000e-01 : f64}
+// CHECK: return %[[R]]#0
+func.func @attention(%q: tensor<1x2x8x16xf32>, %k: tensor<1x1x6x16xf32>, %m: tensor<1x1x8x6xf32>) -> tensor<1x2x8x16xf32> {
+  %0:2 = kiln_graph.attention %q, %k, %k mask %m {scale = 0.25 : f64, is_causal = true} : tensor<1x2x8x16xf32>, tensor<1x1x6x16xf32>, tensor<1x1x6x16xf32>, tensor<1x1x8x6xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return %0#0 : tensor<1x2x8x16xf32>
+}

@@ -654,3 +654,43 @@ func.func @scatter_index_too_large(%x: tensor<4x2xf32>, %i: tensor<2x3xi64>, %s:
   %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64} : tensor<4x2xf32>, tensor<2x3xi64>, tensor<2x3xf32> -> tensor<4x2xf32>
   return %0 : tensor<4x2xf32>
 }
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{key and value heads must be equal and divide the query heads (3 query heads, 2 key, 2 value)}}
+  %0:2 = kiln_graph.attention %q, %k, %k {scale = 1.0 : f64} : tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x3x4x8xf32>, tensor<1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_size(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x16xf32>) {
+  // expected-error @+1 {{query and key head sizes differ: 8 vs 16}}
+  %0:2 = kiln_graph.attention %q, %k, %k {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32> -> tensor<1x2x4x16xf32>, tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x3x4xf32>) {
+  // expected-error @+1 {{mask dim 2 must be 1 or 4, got 3}}
+  %0:2 = kiln_graph.attention %q, %q, %q mask %m {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x3x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_integer(%q: tensor<1x2x4x8xi64>) {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %0:2 = kiln_graph.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x4x8xi64>, tensor<1x2x4x8xi64>, tensor<1x2x4x8xi64> -> tensor<1x2x4x8xi64>, tensor<1x2x4xi64>
+  return
+}
+
+// -----
+
+func.func @attention_logsumexp(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{logsumexp must be [B, H, L] of the query's element type}}
+  %0:2 = kiln_graph.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x8xf32>
+  return
+}

@@ -342,3 +342,15 @@ func.func @scatter(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5xf32>
   %1 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "amax", include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
   return %0, %1 : tensor<4x5xf32>, tensor<4x5xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @attention
+// CHECK: kiln_graph.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64} : tensor<2x4x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32> -> tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+// CHECK: kiln_graph.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {is_causal = true, scale = 1.000000e+00 : f64} : {{.*}}, tensor<2x1x1x6xf32> -> tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x6x16xf32>, %v: tensor<2x2x6x8xf32>,
+                     %m: tensor<2x1x1x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %0:2 = kiln_graph.attention %q, %k, %v {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32> -> tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+  %1:2 = kiln_graph.attention %q, %k, %v mask %m {scale = 1.0 : f64, is_causal = true} : tensor<2x4x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32>, tensor<2x1x1x6xf32> -> tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+  return %0#0, %1#0 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}

@@ -139,3 +139,23 @@ func.func private @kernel_0_two_sums(%wg: index, %wgc: index, %a: memref<1x3xf32
   bufferization.materialize_in_destination %6 in restrict writable %sum1 : (tensor<1x3xf32>, memref<1x3xf32>) -> ()
   return
 }
+
+// -----
+
+// Attention writes both results into the kernel's output buffers.
+// CHECK-LABEL: func.func private @kernel_0_attention
+// CHECK-SAME: (%{{.*}}: index, %{{.*}}: index, %[[Q:.*]]: memref<1x2x8x16xf32>, %[[OUT:.*]]: memref<1x2x8x16xf32>, %[[LSE:.*]]: memref<1x2x8xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: kiln_kernel.attention %[[Q]], %[[Q]], %[[Q]] into %[[OUT]], %[[LSE]]
+// CHECK-NOT: memref.alloc
+// CHECK: return
+func.func private @kernel_0_attention(%wg: index, %wgc: index, %q: memref<1x2x8x16xf32>, %out: memref<1x2x8x16xf32>, %lse: memref<1x2x8xf32>)
+    attributes {kiln.kernel = "kernel_0_attention", kiln.workgroup_extent = 2 : i64} {
+  %0 = bufferization.to_tensor %q restrict : memref<1x2x8x16xf32> to tensor<1x2x8x16xf32>
+  %1 = tensor.empty() : tensor<1x2x8x16xf32>
+  %2 = tensor.empty() : tensor<1x2x8xf32>
+  %3:2 = kiln_kernel.attention %0, %0, %0 into %1, %2 {scale = 0.25 : f64, is_causal = false} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> into tensor<1x2x8x16xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  bufferization.materialize_in_destination %3#0 in restrict writable %out : (tensor<1x2x8x16xf32>, memref<1x2x8x16xf32>) -> ()
+  bufferization.materialize_in_destination %3#1 in restrict writable %lse : (tensor<1x2x8xf32>, memref<1x2x8xf32>) -> ()
+  return
+}

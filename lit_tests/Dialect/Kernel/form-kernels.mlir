@@ -475,3 +475,20 @@ func.func @siblings_and_assert(%i: tensor<1x3xi64>, %a: tensor<8x8xf32>, %x: ten
   %5 = kiln_graph.exp %x : tensor<8x8xf32> -> tensor<8x8xf32>
   return %4, %5 : tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// Attention runs alone in its kernel, whose workgroups split B * H = 4: the
+// add after it has the same leading size (4) and reads it aligned, but must
+// not join, because the two split different dims.
+// CHECK-LABEL: func.func @attention_alone
+// CHECK: kiln_kernel.kernel "kernel_{{[0-9]+}}_attention" extent(4)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln_graph.attention
+// CHECK-NEXT: kiln_kernel.yield
+// CHECK: kiln_kernel.kernel "kernel_{{[0-9]+}}_add" extent(4)
+func.func @attention_alone(%q: tensor<4x1x8x16xf32>) -> tensor<4x1x8x16xf32> {
+  %0:2 = kiln_graph.attention %q, %q, %q {scale = 0.25 : f64} : tensor<4x1x8x16xf32>, tensor<4x1x8x16xf32>, tensor<4x1x8x16xf32> -> tensor<4x1x8x16xf32>, tensor<4x1x8xf32>
+  %1 = kiln_graph.add %0#0, %q : tensor<4x1x8x16xf32>, tensor<4x1x8x16xf32> -> tensor<4x1x8x16xf32>
+  return %1 : tensor<4x1x8x16xf32>
+}

@@ -84,3 +84,19 @@ func.func @unranked_input(%x: tensor<*xf32>) {
   }) {kernel_name = "k", workgroup_extent = 0 : i64} : (tensor<*xf32>) -> ()
   return
 }
+
+// -----
+
+func.func @attention_mixed(%q: tensor<1x2x4x8xf32>, %o: memref<1x2x4x8xf32>, %l: memref<1x2x4xf32>) {
+  // expected-error @+1 {{operands must be all ranked tensors or all memrefs}}
+  kiln_kernel.attention %q, %q, %q into %o, %l {scale = 0.5 : f64, is_causal = false} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> into memref<1x2x4x8xf32>, memref<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_results(%q: memref<1x2x4x8xf32>, %l: memref<1x2x4xf32>) {
+  // expected-error @+1 {{returns its inits on tensors and nothing on buffers}}
+  %0:2 = kiln_kernel.attention %q, %q, %q into %q, %l {scale = 0.5 : f64, is_causal = false} : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32> into memref<1x2x4x8xf32>, memref<1x2x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return
+}

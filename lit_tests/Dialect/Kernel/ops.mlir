@@ -58,3 +58,17 @@ func.func @attributes(%x: tensor<3xf32>) -> tensor<3xf32> {
   }
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+// kiln_kernel.attention on tensors returns its inits; on buffers it writes them.
+// CHECK-LABEL: func.func @attention
+// CHECK: kiln_kernel.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} into %{{.*}}, %{{.*}} {is_causal = false, scale = 5.000000e-01 : f64} : {{.*}} -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+// CHECK: kiln_kernel.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} {is_causal = true, scale = 5.000000e-01 : f64} : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32> into memref<1x2x4x8xf32>, memref<1x2x4xf32>
+func.func @attention(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>, %o: tensor<1x2x4x8xf32>,
+                     %l: tensor<1x2x4xf32>, %qb: memref<1x2x4x8xf32>, %ob: memref<1x2x4x8xf32>,
+                     %lb: memref<1x2x4xf32>) -> tensor<1x2x4x8xf32> {
+  %0:2 = kiln_kernel.attention %q, %q, %q mask %m into %o, %l {scale = 0.5 : f64, is_causal = false} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32> into tensor<1x2x4x8xf32>, tensor<1x2x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  kiln_kernel.attention %qb, %qb, %qb into %ob, %lb {scale = 0.5 : f64, is_causal = true} : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32> into memref<1x2x4x8xf32>, memref<1x2x4xf32>
+  return %0#0 : tensor<1x2x4x8xf32>
+}

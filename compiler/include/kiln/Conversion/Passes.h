@@ -1,6 +1,7 @@
 #ifndef KILN_CONVERSION_PASSES_H
 #define KILN_CONVERSION_PASSES_H
 
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Dialect/Plan/IR/PlanOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

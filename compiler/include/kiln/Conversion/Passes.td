@@ -13,7 +13,7 @@ def ConvertGraphToLinalgPass : Pass<"convert-kiln-graph-to-linalg"> {
     becomes a generic iterating (i, k, j) so the innermost loop is unit-stride
     over both B and C, and data-movement ops become tensor ops or generics.
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect",
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "kiln::kernel::KernelDialect",
                            "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect",

@@ -842,6 +842,20 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
   return success();
 }
 
+/// Attention stays one op, in destination style: the CPU target lowers its
+/// buffer form to fused loops (kiln-lower-attention).
+LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
+  auto type = tensorType(op.getResult());
+  auto logsumexpType = tensorType(op.getLogsumexp());
+  Value empty = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
+  Value logsumexp = emptyTensor(rewriter, op.getLoc(), logsumexpType.getShape(),
+                                type.getElementType());
+  rewriter.replaceOpWithNewOp<kiln::kernel::AttentionOp>(
+      op, TypeRange{type, logsumexpType}, op.getQ(), op.getK(), op.getV(), op.getMask(),
+      empty, logsumexp, op.getScaleAttr(), op.getIsCausalAttr());
+  return success();
+}
+
 LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
                                                  cast<TypedAttr>(op.getValue()));
@@ -870,6 +884,7 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<GatherOp>([&](auto o) { return lowerGather(rewriter, o); })
       .Case<CumsumOp>([&](auto o) { return lowerCumsum(rewriter, o); })
       .Case<ScatterOp>([&](auto o) { return lowerScatter(rewriter, o); })
+      .Case<AttentionOp>([&](auto o) { return lowerAttention(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
       .Default([](Operation *o) {
         return o->emitOpError("has no lowering to linalg");

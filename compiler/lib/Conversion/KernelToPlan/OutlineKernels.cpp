@@ -33,8 +33,9 @@ MemRefType kernelArgType(Type tensor) {
   return type;
 }
 
-/// Work of a kernel in elements written, plus a matmul's multiply-adds / 16
-/// (vector FMAs): the measure workgroups are sized by. Waking another core
+/// Work of a kernel in elements written, plus the multiply-adds / 16 (vector
+/// FMAs) of its matmuls and attentions (whose exp per score counts as 16
+/// multiply-adds): the measure workgroups are sized by. Waking another core
 /// costs tens of microseconds (measured ~30 us here, about 100K units of
 /// work), so a workgroup gets at least twice that.
 int64_t estimateWork(kernel::KernelOp kernel) {
@@ -47,6 +48,12 @@ int64_t estimateWork(kernel::KernelOp kernel) {
       auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
       work += cast<RankedTensorType>(matmul.getResult().getType()).getNumElements() *
               lhs.getShape().back() / 16;
+    }
+    if (auto attention = dyn_cast<graph::AttentionOp>(op)) {
+      auto q = cast<RankedTensorType>(attention.getQ().getType());
+      auto v = cast<RankedTensorType>(attention.getV().getType());
+      int64_t scores = q.getNumElements() / q.getDimSize(3) * v.getDimSize(2);
+      work += scores * (q.getDimSize(3) + v.getDimSize(3) + 16) / 16;
     }
   });
   return work;

@@ -2,19 +2,12 @@
 //
 // The graph lowering marks each matmul generic with its loop order. Here, on
 // memrefs, it becomes explicit register-blocked loops (the scheme of BLIS and
-// of hand-written GEMM kernels, without packing):
-//   ikj (B is [K, N]):  C[i0:i0+MR, j0:j0+NR] stays in MR x NR/VL vector
-//                       registers; each k broadcasts A[i, k] and FMAs it
-//                       with vector loads of the row B[k, j0:j0+NR].
-//   ijk (B is [N, K]):  MR x NR vector accumulators of partial dot products
-//                       along k, reduced horizontally at the end.
-// Rows and columns that do not fill a tile use scalar loops (with
-// reassociation allowed, so LLVM can still vectorize them).
+// of hand-written GEMM kernels, without packing; see MatmulEmitter.h).
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Target/CPU/Passes.h"
+#include "MatmulEmitter.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "llvm/TargetParser/Host.h"
 
 namespace kiln::cpu {
 #define GEN_PASS_DEF_VECTORIZEMATMULPASS
@@ -22,261 +15,16 @@ namespace kiln::cpu {
 } // namespace kiln::cpu
 
 using namespace mlir;
+using kiln::cpu::MatmulEmitter;
 
 namespace {
-
-int64_t hostVectorBits() {
-  auto features = llvm::sys::getHostCPUFeatures();
-  auto has = [&](const char *name) {
-    auto it = features.find(name);
-    return it != features.end() && it->second;
-  };
-  if (has("avx512f"))
-    return 512;
-  if (has("avx"))
-    return 256;
-  return 128;
-}
-
-class MatmulEmitter {
-public:
-  MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bMat, Value c,
-                bool transposed, int64_t vectorLength)
-      : b(b), loc(loc), a(a), bMat(bMat), c(c), transposed(transposed),
-        vl(vectorLength) {
-    auto cType = cast<MemRefType>(c.getType());
-    element = cType.getElementType();
-    int64_t rank = cType.getRank();
-    m = cType.getDimSize(rank - 2);
-    n = cType.getDimSize(rank - 1);
-    k = cast<MemRefType>(a.getType()).getDimSize(rank - 1);
-    vector = VectorType::get({vl}, element);
-    flags = arith::FastMathFlagsAttr::get(
-        b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
-  }
-
-  /// Emits C += A * B for the batch indices `batch` (empty for mm).
-  void emit(ValueRange batch) {
-    this->batch.assign(batch.begin(), batch.end());
-    int64_t mr = transposed ? (vl >= 16 ? 4 : 3) : 6;
-    int64_t nr = transposed ? mr : 2 * vl;
-    int64_t mFull = m - m % mr, nFull = n - n % nr;
-    // Blocks of `mc` rows: within one, the B panel of a column tile is reused
-    // from cache by every row tile before moving to the next columns.
-    int64_t mc = mr * 8;
-    if (mFull > 0 && nFull > 0)
-      forLoop(0, mFull, mc, [&](Value ib) {
-        Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), index(mFull));
-        forLoop(0, nFull, nr, [&](Value j0) {
-          forLoop(ib, blockEnd, mr, [&](Value i0) {
-            transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
-          });
-        });
-      });
-    // Ragged edges: the rows below the tiles, then the columns right of them.
-    if (mFull < m)
-      scalar(mFull, m, 0, n);
-    if (mFull > 0 && nFull < n)
-      scalar(0, mFull, nFull, n);
-  }
-
-private:
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, int64_t v) {
-    return v ? arith::AddIOp::create(b, loc, x, index(v)).getResult() : x;
-  }
-  SmallVector<Value> at(Value row, Value col) {
-    SmallVector<Value> indices(batch);
-    indices.push_back(row);
-    indices.push_back(col);
-    return indices;
-  }
-  void forLoop(int64_t lb, int64_t ub, int64_t step, function_ref<void(Value)> body) {
-    forLoop(index(lb), index(ub), step, body);
-  }
-  void forLoop(Value lb, Value ub, int64_t step, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, lb, ub, index(step));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    body(loop.getInductionVar());
-  }
-  Value fma(Value x, Value y, Value acc) {
-    if (isa<VectorType>(x.getType()))
-      return vector::FMAOp::create(b, loc, x, y, acc);
-    return arith::AddFOp::create(b, loc, acc, arith::MulFOp::create(b, loc, x, y, flags),
-                                 flags);
-  }
-
-  /// B in [K, N]: broadcast A[i, k] against vector rows of B.
-  void fmaTile(Value i0, Value j0, int64_t mr, int64_t nr) {
-    int64_t nv = nr / vl;
-    SmallVector<Value> init;
-    for (int64_t r = 0; r < mr; ++r)
-      for (int64_t v = 0; v < nv; ++v)
-        init.push_back(vector::LoadOp::create(b, loc, vector, c, at(add(i0, r), add(j0, v * vl))));
-    auto loop = scf::ForOp::create(b, loc, index(0), index(k), index(1), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kk = loop.getInductionVar();
-      SmallVector<Value> rows;
-      for (int64_t v = 0; v < nv; ++v)
-        rows.push_back(vector::LoadOp::create(b, loc, vector, bMat, at(kk, add(j0, v * vl))));
-      SmallVector<Value> next;
-      for (int64_t r = 0; r < mr; ++r) {
-        Value scalarA = memref::LoadOp::create(b, loc, a, at(add(i0, r), kk));
-        Value broadcast = vector::BroadcastOp::create(b, loc, vector, scalarA);
-        for (int64_t v = 0; v < nv; ++v)
-          next.push_back(fma(broadcast, rows[v], loop.getRegionIterArgs()[r * nv + v]));
-      }
-      scf::YieldOp::create(b, loc, next);
-    }
-    for (int64_t r = 0; r < mr; ++r)
-      for (int64_t v = 0; v < nv; ++v)
-        vector::StoreOp::create(b, loc, loop.getResult(r * nv + v), c,
-                                at(add(i0, r), add(j0, v * vl)));
-  }
-
-  /// B in [N, K]: vector partial dot products along k, reduced at the end.
-  void dotTile(Value i0, Value j0, int64_t mr, int64_t nr) {
-    int64_t kFull = k - k % vl;
-    Value zero = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
-                                                       vector, b.getFloatAttr(element, 0.0)));
-    SmallVector<Value> init(mr * nr, zero);
-    auto loop = scf::ForOp::create(b, loc, index(0), index(kFull), index(vl), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kk = loop.getInductionVar();
-      SmallVector<Value> rowsA, rowsB, next;
-      for (int64_t r = 0; r < mr; ++r)
-        rowsA.push_back(vector::LoadOp::create(b, loc, vector, a, at(add(i0, r), kk)));
-      for (int64_t col = 0; col < nr; ++col)
-        rowsB.push_back(vector::LoadOp::create(b, loc, vector, bMat, at(add(j0, col), kk)));
-      for (int64_t r = 0; r < mr; ++r)
-        for (int64_t col = 0; col < nr; ++col)
-          next.push_back(fma(rowsA[r], rowsB[col], loop.getRegionIterArgs()[r * nr + col]));
-      scf::YieldOp::create(b, loc, next);
-    }
-    SmallVector<Value> accumulators(loop.getResults());
-    if (kFull == k && (int64_t)accumulators.size() == vl && llvm::isPowerOf2_64(vl)) {
-      addReducedTile(accumulators, i0, j0, mr, nr);
-      return;
-    }
-    for (int64_t r = 0; r < mr; ++r) {
-      for (int64_t col = 0; col < nr; ++col) {
-        Value i = add(i0, r), j = add(j0, col);
-        Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                                accumulators[r * nr + col],
-                                                arith::FastMathFlags::reassoc);
-        sum = dotTail(i, j, kFull, sum);
-        Value old = memref::LoadOp::create(b, loc, c, at(i, j));
-        memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
-      }
-    }
-  }
-
-  /// Reduces vl accumulators of vl lanes each into one vector of their sums
-  /// with a shuffle-and-add tree (vl - 1 adds instead of vl horizontal
-  /// reductions), then adds row r's nr sums to C[i0 + r, j0 : j0 + nr].
-  void addReducedTile(SmallVector<Value> level, Value i0, Value j0, int64_t mr, int64_t nr) {
-    // groups[v][g]: the accumulator whose partial sums fill group g of vector v.
-    SmallVector<SmallVector<int64_t>> groups;
-    for (int64_t a = 0; a < vl; ++a)
-      groups.push_back({a});
-    for (int64_t size = vl; size > 1; size /= 2) {
-      SmallVector<Value> next;
-      SmallVector<SmallVector<int64_t>> nextGroups;
-      int64_t count = vl / size, half = size / 2;
-      for (size_t v = 0; v + 1 < level.size(); v += 2) {
-        SmallVector<int64_t> low, high;
-        for (int64_t side = 0; side < 2; ++side)
-          for (int64_t g = 0; g < count; ++g)
-            for (int64_t lane = 0; lane < half; ++lane) {
-              low.push_back(side * vl + g * size + lane);
-              high.push_back(side * vl + g * size + half + lane);
-            }
-        Value lo = vector::ShuffleOp::create(b, loc, level[v], level[v + 1],
-                                             b.getDenseI64ArrayAttr(low));
-        Value hi = vector::ShuffleOp::create(b, loc, level[v], level[v + 1],
-                                             b.getDenseI64ArrayAttr(high));
-        next.push_back(arith::AddFOp::create(b, loc, lo, hi, flags));
-        SmallVector<int64_t> merged(groups[v]);
-        merged.append(groups[v + 1]);
-        nextGroups.push_back(merged);
-      }
-      level = next;
-      groups = nextGroups;
-    }
-    // Put accumulator a (= r * nr + col) in lane a.
-    SmallVector<int64_t> order(vl);
-    for (int64_t lane = 0; lane < vl; ++lane)
-      order[groups[0][lane]] = lane;
-    Value sums = vector::ShuffleOp::create(b, loc, level[0], level[0],
-                                           b.getDenseI64ArrayAttr(order));
-    auto rowType = VectorType::get({nr}, element);
-    for (int64_t r = 0; r < mr; ++r) {
-      Value rowSums = vector::ExtractStridedSliceOp::create(b, loc, sums, {r * nr}, {nr}, {1});
-      Value old = vector::LoadOp::create(b, loc, rowType, c, at(add(i0, r), j0));
-      vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, rowSums), c,
-                              at(add(i0, r), j0));
-    }
-  }
-
-  /// sum + A[i, kFrom:] . B[j, kFrom:] (B in [N, K]).
-  Value dotTail(Value i, Value j, int64_t kFrom, Value sum) {
-    if (kFrom >= k)
-      return sum;
-    auto loop = scf::ForOp::create(b, loc, index(kFrom), index(k), index(1), ValueRange{sum});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kk = loop.getInductionVar();
-    Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
-    Value y = memref::LoadOp::create(b, loc, bMat, at(j, kk));
-    scf::YieldOp::create(b, loc, fma(x, y, loop.getRegionIterArgs()[0]));
-    return loop.getResult(0);
-  }
-
-  /// C[i, j] += A[i, :] . B[:, j] for i in [i0, i1), j in [j0, j1).
-  void scalar(int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    forLoop(i0, i1, 1, [&](Value i) {
-      if (transposed) {
-        forLoop(j0, j1, 1, [&](Value j) {
-          Value old = memref::LoadOp::create(b, loc, c, at(i, j));
-          Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-          Value sum = dotTail(i, j, 0, zero);
-          memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
-        });
-        return;
-      }
-      forLoop(0, k, 1, [&](Value kk) {
-        Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
-        forLoop(j0, j1, 1, [&](Value j) {
-          Value y = memref::LoadOp::create(b, loc, bMat, at(kk, j));
-          Value old = memref::LoadOp::create(b, loc, c, at(i, j));
-          memref::StoreOp::create(b, loc, fma(x, y, old), c, at(i, j));
-        });
-      });
-    });
-  }
-
-  OpBuilder &b;
-  Location loc;
-  Value a, bMat, c;
-  bool transposed;
-  int64_t vl, m = 0, n = 0, k = 0;
-  Type element;
-  VectorType vector;
-  arith::FastMathFlagsAttr flags;
-  SmallVector<Value> batch;
-};
 
 struct VectorizeMatmulPass
     : kiln::cpu::impl::VectorizeMatmulPassBase<VectorizeMatmulPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : hostVectorBits();
+    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
     SmallVector<linalg::GenericOp> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto order = op->getAttrOfType<StringAttr>(kiln::kernel::kContractionAttr))

@@ -46,4 +46,25 @@ def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+def LowerAttentionPass : Pass<"kiln-lower-attention", "mlir::func::FuncOp"> {
+  let summary = "Fused attention loops: online softmax over tiles of keys";
+  let description = [{
+    Runs on bufferized kernels. Each `kiln_kernel.attention` becomes one loop
+    over the B * H (batch, head) pairs, the kernel's workgroup extent. For
+    each block of query rows, it walks the keys in tiles: scores of the tile
+    (a transposed matmul microkernel into a small stack buffer), the running
+    row maximum and sum rescaled as in FlashAttention, and the accumulator
+    updated with the tile's probabilities times the values (a second
+    microkernel). The [L, S] scores are never stored; causal attention skips
+    the tiles past each block's last query row.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "SIMD register width in bits (0: the host CPU's)">,
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect", "mlir::linalg::LinalgDialect"];
+}
+
 #endif // KILN_TARGET_CPU_PASSES

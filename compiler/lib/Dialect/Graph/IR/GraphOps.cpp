@@ -243,6 +243,14 @@ LeadingDim MatmulOp::getLeadingDim() {
   info->aligned[1] = tensorType(getResult()).getRank() == 3; // B per batch
   return *info;
 }
+LeadingDim AttentionOp::getLeadingDim() {
+  // Workgroups split the B * H (batch, head) pairs; the op runs alone in its
+  // kernel (OwnKernel), so no operand needs to be aligned.
+  LeadingDim info = notParallel(*this);
+  auto result = tensorType(getResult());
+  info.extent = result.getDimSize(0) * result.getDimSize(1);
+  return info;
+}
 LeadingDim ReshapeOp::getLeadingDim() {
   // Row-major: equal leading sizes mean equal trailing element counts, so row
   // r of the result is exactly row r of the input.
@@ -343,6 +351,48 @@ LogicalResult MatmulOp::verify() {
   if (lhs.getElementType() != rhs.getElementType() ||
       lhs.getElementType() != result.getElementType())
     return emitOpError("element types must match");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = tensorType(getQ()), k = tensorType(getK()), v = tensorType(getV());
+  auto result = tensorType(getResult());
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 || result.getRank() != 4)
+    return emitOpError("q, k, v and the result must be rank 4 ([B, H, L, E])");
+  Type element = q.getElementType();
+  if (!isa<FloatType>(element))
+    return emitOpError("requires a floating-point element type");
+  for (RankedTensorType t : {k, v, result})
+    if (t.getElementType() != element)
+      return emitOpError("element types must match");
+  int64_t batch = q.getDimSize(0), heads = q.getDimSize(1), queries = q.getDimSize(2);
+  int64_t kvHeads = k.getDimSize(1), keys = k.getDimSize(2);
+  if (k.getDimSize(0) != batch || v.getDimSize(0) != batch)
+    return emitOpError("batch sizes differ");
+  if (v.getDimSize(1) != kvHeads || kvHeads < 1 || heads % kvHeads)
+    return emitOpError("key and value heads must be equal and divide the query heads (")
+           << heads << " query heads, " << kvHeads << " key, " << v.getDimSize(1) << " value)";
+  if (k.getDimSize(3) != q.getDimSize(3))
+    return emitOpError("query and key head sizes differ: ")
+           << q.getDimSize(3) << " vs " << k.getDimSize(3);
+  if (v.getDimSize(2) != keys)
+    return emitOpError("key and value lengths differ: ") << keys << " vs " << v.getDimSize(2);
+  if (result.getShape() != ArrayRef<int64_t>{batch, heads, queries, v.getDimSize(3)})
+    return emitOpError("result must be [B, H, L, Ev]");
+  auto logsumexp = tensorType(getLogsumexp());
+  if (logsumexp.getShape() != ArrayRef<int64_t>{batch, heads, queries} ||
+      logsumexp.getElementType() != element)
+    return emitOpError("logsumexp must be [B, H, L] of the query's element type");
+  if (Value maskValue = getMask()) {
+    auto mask = tensorType(maskValue);
+    int64_t full[] = {batch, heads, queries, keys};
+    if (mask.getRank() != 4 || mask.getElementType() != element)
+      return emitOpError("mask must be rank 4 with the query's element type");
+    for (int64_t i = 0; i < 4; ++i)
+      if (mask.getDimSize(i) != 1 && mask.getDimSize(i) != full[i])
+        return emitOpError("mask dim ") << i << " must be 1 or " << full[i] << ", got "
+                                        << mask.getDimSize(i);
+  }
   return success();
 }
 

@@ -32,3 +32,29 @@ LogicalResult KernelOp::verify() {
     return emitOpError("workgroup_extent must be non-negative");
   return success();
 }
+
+LogicalResult AttentionOp::verify() {
+  bool onTensors = isa<RankedTensorType>(getInit().getType());
+  for (Value operand : getOperands())
+    if (isa<RankedTensorType>(operand.getType()) != onTensors || !cast<ShapedType>(operand.getType()).hasRank())
+      return emitOpError("operands must be all ranked tensors or all memrefs");
+  if (onTensors ? getResults().getTypes() != TypeRange{getInit().getType(),
+                                                      getLogsumexpInit().getType()}
+                : !getResults().empty())
+    return emitOpError("returns its inits on tensors and nothing on buffers");
+  return success();
+}
+
+void AttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (!hasPureBufferSemantics())
+    return;
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}

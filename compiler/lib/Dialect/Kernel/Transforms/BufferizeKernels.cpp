@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/DstBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
@@ -21,6 +22,39 @@ namespace kiln::kernel {
 using namespace mlir;
 
 namespace {
+
+/// kiln_kernel.attention writes its result into the buffer of its init.
+struct AttentionBufferization
+    : bufferization::DstBufferizableOpInterfaceExternalModel<AttentionBufferization,
+                                                             kiln::kernel::AttentionOp> {
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
+                              const bufferization::AnalysisState &) const {
+    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand); // init: write only
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto attention = cast<kiln::kernel::AttentionOp>(op);
+    IRMapping buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer = bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.map(operand, *buffer);
+    }
+    Value mask = attention.getMask() ? buffers.lookup(attention.getMask()) : Value();
+    Value init = buffers.lookup(attention.getInit());
+    Value logsumexp = buffers.lookup(attention.getLogsumexpInit());
+    rewriter.setInsertionPoint(op);
+    kiln::kernel::AttentionOp::create(
+        rewriter, op->getLoc(), TypeRange{}, buffers.lookup(attention.getQ()),
+        buffers.lookup(attention.getK()), buffers.lookup(attention.getV()), mask, init,
+        logsumexp, attention.getScaleAttr(), attention.getIsCausalAttr());
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, {init, logsumexp});
+    return success();
+  }
+};
 
 /// Gives every linalg op its own destination when its init is a
 /// tensor.empty, or a fill of one (a generic that writes an empty tensor
@@ -62,6 +96,9 @@ struct BufferizeKernelsPass
     linalg::registerBufferizableOpInterfaceExternalModels(registry);
     scf::registerBufferizableOpInterfaceExternalModels(registry); // cumsum's scan loop
     tensor::registerBufferizableOpInterfaceExternalModels(registry);
+    registry.addExtension(+[](MLIRContext *ctx, kiln::kernel::KernelDialect *) {
+      kiln::kernel::AttentionOp::attachInterface<AttentionBufferization>(*ctx);
+    });
   }
 
   void runOnOperation() override {

@@ -128,6 +128,10 @@ private:
                    !isa<MatmulOp>(kernels.back().ops.front());
     if (sibling)
       candidate = kernels.size() - 1;
+    // An op that runs alone in its kernel neither joins one nor is joined.
+    if (candidate >= 0 && (op->hasTrait<OwnKernel>() ||
+                           kernels[candidate].ops.front()->hasTrait<OwnKernel>()))
+      candidate = -1;
     // A kernel run by one workgroup (extent 0) executes its ops in order, so
     // any op joins it as long as it is small (extent at most 1) itself.
     bool singleWorkgroup = candidate >= 0 && kernels[candidate].extent == 0 &&

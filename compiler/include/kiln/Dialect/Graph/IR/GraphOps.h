@@ -49,6 +49,9 @@ template <typename ConcreteType>
 class FloatOnly : public mlir::OpTrait::TraitBase<ConcreteType, FloatOnly> {};
 template <typename ConcreteType>
 class IntegerOnly : public mlir::OpTrait::TraitBase<ConcreteType, IntegerOnly> {};
+/// Ops that run alone in their kernel (see GraphOps.td).
+template <typename ConcreteType>
+class OwnKernel : public mlir::OpTrait::TraitBase<ConcreteType, OwnKernel> {};
 template <typename ConcreteType>
 class OwnElementTypes : public mlir::OpTrait::TraitBase<ConcreteType, OwnElementTypes> {};
 } // namespace kiln::graph

@@ -295,6 +295,37 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, Graph_OwnLeadingDim]> {
   let hasCanonicalizer = 1;
 }
 
+// Ops that run alone in their kernel: nothing joins them and they join
+// nothing, because their workgroups split an iteration space of their own
+// (kiln-form-kernels).
+def Graph_OwnKernel : NativeOpTrait<"OwnKernel"> { let cppNamespace = "::kiln::graph"; }
+
+def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnLeadingDim]> {
+  let summary = "scaled_dot_product_attention: softmax(q kᵀ · scale + mask) v, and logsumexp";
+  let description = [{
+    `q` is [B, H, L, E], `k` [B, Hkv, S, E], `v` [B, Hkv, S, Ev] and the
+    result [B, H, L, Ev]. Grouped-query heads: query head h reads key and
+    value head h / (H / Hkv). The optional additive `mask` is [Bm, Hm, Lm, Sm]
+    with every dim either 1 (broadcast) or the full size. `is_causal` lets
+    query i see keys 0..i (top-left aligned, as PyTorch). A row whose keys
+    are all masked gives 0 and logsumexp 0, as ATen's CPU flash attention.
+    `logsumexp` [B, H, L] is the log of each row's softmax denominator (what
+    the backward of ATen's CPU flash attention reads).
+
+    Lowered to one fused kernel: online softmax over tiles of keys, so the
+    [L, S] scores are never materialized. Its workgroups split B * H.
+  }];
+  let arguments = (ins Graph_Tensor:$q, Graph_Tensor:$k, Graph_Tensor:$v,
+                       Optional<Graph_Tensor>:$mask, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$is_causal);
+  let results = (outs Graph_Tensor:$result, Graph_Tensor:$logsumexp);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`mask` $mask^)? attr-dict `:` type($q) `,` type($k) `,` type($v)
+    (`,` type($mask)^)? `->` type($result) `,` type($logsumexp)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//

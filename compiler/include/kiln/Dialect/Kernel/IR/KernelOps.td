@@ -5,6 +5,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 
 def Kernel_Dialect : Dialect {
   let name = "kiln_kernel";
@@ -43,6 +44,33 @@ def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator, ReturnLike,
   let arguments = (ins Variadic<AnyRankedTensor>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
   let builders = [OpBuilder<(ins), [{ /* empty yield */ }]>];
+}
+
+def Kernel_AttentionOp : Kernel_Op<"attention", [DestinationStyleOpInterface, DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Fused attention inside a kernel, on tensors or on buffers";
+  let description = [{
+    `kiln_graph.attention` (same operands, same semantics) in destination
+    style, so that bufferization places its results in `init` and
+    `logsumexp_init`: on tensors it returns them written, on buffers it
+    writes them and returns nothing. The CPU target lowers the buffer form to
+    the fused loops.
+  }];
+  let arguments = (ins AnyShaped:$q, AnyShaped:$k, AnyShaped:$v, Optional<AnyShaped>:$mask,
+                       AnyShaped:$init, AnyShaped:$logsumexp_init, F64Attr:$scale,
+                       BoolAttr:$is_causal);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`mask` $mask^)? `into` $init `,` $logsumexp_init attr-dict `:`
+    type($q) `,` type($k) `,` type($v) (`,` type($mask)^)? `into` type($init) `,`
+    type($logsumexp_init) (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// init and logsumexp_init, the last two operands.
+    mlir::MutableOperandRange getDpsInitsMutable() {
+      return mlir::MutableOperandRange(getOperation(), getOperation()->getNumOperands() - 2, 2);
+    }
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // KILN_KERNEL_OPS

@@ -1,0 +1,54 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-lower-attention{vector-bits=512}))' | FileCheck %s
+
+// Causal attention with grouped-query heads (2 query heads, 1 key/value head)
+// and a key mask, L = 200 queries (a block of 192 and a ragged 8), S = 70 keys
+// (a tile of 64 and a ragged 6). Scratch: a [192, 64] tile of scores, the
+// [16, 64] transposed tile of keys, the [192, 32] accumulator and the row max
+// and sum; never the [200, 70] scores.
+// CHECK-LABEL: func.func private @kernel_0_attention
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<1x2x200x16xf32>, %[[K:[a-z0-9]+]]: memref<1x1x70x16xf32>, %[[V:[a-z0-9]+]]: memref<1x1x70x32xf32>, %[[M:[a-z0-9]+]]: memref<1x1x1x70xf32>, %[[OUT:[a-z0-9]+]]: memref<1x2x200x32xf32>, %[[LSE:[a-z0-9]+]]: memref<1x2x200xf32>
+// CHECK-NOT: memref<200x70xf32>
+// CHECK-DAG: %[[SCORES:[a-z0-9_]+]] = memref.alloc() : memref<192x64xf32>
+// CHECK-DAG: %[[KT:[a-z0-9_]+]] = memref.alloc() : memref<16x64xf32>
+// CHECK-DAG: %[[ACC:[a-z0-9_]+]] = memref.alloc() : memref<192x32xf32>
+// One iteration per (batch, head) pair: the loop workgroups split.
+// CHECK: scf.for %[[PAIR:[a-z0-9_]+]] = %{{.*}} to %c2 step %c1 {
+// CHECK: %[[HEAD:[a-z0-9_]+]] = arith.remui %[[PAIR]]
+// Query head h reads key head h / 2.
+// CHECK: %[[KVHEAD:[a-z0-9_]+]] = arith.divui %[[HEAD]], %c2
+// Blocks of 192 query rows; tiles of 64 keys, up to the block's last row.
+// CHECK: scf.for %[[I0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c192
+// CHECK: memref.subview %[[Q]][{{.*}}, %[[HEAD]], %[[I0]], 0] [1, 1, 192, 16]
+// CHECK: arith.minui
+// CHECK: %[[END:[a-z0-9_]+]] = arith.minui
+// CHECK: scf.for %[[J0:[a-z0-9_]+]] = %{{.*}} to %[[END]] step %c64
+// CHECK: memref.subview %[[K]][{{.*}}, %[[KVHEAD]], %[[J0]], 0] [1, 1, 64, 16]
+// The tile of keys is transposed, then q @ kᵀ with broadcast FMAs.
+// CHECK: memref.store %{{.*}}, %[[KT]]
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// Scale, mask (one value per key, broadcast over queries), causal -inf, max.
+// CHECK: vector.load %[[M]]
+// CHECK: arith.cmpi ugt, %{{.*}}, %{{.*}} : vector<16xindex>
+// CHECK: arith.maximumf {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>
+// p @ v into the accumulator.
+// CHECK: memref.subview %[[V]][{{.*}}, %[[KVHEAD]], %[[J0]], 0] [1, 1, 64, 32]
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// The ragged tile of 6 keys, only if the block reaches it.
+// CHECK: scf.if
+// CHECK: memref.subview %[[K]][{{.*}}, %[[KVHEAD]], %c64{{.*}}, 0] [1, 1, 6, 16]
+// out = acc / l and logsumexp = m + log(l); fully masked rows give 0.
+// CHECK: math.log
+// CHECK: memref.store %{{.*}}, %[[LSE]]
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// The ragged block of 8 query rows.
+// CHECK: memref.subview %[[Q]][{{.*}}, %[[HEAD]], %c192{{.*}}, 0] [1, 1, 8, 16]
+// CHECK: memref.dealloc %[[SCORES]]
+// CHECK-NOT: kiln_kernel.attention
+func.func private @kernel_0_attention(%wg: index, %wgc: index, %q: memref<1x2x200x16xf32>, %k: memref<1x1x70x16xf32>, %v: memref<1x1x70x32xf32>, %m: memref<1x1x1x70xf32>, %out: memref<1x2x200x32xf32>, %lse: memref<1x2x200xf32>)
+    attributes {kiln.kernel = "kernel_0_attention", kiln.workgroup_extent = 2 : i64} {
+  kiln_kernel.attention %q, %k, %v mask %m into %out, %lse {scale = 0.25 : f64, is_causal = true} : memref<1x2x200x16xf32>, memref<1x1x70x16xf32>, memref<1x1x70x32xf32>, memref<1x1x1x70xf32> into memref<1x2x200x32xf32>, memref<1x2x200xf32>
+  return
+}

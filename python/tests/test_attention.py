@@ -1,0 +1,133 @@
+"""scaled_dot_product_attention compiles to one fused Kiln kernel.
+
+Every case runs with fallback="error" and checks, from the compile records,
+that the attention ran as a single `attention` kernel (no matmul or softmax
+kernels, so the [L, S] scores were never materialized), at shapes that cover
+full and ragged tiles of queries (192) and keys (64).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+import kiln
+
+from kiln_test_utils import compile_kiln
+
+# (batch, heads, kv heads, queries, keys, head size): small, ragged in both
+# tile directions, and more than one tile of each.
+SHAPES = [
+    (2, 4, 4, 8, 8, 16),
+    (1, 2, 2, 37, 53, 24),
+    (2, 4, 2, 200, 130, 32),
+]
+
+
+def _kernels_of_last_compile(before: int) -> list[list[str]]:
+    records = kiln.compile_records()[before:]
+    assert records and all(r.status == "compiled" for r in records), records
+    return [list(k["ops"]) for r in records for k in r.kernels]
+
+
+def check_fused(fn, *inputs, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """Kiln's result matches eager's, and the attention was one kernel."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        expected = fn(*inputs)
+        before = len(kiln.compile_records())
+        actual = compile_kiln(fn, fallback="error")(*inputs)
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)
+    kernels = _kernels_of_last_compile(before)
+    assert ["attention"] in kernels, kernels
+    assert not any("matmul" in ops or "softmax" in ops for ops in kernels), kernels
+
+
+def qkv(batch, heads, kv_heads, queries, keys, size, dtype=torch.float32):
+    torch.manual_seed(queries * 31 + keys)
+    return (torch.randn(batch, heads, queries, size, dtype=dtype),
+            torch.randn(batch, kv_heads, keys, size, dtype=dtype),
+            torch.randn(batch, kv_heads, keys, size, dtype=dtype))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention(shape, causal):
+    q, k, v = qkv(*shape)
+    gqa = shape[1] != shape[2]
+    check_fused(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                               enable_gqa=gqa), q, k, v)
+
+
+@pytest.mark.parametrize("shape", SHAPES[1:], ids=str)
+def test_attention_masks(shape):
+    """Boolean and additive masks, broadcast over batch, heads and queries."""
+    q, k, v = qkv(*shape)
+    batch, heads, _, queries, keys, _ = shape
+    gqa = heads != shape[2]
+    keep = torch.rand(batch, 1, queries, keys) > 0.3
+    check_fused(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m,
+                                                                  enable_gqa=gqa), q, k, v, keep)
+    padding = torch.randn(batch, 1, 1, keys)  # BERT-style: one bias per key
+    check_fused(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3,
+                                                                  enable_gqa=gqa), q, k, v, padding)
+    full = torch.randn(queries, keys)  # rank 2, broadcast over batch and heads
+    check_fused(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m,
+                                                                  enable_gqa=gqa), q, k, v, full)
+
+
+def test_attention_float64():
+    q, k, v = qkv(1, 2, 2, 70, 90, 16, dtype=torch.float64)
+    check_fused(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v,
+                rtol=1e-10, atol=1e-12)
+
+
+def test_fully_masked_rows_give_zero_as_aten():
+    """A query that may see no key gives 0 (and logsumexp 0), as ATen's CPU
+    flash attention, not NaN: in the first and in a later tile of keys."""
+    q, k, v = qkv(1, 1, 1, 6, 100, 8)
+    keep = torch.rand(6, 100) > 0.5
+    keep[1] = False
+    keep[4, :64] = False  # the first tile of keys is masked, the second is not
+    check_fused(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, keep)
+    mask = torch.zeros(6, 100).masked_fill(~keep, float("-inf"))
+    fn = lambda q, k, v, m: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(  # noqa: E731
+        q, k, v, attn_mask=m)[:2]
+    check_fused(fn, q, k, v, mask)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_logsumexp_matches_aten(causal):
+    """The second result, which the op's backward reads."""
+    q, k, v = qkv(2, 2, 2, 30, 70, 16)
+    fn = lambda q, k, v: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(  # noqa: E731
+        q, k, v, 0.0, causal)
+    check_fused(fn, q, k, v)
+
+
+def test_attention_training_forward_is_fused_and_gradients_match():
+    """In training the forward attention is Kiln's (with the logsumexp the
+    eager backward reads); gradients equal eager's."""
+    q, k, v = (t.requires_grad_() for t in qkv(1, 2, 2, 40, 40, 16))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    torch._dynamo.reset()
+    before = len(kiln.compile_records())
+    out = compile_kiln(fn)(q, k, v)
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    expected = torch.autograd.grad(fn(q, k, v).sum(), (q, k, v))
+    torch.testing.assert_close(out, fn(q, k, v), rtol=1e-4, atol=1e-5)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    forward = [r for r in kiln.compile_records()[before:] if r.kind == "forward"]
+    assert any(["attention"] == list(k["ops"]) for r in forward for k in r.kernels), forward
+
+
+def test_dropout_falls_back_with_its_reason():
+    """Kiln has no random numbers: attention with dropout stays in eager, and
+    fallback="error" names the reason."""
+    q, k, v = qkv(1, 1, 1, 8, 8, 8)
+    with pytest.raises(Exception, match="dropout_p must be 0"):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            compile_kiln(lambda q, k, v: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                q, k, v, 0.5)[0], fallback="error")(q, k, v)
