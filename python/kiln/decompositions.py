@@ -106,6 +106,24 @@ def _spatial_list(values: Sequence[int], n: int) -> list[int]:
     return values * n if len(values) == 1 else values
 
 
+# Kiln's direct convolution vectorizes along output rows: narrower rows
+# would leave most vector lanes idle, and they keep im2col and the matmul,
+# whose vectors run along output channels.
+_DIRECT_CONVOLUTION_MIN_WIDTH = 8
+
+
+def _direct_convolution(x, weight, stride, padding, dilation, groups) -> bool:
+    """Is this (non-transposed) convolution left to kiln_graph.conv2d? 1-D
+    and 2-D, one group, floating point, output rows of at least 8."""
+    n = weight.dim() - 2
+    if groups != 1 or n not in (1, 2) or x.dtype not in (torch.float32, torch.float64):
+        return False
+    if x.numel() == 0 or weight.numel() == 0:
+        return False
+    width = x.shape[-1] + 2 * padding[-1] - dilation[-1] * (weight.shape[-1] - 1) - 1
+    return width >= 0 and width // stride[-1] + 1 >= _DIRECT_CONVOLUTION_MIN_WIDTH
+
+
 def _convolution(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -117,7 +135,8 @@ def _convolution(
     output_padding: Sequence[int],
     groups: int,
 ) -> Any:
-    """1-, 2- and 3-D convolution as im2col and a matrix product.
+    """1-, 2- and 3-D convolution as im2col and a matrix product, except the
+    ones Kiln computes directly (_direct_convolution).
 
     One gather (kiln_graph.index) reads the padded input straight into the
     [N, out..., C, kernel...] layout, so the rows of the product are output
@@ -135,6 +154,8 @@ def _convolution(
         return _transposed_convolution(x, weight, bias, stride, padding, dilation,
                                        output_padding, groups)
     stride, padding, dilation = (_spatial_list(v, n) for v in (stride, padding, dilation))
+    if _direct_convolution(x, weight, stride, padding, dilation, groups):
+        return NotImplemented  # the importer's kiln_graph.conv2d
     batch, channels = x.shape[0], x.shape[1]
     out_channels, kernel = weight.shape[0], list(weight.shape[2:])
     group_channels, group_out = channels // groups, out_channels // groups
@@ -231,7 +252,10 @@ def _transposed_convolution(x, weight, bias, stride, padding, dilation, output_p
     flipped = aten.flip.default(swapped, list(range(3, 3 + n)))
     flipped = aten.clone.default(flipped, memory_format=torch.contiguous_format)
     w = aten.view.default(flipped, [groups * group_out, in_channels // groups, *kernel])
-    return _convolution(x, w, bias, [1] * n, [0] * n, dilation, False, [0] * n, groups)
+    args = (x, w, bias, [1] * n, [0] * n, dilation, False, [0] * n, groups)
+    result = _convolution(*args)
+    # A convolution Kiln computes directly stays an op, for the importer.
+    return aten.convolution.default(*args) if result is NotImplemented else result
 
 
 def _pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,

@@ -860,6 +860,41 @@ def test_convolution(fn, make):
     check(fn, *make(), rtol=1e-4, atol=1e-4)
 
 
+# Convolutions Kiln computes directly (kiln_graph.conv2d: one group, output
+# rows of at least 8), at two widths each: ragged and several vectors wide.
+DIRECT_CONVS = [
+    ("3x3_bias", lambda x, w, b: F.conv2d(x, w, b, padding=1), (3, 3), 8, True),
+    ("stride2", lambda x, w: F.conv2d(x, w, stride=2, padding=1), (3, 3), 13, False),
+    ("dilation2", lambda x, w: F.conv2d(x, w, padding=2, dilation=2), (3, 3), 6, False),
+    ("1x1_relu", lambda x, w, b: F.conv2d(x, w, b).relu(), (1, 1), 16, True),
+    ("7x7_stem", lambda x, w: F.conv2d(x, w, stride=2, padding=3), (7, 7), 8, False),
+    ("rectangular", lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=(0, 2)), (2, 5), 7, False),
+    ("residual", lambda x, w, b: (F.conv2d(x, w, b, padding=1) + x).relu(), (3, 3), 4, True),
+]
+
+
+@pytest.mark.parametrize("width", [19, 70])
+@pytest.mark.parametrize("fn, kernel, out_channels, with_bias",
+                         [pytest.param(f, k, o, wb, id=n) for n, f, k, o, wb in DIRECT_CONVS])
+def test_direct_convolution(fn, kernel, out_channels, with_bias, width):
+    """Matches eager, and runs as one kiln_graph.conv2d kernel (no im2col gather)."""
+    torch.manual_seed(width)
+    x = f32(2, 4, 11, width)
+    inputs = [x, f32(out_channels, 4, *kernel)] + ([f32(out_channels)] if with_bias else [])
+    torch._dynamo.reset()
+    before = len(kiln.compile_records())
+    check(fn, *inputs, rtol=1e-4, atol=1e-4)
+    kernels = [list(k["ops"]) for r in kiln.compile_records()[before:] for k in r.kernels]
+    assert ["conv2d"] in kernels and not any("index" in ops for ops in kernels), kernels
+
+
+def test_direct_convolution_1d_and_float64():
+    torch.manual_seed(0)
+    check(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), f32(2, 3, 50), f32(6, 3, 3), f32(6))
+    x64, w64 = torch.randn(1, 3, 10, 20, dtype=torch.float64), torch.randn(5, 3, 3, 3, dtype=torch.float64)
+    check(lambda x, w: F.conv2d(x, w, padding=1), x64, w64, rtol=1e-10, atol=1e-10)
+
+
 def test_convolution_and_group_norm_gradients():
     """The decompositions return what the ops return (contiguous results, the
     group norm's mean and rstd), so the ops' backward formulas, run by

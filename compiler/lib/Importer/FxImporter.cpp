@@ -759,6 +759,83 @@ LogicalResult attention(Importer &im) {
   return im.define(op->getResults());
 }
 
+/// aten.convolution, for what kiln_graph.conv2d computes: 1-D (as 2-D with
+/// height 1) and 2-D, one group, not transposed. Kiln's decomposition of
+/// aten.convolution leaves exactly these in the graph (the others become
+/// gathers and matmuls). Padding becomes a kiln_graph.pad.
+LogicalResult convolution(Importer &im) {
+  auto input = im.tensor(0), weight = im.tensor(1);
+  auto stride = im.intList(im.arg(3, "stride"), "stride");
+  auto padding = im.intList(im.arg(4, "padding"), "padding");
+  auto dilation = im.intList(im.arg(5, "dilation"), "dilation");
+  auto groups = im.integer(im.arg(8, "groups"), "groups");
+  if (failed(input) || failed(weight) || failed(stride) || failed(padding) ||
+      failed(dilation) || failed(groups))
+    return failure();
+  if (im.flag(6, "transposed", false) || *groups != 1)
+    return im.fail("only 1-D and 2-D convolutions of one group that are not transposed are "
+                   "imported (Kiln decomposes the others)");
+  auto inputType = cast<RankedTensorType>(input->getType());
+  auto weightType = cast<RankedTensorType>(weight->getType());
+  int64_t spatial = inputType.getRank() - 2;
+  if ((spatial != 1 && spatial != 2) || weightType.getRank() != inputType.getRank())
+    return im.fail("only 1-D and 2-D convolutions are imported");
+  if (inputType.getNumElements() == 0 || weightType.getNumElements() == 0)
+    return im.fail("empty input or weight");
+  // Per spatial dim, as lists of 2 (a 1-D convolution gets height 1).
+  auto perDim = [&](SmallVector<int64_t> values, int64_t unit) {
+    if (values.size() == 1)
+      values.assign(spatial, values[0]);
+    if (spatial == 1 && values.size() == 1)
+      values.insert(values.begin(), unit);
+    return values;
+  };
+  SmallVector<int64_t> strides = perDim(*stride, 1), pads = perDim(*padding, 0),
+                       dilations = perDim(*dilation, 1);
+  if (strides.size() != 2 || pads.size() != 2 || dilations.size() != 2)
+    return im.fail("stride, padding and dilation need one value per spatial dim");
+  OpBuilder &b = im.builder();
+  Type element = inputType.getElementType();
+  Value x = *input, w = *weight;
+  if (spatial == 1) {
+    auto lifted = [](RankedTensorType t) {
+      return RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), 1, t.getDimSize(2)},
+                                   t.getElementType());
+    };
+    x = im.reshape(x, lifted(inputType));
+    w = im.reshape(w, lifted(weightType));
+  }
+  auto xType = cast<RankedTensorType>(x.getType());
+  auto wType = cast<RankedTensorType>(w.getType());
+  if (pads[0] || pads[1]) {
+    SmallVector<int64_t> shape(xType.getShape()), low{0, 0, pads[0], pads[1]};
+    shape[2] += 2 * pads[0];
+    shape[3] += 2 * pads[1];
+    x = graph::PadOp::create(b, im.loc(), RankedTensorType::get(shape, element), x,
+                             b.getDenseI64ArrayAttr(low), b.getDenseI64ArrayAttr(low),
+                             b.getF64FloatAttr(0.0));
+    xType = cast<RankedTensorType>(x.getType());
+  }
+  SmallVector<int64_t> outShape{xType.getDimSize(0), wType.getDimSize(0)};
+  for (int64_t d = 0; d < 2; ++d) {
+    int64_t span = dilations[d] * (wType.getDimSize(2 + d) - 1) + 1;
+    if (xType.getDimSize(2 + d) < span)
+      return im.fail("the kernel is larger than the padded input");
+    outShape.push_back((xType.getDimSize(2 + d) - span) / strides[d] + 1);
+  }
+  Value bias;
+  if (im.isTensor(im.arg(2, "bias"))) {
+    auto t = im.tensor(2, "bias");
+    if (failed(t))
+      return failure();
+    bias = *t;
+  }
+  Value result = graph::Conv2dOp::create(b, im.loc(), RankedTensorType::get(outShape, element),
+                                         x, w, bias, b.getDenseI64ArrayAttr(strides),
+                                         b.getDenseI64ArrayAttr(dilations));
+  return im.define(im.reshape(result, im.outType()));
+}
+
 /// view, reshape, squeeze, unsqueeze, flatten: the result shape is the node's.
 LogicalResult reshape(Importer &im) {
   auto input = im.tensor(0);
@@ -1441,6 +1518,7 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten._log_softmax.default"}, softmax<LogSoftmaxOp>);
     add({"aten.native_layer_norm.default"}, layerNorm);
     add({"aten._scaled_dot_product_flash_attention_for_cpu.default"}, attention);
+    add({"aten.convolution.default"}, convolution);
     add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
          "aten.unsqueeze.default", "aten.flatten.using_ints",

@@ -16,7 +16,7 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
       {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
                  "kiln-fuse-elementwise),canonicalize,cse"},
       {"bufferized", "kiln-bufferize-kernels,buffer-deallocation-pipeline,canonicalize,cse"},
-      {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,convert-linalg-to-loops,"
+      {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"
                 "kiln-distribute-workgroups)"},
       {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,arith-expand,convert-math-to-funcs,convert-math-to-llvm,"

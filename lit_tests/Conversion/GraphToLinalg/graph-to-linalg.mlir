@@ -789,3 +789,15 @@ func.func @attention(%q: tensor<1x2x8x16xf32>, %k: tensor<1x1x6x16xf32>, %m: ten
   %0:2 = kiln_graph.attention %q, %k, %k mask %m {scale = 0.25 : f64, is_causal = true} : tensor<1x2x8x16xf32>, tensor<1x1x6x16xf32>, tensor<1x1x6x16xf32>, tensor<1x1x8x6xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
   return %0#0 : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// So does convolution.
+// CHECK-LABEL: func.func @conv2d
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x8x8xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>)
+// CHECK: %[[OUT:.*]] = tensor.empty() : tensor<1x4x6x6xf32>
+// CHECK: kiln_kernel.conv2d %[[X]], %[[W]] into %[[OUT]] {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>}
+func.func @conv2d(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}

@@ -694,3 +694,35 @@ func.func @attention_logsumexp(%q: tensor<1x2x4x8xf32>) {
   %0:2 = kiln_graph.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x8xf32>
   return
 }
+
+// -----
+
+func.func @conv2d_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{weight has 2 input channels, input 3}}
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{result must be [N, O, OH, OW] = [1, 4, 3, 6]}}
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 2, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_kernel_too_large(%x: tensor<1x3x4x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{kernel extent 5 exceeds the input size 4}}
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 2, 1>} : tensor<1x3x4x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x1x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_bias(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{bias must be [O] of the input's element type}}
+  %0 = kiln_graph.conv2d %x, %w bias %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x4x6x6xf32>
+  return
+}

@@ -354,3 +354,12 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x6x16xf32>, %v: ten
   %1:2 = kiln_graph.attention %q, %k, %v mask %m {scale = 1.0 : f64, is_causal = true} : tensor<2x4x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32>, tensor<2x1x1x6xf32> -> tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
   return %0#0, %1#0 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @conv2d
+// CHECK: kiln_graph.conv2d %{{.*}}, %{{.*}} bias %{{.*}} {dilations = array<i64: 1, 2>, strides = array<i64: 2, 1>} : tensor<1x3x9x12xf32>, tensor<8x3x3x3xf32>, tensor<8xf32> -> tensor<1x8x4x8xf32>
+func.func @conv2d(%x: tensor<1x3x9x12xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x4x8xf32> {
+  %0 = kiln_graph.conv2d %x, %w bias %b {strides = array<i64: 2, 1>, dilations = array<i64: 1, 2>} : tensor<1x3x9x12xf32>, tensor<8x3x3x3xf32>, tensor<8xf32> -> tensor<1x8x4x8xf32>
+  return %0 : tensor<1x8x4x8xf32>
+}

@@ -72,3 +72,15 @@ func.func @attention(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>, %o: tenso
   kiln_kernel.attention %qb, %qb, %qb into %ob, %lb {scale = 0.5 : f64, is_causal = true} : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32> into memref<1x2x4x8xf32>, memref<1x2x4xf32>
   return %0#0 : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @conv2d
+// CHECK: kiln_kernel.conv2d %{{.*}}, %{{.*}} bias %{{.*}} into %{{.*}} {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> into tensor<1x4x6x6xf32> -> tensor<1x4x6x6xf32>
+// CHECK: kiln_kernel.conv2d %{{.*}}, %{{.*}} into %{{.*}} {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32> into memref<1x4x6x6xf32>
+func.func @conv2d(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %o: tensor<1x4x6x6xf32>,
+                  %xb: memref<1x3x8x8xf32>, %wb: memref<4x3x3x3xf32>, %ob: memref<1x4x6x6xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = kiln_kernel.conv2d %x, %w bias %b into %o {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> into tensor<1x4x6x6xf32> -> tensor<1x4x6x6xf32>
+  kiln_kernel.conv2d %xb, %wb into %ob {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32> into memref<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}

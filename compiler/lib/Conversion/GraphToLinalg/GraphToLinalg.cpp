@@ -856,6 +856,16 @@ LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
   return success();
 }
 
+/// Convolution stays one op too (kiln-lower-convolution).
+LogicalResult lowerConv2d(RewriterBase &rewriter, Conv2dOp op) {
+  auto type = tensorType(op.getResult());
+  Value empty = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
+  rewriter.replaceOpWithNewOp<kiln::kernel::Conv2dOp>(
+      op, TypeRange{type}, op.getInput(), op.getWeight(), op.getBias(), empty,
+      op.getStridesAttr(), op.getDilationsAttr());
+  return success();
+}
+
 LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
                                                  cast<TypedAttr>(op.getValue()));
@@ -885,6 +895,7 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<CumsumOp>([&](auto o) { return lowerCumsum(rewriter, o); })
       .Case<ScatterOp>([&](auto o) { return lowerScatter(rewriter, o); })
       .Case<AttentionOp>([&](auto o) { return lowerAttention(rewriter, o); })
+      .Case<Conv2dOp>([&](auto o) { return lowerConv2d(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
       .Default([](Operation *o) {
         return o->emitOpError("has no lowering to linalg");

@@ -34,8 +34,8 @@ MemRefType kernelArgType(Type tensor) {
 }
 
 /// Work of a kernel in elements written, plus the multiply-adds / 16 (vector
-/// FMAs) of its matmuls and attentions (whose exp per score counts as 16
-/// multiply-adds): the measure workgroups are sized by. Waking another core
+/// FMAs) of its matmuls, convolutions and attentions (whose exp per score
+/// counts as 16 multiply-adds): the measure workgroups are sized by. Waking another core
 /// costs tens of microseconds (measured ~30 us here, about 100K units of
 /// work), so a workgroup gets at least twice that.
 int64_t estimateWork(kernel::KernelOp kernel) {
@@ -54,6 +54,11 @@ int64_t estimateWork(kernel::KernelOp kernel) {
       auto v = cast<RankedTensorType>(attention.getV().getType());
       int64_t scores = q.getNumElements() / q.getDimSize(3) * v.getDimSize(2);
       work += scores * (q.getDimSize(3) + v.getDimSize(3) + 16) / 16;
+    }
+    if (auto conv = dyn_cast<graph::Conv2dOp>(op)) {
+      auto weight = cast<RankedTensorType>(conv.getWeight().getType());
+      work += cast<RankedTensorType>(conv.getResult().getType()).getNumElements() *
+              (weight.getNumElements() / weight.getDimSize(0)) / 16;
     }
   });
   return work;

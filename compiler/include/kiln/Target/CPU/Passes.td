@@ -67,4 +67,22 @@ def LowerAttentionPass : Pass<"kiln-lower-attention", "mlir::func::FuncOp"> {
                            "mlir::math::MathDialect", "mlir::linalg::LinalgDialect"];
 }
 
+def LowerConvolutionPass : Pass<"kiln-lower-convolution", "mlir::func::FuncOp"> {
+  let summary = "Direct convolution loops, vectorized along output rows";
+  let description = [{
+    Runs on bufferized kernels. Each `kiln_kernel.conv2d` becomes one loop
+    over the N * OH output rows, the kernel's workgroup extent. In a row,
+    tiles of 6 output channels by two vectors of columns stay in registers
+    across the reduction over input channels and kernel taps, which reads
+    the padded input in place (vector loads, or gathers for strides > 1):
+    no im2col buffer. Ragged columns are masked.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "SIMD register width in bits (0: the host CPU's)">,
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_TARGET_CPU_PASSES

@@ -251,6 +251,13 @@ LeadingDim AttentionOp::getLeadingDim() {
   info.extent = result.getDimSize(0) * result.getDimSize(1);
   return info;
 }
+LeadingDim Conv2dOp::getLeadingDim() {
+  // Workgroups split the N * OH output rows; the op runs alone in its kernel.
+  LeadingDim info = notParallel(*this);
+  auto result = tensorType(getResult());
+  info.extent = result.getDimSize(0) * result.getDimSize(2);
+  return info;
+}
 LeadingDim ReshapeOp::getLeadingDim() {
   // Row-major: equal leading sizes mean equal trailing element counts, so row
   // r of the result is exactly row r of the input.
@@ -392,6 +399,43 @@ LogicalResult AttentionOp::verify() {
       if (mask.getDimSize(i) != 1 && mask.getDimSize(i) != full[i])
         return emitOpError("mask dim ") << i << " must be 1 or " << full[i] << ", got "
                                         << mask.getDimSize(i);
+  }
+  return success();
+}
+
+LogicalResult Conv2dOp::verify() {
+  auto input = tensorType(getInput()), weight = tensorType(getWeight());
+  auto result = tensorType(getResult());
+  if (input.getRank() != 4 || weight.getRank() != 4 || result.getRank() != 4)
+    return emitOpError("input, weight and result must be rank 4 ([N, C, H, W], [O, C, KH, KW])");
+  Type element = input.getElementType();
+  if (!isa<FloatType>(element) || weight.getElementType() != element ||
+      result.getElementType() != element)
+    return emitOpError("requires one floating-point element type");
+  if (getStrides().size() != 2 || getDilations().size() != 2 ||
+      llvm::any_of(getStrides(), [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(getDilations(), [](int64_t d) { return d < 1; }))
+    return emitOpError("strides and dilations must be two positive integers");
+  if (weight.getDimSize(1) != input.getDimSize(1))
+    return emitOpError("weight has ") << weight.getDimSize(1) << " input channels, input "
+                                      << input.getDimSize(1);
+  SmallVector<int64_t> expected{input.getDimSize(0), weight.getDimSize(0)};
+  for (int64_t d = 0; d < 2; ++d) {
+    int64_t span = getDilations()[d] * (weight.getDimSize(2 + d) - 1) + 1;
+    if (input.getDimSize(2 + d) < span)
+      return emitOpError("kernel extent ") << span << " exceeds the input size "
+                                            << input.getDimSize(2 + d);
+    expected.push_back((input.getDimSize(2 + d) - span) / getStrides()[d] + 1);
+  }
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result must be [N, O, OH, OW] = [")
+           << expected[0] << ", " << expected[1] << ", " << expected[2] << ", " << expected[3]
+           << "]";
+  if (Value bias = getBias()) {
+    auto type = tensorType(bias);
+    if (type.getRank() != 1 || type.getDimSize(0) != weight.getDimSize(0) ||
+        type.getElementType() != element)
+      return emitOpError("bias must be [O] of the input's element type");
   }
   return success();
 }

@@ -33,28 +33,44 @@ LogicalResult KernelOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  bool onTensors = isa<RankedTensorType>(getInit().getType());
-  for (Value operand : getOperands())
-    if (isa<RankedTensorType>(operand.getType()) != onTensors || !cast<ShapedType>(operand.getType()).hasRank())
-      return emitOpError("operands must be all ranked tensors or all memrefs");
-  if (onTensors ? getResults().getTypes() != TypeRange{getInit().getType(),
-                                                      getLogsumexpInit().getType()}
-                : !getResults().empty())
-    return emitOpError("returns its inits on tensors and nothing on buffers");
+/// The destination-style kernel ops (attention, conv2d) take all tensors and
+/// return their inits, or all buffers and return nothing.
+static LogicalResult verifyDestinationForm(DestinationStyleOpInterface op) {
+  bool onTensors = isa<RankedTensorType>(op.getDpsInits()[0].getType());
+  for (Value operand : op->getOperands())
+    if (isa<RankedTensorType>(operand.getType()) != onTensors ||
+        !cast<ShapedType>(operand.getType()).hasRank())
+      return op->emitOpError("operands must be all ranked tensors or all memrefs");
+  if (onTensors ? op->getResultTypes() != TypeRange(ValueRange(op.getDpsInits()))
+                : op->getNumResults() != 0)
+    return op->emitOpError("returns its inits on tensors and nothing on buffers");
   return success();
 }
 
-void AttentionOp::getEffects(
+/// On buffers, a destination-style op reads its inputs and writes its inits.
+static void destinationEffects(
+    DestinationStyleOpInterface op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  if (!hasPureBufferSemantics())
+  if (!op.hasPureBufferSemantics())
     return;
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (isDpsInit(&operand))
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (op.isDpsInit(&operand))
       effects.emplace_back(MemoryEffects::Write::get(), &operand,
                            SideEffects::DefaultResource::get());
     else
       effects.emplace_back(MemoryEffects::Read::get(), &operand,
                            SideEffects::DefaultResource::get());
   }
+}
+
+LogicalResult AttentionOp::verify() { return verifyDestinationForm(*this); }
+LogicalResult Conv2dOp::verify() { return verifyDestinationForm(*this); }
+
+void AttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  destinationEffects(*this, effects);
+}
+void Conv2dOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  destinationEffects(*this, effects);
 }

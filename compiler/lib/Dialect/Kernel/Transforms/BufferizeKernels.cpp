@@ -23,35 +23,37 @@ using namespace mlir;
 
 namespace {
 
-/// kiln_kernel.attention writes its result into the buffer of its init.
-struct AttentionBufferization
-    : bufferization::DstBufferizableOpInterfaceExternalModel<AttentionBufferization,
-                                                             kiln::kernel::AttentionOp> {
+/// Kiln's destination-style kernel ops (attention, conv2d) write their
+/// results into the buffers of their inits: the op is recreated on buffers,
+/// with the same attributes and no results.
+template <typename KernelOp>
+struct DestinationBufferization
+    : bufferization::DstBufferizableOpInterfaceExternalModel<DestinationBufferization<KernelOp>,
+                                                             KernelOp> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const bufferization::AnalysisState &) const {
-    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand); // init: write only
+    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand); // inits: write only
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {
-    auto attention = cast<kiln::kernel::AttentionOp>(op);
-    IRMapping buffers;
+    SmallVector<Value> buffers;
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer = bufferization::getBuffer(rewriter, operand, options, state);
       if (failed(buffer))
         return failure();
-      buffers.map(operand, *buffer);
+      buffers.push_back(*buffer);
     }
-    Value mask = attention.getMask() ? buffers.lookup(attention.getMask()) : Value();
-    Value init = buffers.lookup(attention.getInit());
-    Value logsumexp = buffers.lookup(attention.getLogsumexpInit());
     rewriter.setInsertionPoint(op);
-    kiln::kernel::AttentionOp::create(
-        rewriter, op->getLoc(), TypeRange{}, buffers.lookup(attention.getQ()),
-        buffers.lookup(attention.getK()), buffers.lookup(attention.getV()), mask, init,
-        logsumexp, attention.getScaleAttr(), attention.getIsCausalAttr());
-    bufferization::replaceOpWithBufferizedValues(rewriter, op, {init, logsumexp});
+    OperationState onBuffers(op->getLoc(), op->getName());
+    onBuffers.addOperands(buffers);
+    onBuffers.addAttributes(op->getAttrs());
+    rewriter.create(onBuffers);
+    SmallVector<Value> inits;
+    for (OpOperand &init : cast<DestinationStyleOpInterface>(op).getDpsInitsMutable())
+      inits.push_back(buffers[init.getOperandNumber()]);
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, inits);
     return success();
   }
 };
@@ -97,7 +99,10 @@ struct BufferizeKernelsPass
     scf::registerBufferizableOpInterfaceExternalModels(registry); // cumsum's scan loop
     tensor::registerBufferizableOpInterfaceExternalModels(registry);
     registry.addExtension(+[](MLIRContext *ctx, kiln::kernel::KernelDialect *) {
-      kiln::kernel::AttentionOp::attachInterface<AttentionBufferization>(*ctx);
+      kiln::kernel::AttentionOp::attachInterface<
+          DestinationBufferization<kiln::kernel::AttentionOp>>(*ctx);
+      kiln::kernel::Conv2dOp::attachInterface<DestinationBufferization<kiln::kernel::Conv2dOp>>(
+          *ctx);
     });
   }
 

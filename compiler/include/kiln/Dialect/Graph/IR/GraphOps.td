@@ -326,6 +326,25 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnL
   let hasVerifier = 1;
 }
 
+def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, Graph_OwnKernel, Graph_OwnLeadingDim]> {
+  let summary = "aten.convolution (2-D, one group) of an already padded input";
+  let description = [{
+    `input` [N, C, H, W] (padding is a `kiln_graph.pad` before it), `weight`
+    [O, C, KH, KW] and the optional `bias` [O] give the result [N, O, OH, OW]
+    with OH = (H - dilation_h * (KH - 1) - 1) / stride_h + 1 (and so for W).
+    Lowered to a direct convolution vectorized along output rows (no im2col
+    buffer); its workgroups split the N * OH output rows.
+  }];
+  let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$weight, Optional<Graph_Tensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//

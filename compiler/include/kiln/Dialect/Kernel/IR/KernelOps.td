@@ -73,4 +73,26 @@ def Kernel_AttentionOp : Kernel_Op<"attention", [DestinationStyleOpInterface, De
   let hasVerifier = 1;
 }
 
+def Kernel_Conv2dOp : Kernel_Op<"conv2d", [DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Direct 2-D convolution inside a kernel, on tensors or on buffers";
+  let description = [{
+    `kiln_graph.conv2d` (same operands, same semantics) in destination style,
+    as `kiln_kernel.attention`: bufferization places the result in `init`, and
+    the CPU target lowers the buffer form (kiln-lower-convolution).
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$weight, Optional<AnyShaped>:$bias,
+                       AnyShaped:$init, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? `into` $init attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `into` type($init) (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_KERNEL_OPS

@@ -1,0 +1,196 @@
+// Direct convolution for the CPU: kiln_kernel.conv2d on buffers becomes a
+// register-blocked loop nest that reads the (already padded) input in place,
+// with no im2col buffer.
+//
+// For each output row (n, y), the unit workgroups split, tiles of MR = 6
+// output channels by NR = two vectors of output columns stay in 12 vector
+// registers while the reduction runs over input channels c and kernel taps
+// (ky, kx): each tap broadcasts weight[o, c, ky, kx] for the tile's channels
+// and FMAs it with the input row segment input[n, c, y*sh + ky*dh, x*sw +
+// kx*dw] (a vector load for stride 1, a gather otherwise). The ragged last
+// columns use masked loads and stores, the ragged last channels a smaller MR.
+// The bias initializes the accumulators.
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Target/CPU/Passes.h"
+#include "MatmulEmitter.h"
+
+namespace kiln::cpu {
+#define GEN_PASS_DEF_LOWERCONVOLUTIONPASS
+#include "kiln/Target/CPU/Passes.h.inc"
+} // namespace kiln::cpu
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kChannelTile = 6; // MR: output channels per register tile
+
+class ConvolutionEmitter {
+public:
+  ConvolutionEmitter(OpBuilder &b, kiln::kernel::Conv2dOp op, int64_t vl)
+      : b(b), loc(op.getLoc()), op(op), vl(vl) {
+    auto input = cast<MemRefType>(op.getInput().getType());
+    auto weight = cast<MemRefType>(op.getWeight().getType());
+    auto out = cast<MemRefType>(op.getInit().getType());
+    element = input.getElementType();
+    channels = input.getDimSize(1);
+    outChannels = weight.getDimSize(0);
+    kernelH = weight.getDimSize(2);
+    kernelW = weight.getDimSize(3);
+    outH = out.getDimSize(2);
+    outW = out.getDimSize(3);
+    batch = out.getDimSize(0);
+    strideH = op.getStrides()[0];
+    strideW = op.getStrides()[1];
+    dilationH = op.getDilations()[0];
+    dilationW = op.getDilations()[1];
+    vector = VectorType::get({vl}, element);
+  }
+
+  void emit() {
+    // One iteration per output row (n, y): the loop workgroups split.
+    forLoop(index(0), index(batch * outH), 1, [&](Value row) {
+      n = arith::DivUIOp::create(b, loc, row, index(outH));
+      y = arith::RemUIOp::create(b, loc, row, index(outH));
+      int64_t fullChannels = outChannels - outChannels % kChannelTile;
+      forLoop(index(0), index(fullChannels), kChannelTile,
+              [&](Value o0) { channelTile(o0, kChannelTile); });
+      if (fullChannels < outChannels)
+        channelTile(index(fullChannels), outChannels - fullChannels);
+    });
+    op.erase();
+  }
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, int64_t v) {
+    return v ? arith::AddIOp::create(b, loc, x, index(v)).getResult() : x;
+  }
+  Value mul(Value x, int64_t v) {
+    return v == 1 ? x : arith::MulIOp::create(b, loc, x, index(v)).getResult();
+  }
+  void forLoop(Value lb, Value ub, int64_t step, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, index(step));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  /// Output channels [o0, o0 + mr) of the row: full tiles of two vectors of
+  /// columns, then the ragged rest one vector at a time, the last masked.
+  void channelTile(Value o0, int64_t mr) {
+    int64_t tile = 2 * vl;
+    int64_t fullColumns = outW - outW % tile;
+    forLoop(index(0), index(fullColumns), tile, [&](Value x0) { block(o0, mr, x0, 2, vl); });
+    for (int64_t x = fullColumns; x < outW; x += vl)
+      block(o0, mr, index(x), 1, std::min(vl, outW - x));
+  }
+
+  /// The mr x vectors register tile at (o0, x0); the last vector has `lanes`
+  /// active lanes (masked when fewer than vl).
+  void block(Value o0, int64_t mr, Value x0, int64_t vectors, int64_t lanes) {
+    Value mask;
+    if (lanes < vl)
+      mask = vector::ConstantMaskOp::create(b, loc, VectorType::get({vl}, b.getI1Type()),
+                                            ArrayRef<int64_t>{lanes});
+    SmallVector<Value> init;
+    for (int64_t r = 0; r < mr; ++r) {
+      Value start = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+      if (Value bias = op.getBias())
+        start = memref::LoadOp::create(b, loc, bias, add(o0, r));
+      Value splat = vector::BroadcastOp::create(b, loc, vector, start);
+      init.append(vectors, splat);
+    }
+    auto loop = scf::ForOp::create(b, loc, index(0), index(channels * kernelH), index(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value iv = loop.getInductionVar();
+      Value c = arith::DivUIOp::create(b, loc, iv, index(kernelH));
+      Value ky = arith::RemUIOp::create(b, loc, iv, index(kernelH));
+      Value iy = arith::AddIOp::create(b, loc, mul(y, strideH), mul(ky, dilationH));
+      SmallVector<Value> acc(loop.getRegionIterArgs());
+      for (int64_t kx = 0; kx < kernelW; ++kx) {
+        SmallVector<Value> rows;
+        for (int64_t v = 0; v < vectors; ++v) {
+          Value ix = add(mul(x0, strideW), v * vl * strideW + kx * dilationW);
+          bool masked = mask && v == vectors - 1;
+          rows.push_back(inputRow(c, iy, ix, masked ? mask : Value()));
+        }
+        for (int64_t r = 0; r < mr; ++r) {
+          Value w = memref::LoadOp::create(b, loc, op.getWeight(),
+                                           ValueRange{add(o0, r), c, ky, index(kx)});
+          Value splat = vector::BroadcastOp::create(b, loc, vector, w);
+          for (int64_t v = 0; v < vectors; ++v)
+            acc[r * vectors + v] = vector::FMAOp::create(b, loc, splat, rows[v], acc[r * vectors + v]);
+        }
+      }
+      scf::YieldOp::create(b, loc, acc);
+    }
+    for (int64_t r = 0; r < mr; ++r)
+      for (int64_t v = 0; v < vectors; ++v) {
+        SmallVector<Value> at{n, add(o0, r), y, add(x0, v * vl)};
+        Value value = loop.getResult(r * vectors + v);
+        if (mask && v == vectors - 1)
+          vector::MaskedStoreOp::create(b, loc, op.getInit(), at, mask, value);
+        else
+          vector::StoreOp::create(b, loc, value, op.getInit(), at);
+      }
+  }
+
+  /// input[n, c, iy, ix + lane * strideW] for the vl lanes (masked lanes read
+  /// nothing and give 0).
+  Value inputRow(Value c, Value iy, Value ix, Value mask) {
+    Value input = op.getInput();
+    SmallVector<Value> at{n, c, iy, ix};
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vector, b.getFloatAttr(element, 0.0)));
+    if (strideW == 1) {
+      if (mask)
+        return vector::MaskedLoadOp::create(b, loc, vector, input, at, mask, zeros);
+      return vector::LoadOp::create(b, loc, vector, input, at);
+    }
+    auto indexType = VectorType::get({vl}, b.getIndexType());
+    SmallVector<APInt> offsets;
+    for (int64_t lane = 0; lane < vl; ++lane)
+      offsets.push_back(APInt(64, lane * strideW));
+    Value lanes = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(indexType, offsets));
+    Value all = mask ? mask
+                     : vector::ConstantMaskOp::create(
+                           b, loc, VectorType::get({vl}, b.getI1Type()), ArrayRef<int64_t>{vl});
+    return vector::GatherOp::create(b, loc, vector, input, at, lanes, all, zeros);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  kiln::kernel::Conv2dOp op;
+  int64_t vl;
+  Type element;
+  VectorType vector;
+  int64_t batch = 0, channels = 0, outChannels = 0, kernelH = 0, kernelW = 0, outH = 0,
+          outW = 0, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  Value n, y;
+};
+
+struct LowerConvolutionPass
+    : kiln::cpu::impl::LowerConvolutionPassBase<LowerConvolutionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<kiln::kernel::Conv2dOp> ops;
+    getOperation().walk([&](kiln::kernel::Conv2dOp op) { ops.push_back(op); });
+    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
+    for (kiln::kernel::Conv2dOp op : ops) {
+      auto input = dyn_cast<MemRefType>(op.getInput().getType());
+      if (!op.hasPureBufferSemantics() || !input || input.getRank() != 4 ||
+          !input.getLayout().isIdentity()) {
+        op.emitOpError("expects identity-layout rank-4 buffers (run after bufferization)");
+        return signalPassFailure();
+      }
+      OpBuilder b(op);
+      ConvolutionEmitter(b, op, bits / input.getElementType().getIntOrFloatBitWidth()).emit();
+    }
+  }
+};
+
+} // namespace

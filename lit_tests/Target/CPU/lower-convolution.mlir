@@ -1,0 +1,34 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-lower-convolution{vector-bits=512}))' | FileCheck %s
+
+// A 3x3 stride-2 convolution with bias: 7 output channels (a tile of 6 and a
+// ragged 1), output rows of 20 columns (one vector of 16 and 4 masked lanes).
+// The input is read in place (gathers every second column): no buffer.
+// CHECK-LABEL: func.func private @kernel_0_conv2d
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<2x3x19x41xf32>, %[[W:[a-z0-9]+]]: memref<7x3x3x3xf32>, %[[B:[a-z0-9]+]]: memref<7xf32>, %[[OUT:[a-z0-9]+]]: memref<2x7x9x20xf32>
+// CHECK-NOT: memref.alloc
+// One iteration per output row (N * OH = 18): the loop workgroups split.
+// CHECK: scf.for %[[ROW:[a-z0-9_]+]] = %{{.*}} to %c18 step %c1
+// CHECK: %[[N:[0-9]+]] = arith.divui %[[ROW]], %c9
+// Tiles of 6 output channels.
+// CHECK: scf.for %[[O0:[a-z0-9_]+]] = %{{.*}} to %c6 step %c6
+// The accumulators start at the bias.
+// CHECK: memref.load %[[B]][%[[O0]]]
+// The reduction over (c, ky), 9 steps, carrying 6 x 2 vectors; each tap
+// gathers input columns 2 apart and FMAs them with broadcast weights.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c9{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.gather %[[X]][%[[N]],
+// CHECK: memref.load %[[W]]
+// CHECK: vector.fma
+// CHECK: vector.store %{{.*}}, %[[OUT]][%[[N]], %[[O0]],
+// The 4 ragged columns: masked gathers and stores.
+// CHECK: vector.constant_mask [4] : vector<16xi1>
+// CHECK: vector.gather
+// CHECK: vector.maskedstore %[[OUT]]
+// The ragged seventh channel: a tile of one.
+// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>) {
+// CHECK-NOT: kiln_kernel.conv2d
+func.func private @kernel_0_conv2d(%wg: index, %wgc: index, %x: memref<2x3x19x41xf32>, %w: memref<7x3x3x3xf32>, %b: memref<7xf32>, %out: memref<2x7x9x20xf32>)
+    attributes {kiln.kernel = "kernel_0_conv2d", kiln.workgroup_extent = 18 : i64} {
+  kiln_kernel.conv2d %x, %w bias %b into %out {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : memref<2x3x19x41xf32>, memref<7x3x3x3xf32>, memref<7xf32> into memref<2x7x9x20xf32>
+  return
+}
