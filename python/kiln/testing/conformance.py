@@ -131,6 +131,8 @@ CI_OPS = (
     "index_put", "masked_scatter",
     # sorting and pooling decompositions
     "topk", "nn.functional.avg_pool3d", "max_pool2d_with_indices_backward",
+    # Kiln's own kernels for composites: fused attention, direct convolution
+    "nn.functional.scaled_dot_product_attention", "nn.functional.conv1d", "nn.functional.conv2d",
 )
 CI_DTYPES = ("float32", "int64", "uint8", "bool")
 CI_MAX_SAMPLES = 3
