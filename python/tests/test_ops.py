@@ -891,6 +891,8 @@ def test_direct_convolution(fn, kernel, out_channels, with_bias, width):
 def test_direct_convolution_1d_and_float64():
     torch.manual_seed(0)
     check(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), f32(2, 3, 50), f32(6, 3, 3), f32(6))
+    # Kernels wider than 8 loop over their columns instead of unrolling them.
+    check(lambda x, w: F.conv1d(x, w, stride=5, padding=4), f32(1, 2, 400), f32(5, 2, 10))
     x64, w64 = torch.randn(1, 3, 10, 20, dtype=torch.float64), torch.randn(5, 3, 3, 3, dtype=torch.float64)
     check(lambda x, w: F.conv2d(x, w, padding=1), x64, w64, rtol=1e-10, atol=1e-10)
 

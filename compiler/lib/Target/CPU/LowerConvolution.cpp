@@ -23,7 +23,8 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kChannelTile = 6; // MR: output channels per register tile
+constexpr int64_t kChannelTile = 6;      // MR: output channels per register tile
+constexpr int64_t kMaxUnrolledTaps = 8;  // kernel columns unrolled in the reduction
 
 class ConvolutionEmitter {
 public:
@@ -110,20 +111,35 @@ private:
       Value ky = arith::RemUIOp::create(b, loc, iv, index(kernelH));
       Value iy = arith::AddIOp::create(b, loc, mul(y, strideH), mul(ky, dilationH));
       SmallVector<Value> acc(loop.getRegionIterArgs());
-      for (int64_t kx = 0; kx < kernelW; ++kx) {
+      // One kernel column: mr broadcasts times `vectors` input segments.
+      auto tap = [&](Value kx, SmallVector<Value> &acc) {
         SmallVector<Value> rows;
         for (int64_t v = 0; v < vectors; ++v) {
-          Value ix = add(mul(x0, strideW), v * vl * strideW + kx * dilationW);
+          Value ix = arith::AddIOp::create(b, loc, add(mul(x0, strideW), v * vl * strideW),
+                                           mul(kx, dilationW));
           bool masked = mask && v == vectors - 1;
           rows.push_back(inputRow(c, iy, ix, masked ? mask : Value()));
         }
         for (int64_t r = 0; r < mr; ++r) {
-          Value w = memref::LoadOp::create(b, loc, op.getWeight(),
-                                           ValueRange{add(o0, r), c, ky, index(kx)});
+          Value w = memref::LoadOp::create(b, loc, op.getWeight(), ValueRange{add(o0, r), c, ky, kx});
           Value splat = vector::BroadcastOp::create(b, loc, vector, w);
           for (int64_t v = 0; v < vectors; ++v)
             acc[r * vectors + v] = vector::FMAOp::create(b, loc, splat, rows[v], acc[r * vectors + v]);
         }
+      };
+      // Narrow kernels are unrolled; wide ones (audio front ends) loop, to
+      // keep the code small.
+      if (kernelW <= kMaxUnrolledTaps) {
+        for (int64_t kx = 0; kx < kernelW; ++kx)
+          tap(index(kx), acc);
+      } else {
+        auto columns = scf::ForOp::create(b, loc, index(0), index(kernelW), index(1), acc);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(columns.getBody());
+        SmallVector<Value> carried(columns.getRegionIterArgs());
+        tap(columns.getInductionVar(), carried);
+        scf::YieldOp::create(b, loc, carried);
+        acc.assign(columns.getResults().begin(), columns.getResults().end());
       }
       scf::YieldOp::create(b, loc, acc);
     }
