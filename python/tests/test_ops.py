@@ -877,7 +877,9 @@ DIRECT_CONVS = [
 @pytest.mark.parametrize("fn, kernel, out_channels, with_bias",
                          [pytest.param(f, k, o, wb, id=n) for n, f, k, o, wb in DIRECT_CONVS])
 def test_direct_convolution(fn, kernel, out_channels, with_bias, width):
-    """Matches eager, and runs as one kiln_graph.conv2d kernel (no im2col gather)."""
+    """Matches eager, and runs as one kiln_graph.conv2d kernel (no im2col gather)
+    whose epilogue holds the ops after it (ReLU, the residual add): only the
+    input's padding is another kernel."""
     torch.manual_seed(width)
     x = f32(2, 4, 11, width)
     inputs = [x, f32(out_channels, 4, *kernel)] + ([f32(out_channels)] if with_bias else [])
@@ -885,7 +887,44 @@ def test_direct_convolution(fn, kernel, out_channels, with_bias, width):
     before = len(kiln.compile_records())
     check(fn, *inputs, rtol=1e-4, atol=1e-4)
     kernels = [list(k["ops"]) for r in kiln.compile_records()[before:] for k in r.kernels]
-    assert ["conv2d"] in kernels and not any("index" in ops for ops in kernels), kernels
+    assert [ops[0] for ops in kernels if ops != ["pad"]] == ["conv2d"], kernels
+
+
+class _ConvBlock(torch.nn.Module):
+    """conv, eval-mode batch norm, residual add, activation: the epilogue."""
+
+    def __init__(self, channels: int, activation: torch.nn.Module):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(channels)
+        self.activation = activation
+        self.bn.running_mean.normal_()
+        self.bn.running_var.uniform_(0.5, 2.0)
+        self.bn.weight.data.normal_()
+        self.bn.bias.data.normal_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.bn(self.conv(x)) + x)
+
+
+@pytest.mark.parametrize("width", [12, 45])
+@pytest.mark.parametrize("activation", [torch.nn.ReLU(), torch.nn.SiLU(), torch.nn.GELU(),
+                                        torch.nn.Hardtanh()], ids=["relu", "silu", "gelu", "hardtanh"])
+def test_convolution_epilogue_is_in_the_convolution_kernel(activation, width):
+    """Batch norm, the residual add and the activation run in the
+    convolution's kernel, on its accumulators, and match eager."""
+    torch.manual_seed(width)
+    block = _ConvBlock(6, activation).eval()
+    x = f32(2, 6, 7, width)
+    torch._dynamo.reset()
+    before = len(kiln.compile_records())
+    with torch.no_grad():
+        check(block, x, rtol=1e-4, atol=1e-4)
+    kernels = [list(k["ops"]) for r in kiln.compile_records()[before:] for k in r.kernels]
+    conv = [ops for ops in kernels if ops[0] == "conv2d"]
+    assert len(conv) == 1 and len(conv[0]) > 3, kernels
+    # Besides it: the input's padding and batch norm's per-channel scale and shift.
+    assert all(ops == ["pad"] or "conv2d" in ops or "rsqrt" in ops for ops in kernels), kernels
 
 
 def test_direct_convolution_1d_and_float64():

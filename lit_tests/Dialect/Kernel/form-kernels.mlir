@@ -492,3 +492,50 @@ func.func @attention_alone(%q: tensor<4x1x8x16xf32>) -> tensor<4x1x8x16xf32> {
   %1 = kiln_graph.add %0#0, %q : tensor<4x1x8x16xf32>, tensor<4x1x8x16xf32> -> tensor<4x1x8x16xf32>
   return %1 : tensor<4x1x8x16xf32>
 }
+
+// -----
+
+// The elementwise ops after a convolution join its kernel as its epilogue
+// (batch norm's scale, a residual add, ReLU), even when they read a value a
+// newer kernel made (the scale), as long as that kernel does not depend on
+// the convolution's; x * sigmoid(x) reads the chain twice.
+// CHECK-LABEL: func.func @conv_epilogue
+// CHECK: kiln_kernel.kernel "kernel_{{[0-9]+}}_rsqrt"
+// CHECK: kiln_kernel.kernel "kernel_{{[0-9]+}}_conv2d" extent(12)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln_graph.conv2d
+// CHECK-NEXT: kiln_graph.mul
+// CHECK-NEXT: kiln_graph.add
+// CHECK-NEXT: kiln_graph.relu
+// CHECK-NEXT: kiln_graph.sigmoid
+// CHECK-NEXT: kiln_graph.mul
+// CHECK-NEXT: kiln_kernel.yield
+func.func @conv_epilogue(%x: tensor<2x4x8x10xf32>, %w: tensor<4x4x3x3xf32>, %var: tensor<4x1x1xf32>,
+                         %res: tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32> {
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<2x4x8x10xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x6x8xf32>
+  %1 = kiln_graph.rsqrt %var : tensor<4x1x1xf32> -> tensor<4x1x1xf32>
+  %2 = kiln_graph.mul %0, %1 : tensor<2x4x6x8xf32>, tensor<4x1x1xf32> -> tensor<2x4x6x8xf32>
+  %3 = kiln_graph.add %2, %res : tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %4 = kiln_graph.relu %3 : tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %5 = kiln_graph.sigmoid %4 : tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %6 = kiln_graph.mul %4, %5 : tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  return %6 : tensor<2x4x6x8xf32>
+}
+
+// -----
+
+// A link whose value is also used after the chain ends the epilogue early:
+// the links move to a kernel of their own, and the convolution's kernel
+// yields only its result.
+// CHECK-LABEL: func.func @conv_open_epilogue
+// CHECK: kiln_kernel.kernel "kernel_{{[0-9]+}}_conv2d" extent(12)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln_graph.conv2d
+// CHECK-NEXT: kiln_kernel.yield
+// CHECK: kiln_kernel.kernel "kernel_{{[0-9]+}}_relu" extent(2)
+func.func @conv_open_epilogue(%x: tensor<2x4x8x10xf32>, %w: tensor<4x4x3x3xf32>) -> (tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>) {
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<2x4x8x10xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x6x8xf32>
+  %1 = kiln_graph.relu %0 : tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %2 = kiln_graph.neg %1 : tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  return %1, %2 : tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>
+}

@@ -264,3 +264,51 @@ func.func @broadcast_of_reduction(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %div : tensor<4x8xf32>
 }
+
+// -----
+
+// The pointwise chain after a convolution (a per-channel scale, a residual
+// add, ReLU), fused into one generic, becomes the convolution's epilogue: the
+// convolution writes the generic's destination, and the body takes the
+// convolution's value first, then one element of each other input.
+// CHECK-DAG: #[[CHANNEL:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @conv_epilogue
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8x10xf32>, %[[W:.*]]: tensor<4x4x3x3xf32>, %[[S:.*]]: tensor<4x1x1xf32>, %[[R:.*]]: tensor<2x4x6x8xf32>)
+// CHECK: %[[OUT:.*]] = tensor.empty() : tensor<2x4x6x8xf32>
+// CHECK-NEXT: %[[C:.*]] = kiln_kernel.conv2d %[[X]], %[[W]] epilogue(%[[S]], %[[R]] : tensor<4x1x1xf32>, tensor<2x4x6x8xf32>) into %[[OUT]]
+// CHECK-SAME: epilogue_maps = [#[[CHANNEL]], #[[ID]]]
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %[[SC:.*]]: f32, %[[RES:.*]]: f32):
+// CHECK-NEXT:   %[[M:.*]] = arith.mulf %[[V]], %[[SC]] : f32
+// CHECK-NEXT:   %[[A:.*]] = arith.addf %[[M]], %[[RES]] : f32
+// CHECK-NEXT:   %[[RELU:.*]] = arith.maximumf %[[A]], %{{.*}} : f32
+// CHECK-NEXT:   kiln_kernel.epilogue_yield %[[RELU]] : f32
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[C]]
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+func.func @conv_epilogue(%x: tensor<2x4x8x10xf32>, %w: tensor<4x4x3x3xf32>, %s: tensor<4x1x1xf32>,
+                         %r: tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32> {
+  %e = tensor.empty() : tensor<2x4x6x8xf32>
+  %c = kiln_kernel.conv2d %x, %w into %e {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>} : tensor<2x4x8x10xf32>, tensor<4x4x3x3xf32> into tensor<2x4x6x8xf32> -> tensor<2x4x6x8xf32>
+  %e0 = tensor.empty() : tensor<2x4x6x8xf32>
+  %0 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c, %s : tensor<2x4x6x8xf32>, tensor<4x1x1xf32>) outs(%e0 : tensor<2x4x6x8xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %6 = arith.mulf %in, %in_0 : f32
+    linalg.yield %6 : f32
+  } -> tensor<2x4x6x8xf32>
+  %e1 = tensor.empty() : tensor<2x4x6x8xf32>
+  %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0, %r : tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>) outs(%e1 : tensor<2x4x6x8xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %6 = arith.addf %in, %in_0 : f32
+    linalg.yield %6 : f32
+  } -> tensor<2x4x6x8xf32>
+  %e2 = tensor.empty() : tensor<2x4x6x8xf32>
+  %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%1 : tensor<2x4x6x8xf32>) outs(%e2 : tensor<2x4x6x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %cst = arith.constant 0.000000e+00 : f32
+    %6 = arith.maximumf %in, %cst : f32
+    linalg.yield %6 : f32
+  } -> tensor<2x4x6x8xf32>
+  return %2 : tensor<2x4x6x8xf32>
+}

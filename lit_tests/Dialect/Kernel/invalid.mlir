@@ -100,3 +100,26 @@ func.func @attention_results(%q: memref<1x2x4x8xf32>, %l: memref<1x2x4xf32>) {
   %0:2 = kiln_kernel.attention %q, %q, %q into %q, %l {scale = 0.5 : f64, is_causal = false} : memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32> into memref<1x2x4x8xf32>, memref<1x2x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
   return
 }
+
+// -----
+
+func.func @conv2d_epilogue_maps(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %b: memref<4xf32>, %o: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{needs one epilogue map per epilogue input (1 inputs, 0 maps)}}
+  kiln_kernel.conv2d %x, %w epilogue(%b : memref<4xf32>) into %o {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32> into memref<1x4x6x6xf32> {
+  ^bb0(%v: f32, %c: f32):
+    kiln_kernel.epilogue_yield %v : f32
+  }
+  return
+}
+
+// -----
+
+#channel = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @conv2d_epilogue_arguments(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %b: memref<4xf32>, %o: memref<1x4x6x6xf32>) {
+  // expected-error @+1 {{epilogue must take the convolution's value and one element per epilogue input}}
+  kiln_kernel.conv2d %x, %w epilogue(%b : memref<4xf32>) into %o {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, epilogue_maps = [#channel]} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32> into memref<1x4x6x6xf32> {
+  ^bb0(%v: f32):
+    kiln_kernel.epilogue_yield %v : f32
+  }
+  return
+}

@@ -84,3 +84,19 @@ func.func @conv2d(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4
   kiln_kernel.conv2d %xb, %wb into %ob {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : memref<1x3x8x8xf32>, memref<4x3x3x3xf32> into memref<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @conv2d_epilogue
+// CHECK: kiln_kernel.conv2d %{{.*}}, %{{.*}} epilogue(%{{.*}} : tensor<4xf32>) into %{{.*}} {dilations = array<i64: 1, 1>, epilogue_maps = [#{{.*}}], strides = array<i64: 1, 1>}
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
+// CHECK: kiln_kernel.epilogue_yield
+#channel = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @conv2d_epilogue(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %o: tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = kiln_kernel.conv2d %x, %w epilogue(%b : tensor<4xf32>) into %o {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, epilogue_maps = [#channel]} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> into tensor<1x4x6x6xf32> -> tensor<1x4x6x6xf32> {
+  ^bb0(%v: f32, %c: f32):
+    %1 = arith.addf %v, %c : f32
+    kiln_kernel.epilogue_yield %1 : f32
+  }
+  return %0 : tensor<1x4x6x6xf32>
+}

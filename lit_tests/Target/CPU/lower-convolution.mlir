@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-lower-convolution{vector-bits=512}))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-convolution{vector-bits=512}))' | FileCheck %s
 
 // A 3x3 stride-2 convolution with bias: 7 output channels (a tile of 6 and a
 // ragged 1), output rows of 20 columns (one vector of 16 and 4 masked lanes).
@@ -30,5 +30,37 @@
 func.func private @kernel_0_conv2d(%wg: index, %wgc: index, %x: memref<2x3x19x41xf32>, %w: memref<7x3x3x3xf32>, %b: memref<7xf32>, %out: memref<2x7x9x20xf32>)
     attributes {kiln.kernel = "kernel_0_conv2d", kiln.workgroup_extent = 18 : i64} {
   kiln_kernel.conv2d %x, %w bias %b into %out {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : memref<2x3x19x41xf32>, memref<7x3x3x3xf32>, memref<7xf32> into memref<2x7x9x20xf32>
+  return
+}
+
+// -----
+
+// An epilogue (per-channel scale, residual add, ReLU with a hoisted 0) runs
+// on each accumulator vector before its store: the scale is a broadcast
+// scalar of the tile's channel, the residual a vector load at the output
+// index, the body's scalar ops become vector ops.
+// CHECK-LABEL: func.func private @kernel_0_conv2d_epilogue
+// CHECK-SAME: %[[S:[a-z0-9]+]]: memref<4x1x1xf32>, %[[R:[a-z0-9]+]]: memref<1x4x6x16xf32>, %[[OUT:[a-z0-9]+]]: memref<1x4x6x16xf32>
+// CHECK: scf.for %{{.*}} iter_args
+// CHECK: vector.fma
+// CHECK: %[[SCALE:[0-9]+]] = memref.load %[[S]][%{{.*}}, %c0{{.*}}, %c0{{.*}}] : memref<4x1x1xf32>
+// CHECK: %[[SPLAT:[0-9]+]] = vector.broadcast %[[SCALE]] : f32 to vector<16xf32>
+// CHECK: %[[RES:[0-9]+]] = vector.load %[[R]][
+// CHECK: %[[M:[0-9]+]] = arith.mulf %{{.*}}, %[[SPLAT]] : vector<16xf32>
+// CHECK: %[[A:[0-9]+]] = arith.addf %[[M]], %[[RES]] : vector<16xf32>
+// CHECK: %[[RELU:[0-9]+]] = arith.maximumf %[[A]], %{{.*}} : vector<16xf32>
+// CHECK: vector.store %[[RELU]], %[[OUT]]
+#channel = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func private @kernel_0_conv2d_epilogue(%wg: index, %wgc: index, %x: memref<1x4x8x18xf32>, %w: memref<4x4x3x3xf32>, %s: memref<4x1x1xf32>, %r: memref<1x4x6x16xf32>, %out: memref<1x4x6x16xf32>)
+    attributes {kiln.kernel = "kernel_0_conv2d", kiln.workgroup_extent = 6 : i64} {
+  %zero = arith.constant 0.0 : f32
+  kiln_kernel.conv2d %x, %w epilogue(%s, %r : memref<4x1x1xf32>, memref<1x4x6x16xf32>) into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, epilogue_maps = [#channel, #id]} : memref<1x4x8x18xf32>, memref<4x4x3x3xf32> into memref<1x4x6x16xf32> {
+  ^bb0(%v: f32, %scale: f32, %res: f32):
+    %0 = arith.mulf %v, %scale : f32
+    %1 = arith.addf %0, %res : f32
+    %2 = arith.maximumf %1, %zero : f32
+    kiln_kernel.epilogue_yield %2 : f32
+  }
   return
 }

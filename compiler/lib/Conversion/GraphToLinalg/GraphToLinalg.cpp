@@ -856,13 +856,14 @@ LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
   return success();
 }
 
-/// Convolution stays one op too (kiln-lower-convolution).
+/// Convolution stays one op too (kiln-lower-convolution); the elementwise ops
+/// after it in its kernel become its epilogue (kiln-fuse-elementwise).
 LogicalResult lowerConv2d(RewriterBase &rewriter, Conv2dOp op) {
   auto type = tensorType(op.getResult());
   Value empty = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
   rewriter.replaceOpWithNewOp<kiln::kernel::Conv2dOp>(
-      op, TypeRange{type}, op.getInput(), op.getWeight(), op.getBias(), empty,
-      op.getStridesAttr(), op.getDilationsAttr());
+      op, TypeRange{type}, op.getInput(), op.getWeight(), op.getBias(), empty, ValueRange{},
+      op.getStridesAttr(), op.getDilationsAttr(), /*epilogue_maps=*/ArrayAttr());
   return success();
 }
 

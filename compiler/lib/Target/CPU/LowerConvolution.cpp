@@ -9,10 +9,14 @@
 // and FMAs it with the input row segment input[n, c, y*sh + ky*dh, x*sw +
 // kx*dw] (a vector load for stride 1, a gather otherwise). The ragged last
 // columns use masked loads and stores, the ragged last channels a smaller MR.
-// The bias initializes the accumulators.
+// The bias initializes the accumulators; the epilogue (batch norm,
+// activation, residual) is applied to them in registers before the store.
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/CPU/Passes.h"
 #include "MatmulEmitter.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace kiln::cpu {
 #define GEN_PASS_DEF_LOWERCONVOLUTIONPASS
@@ -146,12 +150,75 @@ private:
     for (int64_t r = 0; r < mr; ++r)
       for (int64_t v = 0; v < vectors; ++v) {
         SmallVector<Value> at{n, add(o0, r), y, add(x0, v * vl)};
-        Value value = loop.getResult(r * vectors + v);
+        bool masked = mask && v == vectors - 1;
+        Value value = epilogue(loop.getResult(r * vectors + v), at, masked ? mask : Value());
         if (mask && v == vectors - 1)
           vector::MaskedStoreOp::create(b, loc, op.getInit(), at, mask, value);
         else
           vector::StoreOp::create(b, loc, value, op.getInit(), at);
       }
+  }
+
+  /// The epilogue applied to the accumulator vector of the outputs at `at`
+  /// (n, o, y, x..x+vl): each epilogue input is read at its map of that index,
+  /// a vector where the map reads x, a broadcast scalar where it does not;
+  /// the body's scalar ops are recreated on vectors.
+  Value epilogue(Value acc, ArrayRef<Value> at, Value mask) {
+    if (op.getEpilogue().empty())
+      return acc;
+    Block &body = op.getEpilogue().front();
+    IRMapping mapping;
+    mapping.map(body.getArgument(0), acc);
+    for (auto [i, input] : llvm::enumerate(op.getEpilogueInputs())) {
+      AffineMap map = cast<AffineMapAttr>((*op.getEpilogueMaps())[i]).getValue();
+      SmallVector<Value> indices;
+      bool alongRow = false;
+      for (AffineExpr e : map.getResults()) {
+        if (auto dim = dyn_cast<AffineDimExpr>(e)) {
+          indices.push_back(at[dim.getPosition()]);
+          alongRow |= dim.getPosition() == 3;
+        } else {
+          indices.push_back(index(0)); // a broadcast dim (the fold checked)
+        }
+      }
+      Type type = cast<MemRefType>(input.getType()).getElementType();
+      auto vectorType = VectorType::get({vl}, type);
+      Value element;
+      if (!alongRow) {
+        element = vector::BroadcastOp::create(b, loc, vectorType,
+                                              memref::LoadOp::create(b, loc, input, indices));
+      } else if (mask) {
+        Value zeros = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(vectorType, b.getZeroAttr(type)));
+        element = vector::MaskedLoadOp::create(b, loc, vectorType, input, indices, mask, zeros);
+      } else {
+        element = vector::LoadOp::create(b, loc, vectorType, input, indices);
+      }
+      mapping.map(body.getArgument(i + 1), element);
+    }
+    for (Operation &inner : body.without_terminator()) {
+      auto vectorOf = [&](Type t) -> Type { return VectorType::get({vl}, t); };
+      if (auto constant = dyn_cast<arith::ConstantOp>(inner)) {
+        Value scalar = b.clone(inner)->getResult(0);
+        mapping.map(constant.getResult(),
+                    vector::BroadcastOp::create(b, loc, vectorOf(scalar.getType()), scalar));
+        continue;
+      }
+      // Values defined outside the body (constants hoisted by CSE) broadcast.
+      for (Value operand : inner.getOperands())
+        if (!mapping.contains(operand) && !isa<VectorType>(operand.getType()))
+          mapping.map(operand, vector::BroadcastOp::create(b, loc, vectorOf(operand.getType()),
+                                                           operand));
+      OperationState state(inner.getLoc(), inner.getName());
+      for (Value operand : inner.getOperands())
+        state.addOperands(mapping.lookup(operand));
+      for (Type t : inner.getResultTypes())
+        state.addTypes(vectorOf(t));
+      state.addAttributes(inner.getAttrs());
+      Operation *vectorized = b.create(state);
+      mapping.map(inner.getResults(), vectorized->getResults());
+    }
+    return mapping.lookup(body.getTerminator()->getOperand(0));
   }
 
   /// input[n, c, iy, ix + lane * strideW] for the vl lanes (masked lanes read
@@ -196,7 +263,22 @@ struct LowerConvolutionPass
     SmallVector<kiln::kernel::Conv2dOp> ops;
     getOperation().walk([&](kiln::kernel::Conv2dOp op) { ops.push_back(op); });
     int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
+    bool otherLoops = false;
+    getOperation().walk([&](linalg::LinalgOp) { otherLoops = true; });
     for (kiln::kernel::Conv2dOp op : ops) {
+      // Workgroups split the convolution's rows; another loop nest in the
+      // kernel (an epilogue that did not fold) would be split wrongly.
+      if (otherLoops) {
+        op.emitOpError("shares its kernel with a loop nest that is not its epilogue");
+        return signalPassFailure();
+      }
+      if (!op.getEpilogue().empty()) {
+        for (Operation &inner : op.getEpilogue().front().without_terminator())
+          if (!inner.hasTrait<OpTrait::Elementwise>() && !isa<arith::ConstantOp>(inner)) {
+            inner.emitOpError("in a convolution epilogue has no vector form");
+            return signalPassFailure();
+          }
+      }
       auto input = dyn_cast<MemRefType>(op.getInput().getType());
       if (!op.hasPureBufferSemantics() || !input || input.getRank() != 4 ||
           !input.getLayout().isIdentity()) {

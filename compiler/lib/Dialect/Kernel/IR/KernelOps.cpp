@@ -64,7 +64,24 @@ static void destinationEffects(
 }
 
 LogicalResult AttentionOp::verify() { return verifyDestinationForm(*this); }
-LogicalResult Conv2dOp::verify() { return verifyDestinationForm(*this); }
+LogicalResult Conv2dOp::verify() {
+  if (failed(verifyDestinationForm(*this)))
+    return failure();
+  size_t inputs = getEpilogueInputs().size();
+  size_t maps = getEpilogueMaps() ? getEpilogueMaps()->size() : 0;
+  if (maps != inputs)
+    return emitOpError("needs one epilogue map per epilogue input (")
+           << inputs << " inputs, " << maps << " maps)";
+  if (getEpilogue().empty())
+    return inputs ? emitOpError("has epilogue inputs but no epilogue") : success();
+  Block &block = getEpilogue().front();
+  if (block.getNumArguments() != inputs + 1)
+    return emitOpError("epilogue must take the convolution's value and one element per "
+                       "epilogue input");
+  if (!isa<EpilogueYieldOp>(block.getTerminator()))
+    return emitOpError("epilogue must end in kiln_kernel.epilogue_yield");
+  return success();
+}
 
 void AttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {

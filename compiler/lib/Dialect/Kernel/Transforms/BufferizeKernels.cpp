@@ -49,7 +49,11 @@ struct DestinationBufferization
     OperationState onBuffers(op->getLoc(), op->getName());
     onBuffers.addOperands(buffers);
     onBuffers.addAttributes(op->getAttrs());
-    rewriter.create(onBuffers);
+    for (unsigned i = 0; i < op->getNumRegions(); ++i)
+      onBuffers.addRegion();
+    Operation *created = rewriter.create(onBuffers);
+    for (auto [from, to] : llvm::zip(op->getRegions(), created->getRegions()))
+      to.takeBody(from); // scalar epilogues need no bufferization
     SmallVector<Value> inits;
     for (OpOperand &init : cast<DestinationStyleOpInterface>(op).getDpsInitsMutable())
       inits.push_back(buffers[init.getOperandNumber()]);

@@ -56,6 +56,7 @@ public:
       }
       place(&op);
     }
+    splitOpenEpilogues();
   }
 
   void materialize(OpBuilder &builder) {
@@ -113,7 +114,91 @@ private:
     return -1;
   }
 
+  /// Does kernel `k` read, directly or through other kernels, what kernel
+  /// `e` makes?
+  bool dependsOn(int k, int e, DenseSet<int> &seen) {
+    if (k == e)
+      return true;
+    if (k < 0 || !seen.insert(k).second)
+      return false;
+    for (Operation *op : kernels[k].ops)
+      for (Value operand : op->getOperands())
+        if (dependsOn(sourceKernel(operand), e, seen))
+          return true;
+    return false;
+  }
+
+  /// The kernel `op` joins as a link of its epilogue, or -1: the kernel's
+  /// first op takes an epilogue (TakesEpilogue) and `op` is elementwise,
+  /// with the first op's result type, reads values made in the kernel only
+  /// directly and at that type, reads nothing else of a type other than
+  /// that (no bool masks: the epilogue reads vectors of that type), and
+  /// reads nothing from a kernel that depends on this one. The lowering
+  /// applies the links to each result element in registers.
+  int epilogueKernelOf(Operation *op) {
+    if (!isElementwise(op) || op->getNumResults() != 1)
+      return -1;
+    Type type = op->getResult(0).getType();
+    Type element = cast<RankedTensorType>(type).getElementType();
+    int found = -1;
+    for (Value operand : op->getOperands()) {
+      if (cast<RankedTensorType>(operand.getType()).getElementType() != element)
+        return -1;
+      int k = sourceKernel(operand);
+      if (k >= 0 && kernels[k].ops.front()->hasTrait<TakesEpilogue>() &&
+          kernels[k].ops.front()->getResult(0).getType() == type)
+        found = std::max(found, k);
+    }
+    if (found < 0)
+      return -1;
+    for (Value operand : op->getOperands()) {
+      int k = sourceKernel(operand);
+      if (k == found) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || !kernelOf.count(def) || operand.getType() != type)
+          return -1; // through a reshape, or broadcast
+        continue;
+      }
+      DenseSet<int> seen;
+      if (k >= 0 && dependsOn(k, found, seen))
+        return -1;
+    }
+    return found;
+  }
+
+  /// An epilogue must end in the one value that leaves its kernel; where an
+  /// earlier link's value is used outside too, the links move to a kernel of
+  /// their own (after the fact: kernel formation cannot know later users).
+  void splitOpenEpilogues() {
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      SmallVector<Operation *> &ops = kernels[k].ops;
+      if (ops.size() < 2 || !ops.front()->hasTrait<TakesEpilogue>())
+        continue;
+      DenseSet<Operation *> members(ops.begin(), ops.end());
+      bool closed = llvm::all_of(llvm::drop_end(ops), [&](Operation *op) {
+        return llvm::all_of(op->getUsers(), [&](Operation *user) {
+          return members.contains(user);
+        });
+      });
+      if (closed)
+        continue;
+      Kernel links;
+      auto result = cast<RankedTensorType>(ops.back()->getResult(0).getType());
+      links.extent = result.getRank() > 0 && result.getDimSize(0) > 1 ? result.getDimSize(0) : 0;
+      links.ops.assign(ops.begin() + 1, ops.end());
+      ops.resize(1);
+      for (Operation *op : links.ops)
+        kernelOf[op] = kernels.size();
+      kernels.push_back(std::move(links));
+    }
+  }
+
   void place(Operation *op) {
+    if (int epilogue = epilogueKernelOf(op); epilogue >= 0) {
+      kernels[epilogue].ops.push_back(op);
+      kernelOf[op] = epilogue;
+      return;
+    }
     LeadingDim info = leadingDimOf(op);
     // The newest kernel that an operand comes from is the only candidate:
     // joining an older one could create a cycle between kernels.

@@ -53,6 +53,8 @@ class IntegerOnly : public mlir::OpTrait::TraitBase<ConcreteType, IntegerOnly> {
 template <typename ConcreteType>
 class OwnKernel : public mlir::OpTrait::TraitBase<ConcreteType, OwnKernel> {};
 template <typename ConcreteType>
+class TakesEpilogue : public mlir::OpTrait::TraitBase<ConcreteType, TakesEpilogue> {};
+template <typename ConcreteType>
 class OwnElementTypes : public mlir::OpTrait::TraitBase<ConcreteType, OwnElementTypes> {};
 } // namespace kiln::graph
 

@@ -299,6 +299,9 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, Graph_OwnLeadingDim]> {
 // nothing, because their workgroups split an iteration space of their own
 // (kiln-form-kernels).
 def Graph_OwnKernel : NativeOpTrait<"OwnKernel"> { let cppNamespace = "::kiln::graph"; }
+// An OwnKernel op whose lowering applies a chain of elementwise consumers to
+// its result in registers (an epilogue): they may join its kernel.
+def Graph_TakesEpilogue : NativeOpTrait<"TakesEpilogue"> { let cppNamespace = "::kiln::graph"; }
 
 def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnLeadingDim]> {
   let summary = "scaled_dot_product_attention: softmax(q kᵀ · scale + mask) v, and logsumexp";
@@ -326,14 +329,17 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnL
   let hasVerifier = 1;
 }
 
-def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, Graph_OwnKernel, Graph_OwnLeadingDim]> {
+def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, Graph_OwnKernel, Graph_TakesEpilogue,
+    Graph_OwnLeadingDim]> {
   let summary = "aten.convolution (2-D, one group) of an already padded input";
   let description = [{
     `input` [N, C, H, W] (padding is a `kiln_graph.pad` before it), `weight`
     [O, C, KH, KW] and the optional `bias` [O] give the result [N, O, OH, OW]
     with OH = (H - dilation_h * (KH - 1) - 1) / stride_h + 1 (and so for W).
     Lowered to a direct convolution vectorized along output rows (no im2col
-    buffer); its workgroups split the N * OH output rows.
+    buffer); its workgroups split the N * OH output rows. Elementwise ops
+    that consume its result (batch norm, activation, residual) join its
+    kernel and are applied in registers before the store (TakesEpilogue).
   }];
   let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$weight, Optional<Graph_Tensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);

@@ -73,26 +73,44 @@ def Kernel_AttentionOp : Kernel_Op<"attention", [DestinationStyleOpInterface, De
   let hasVerifier = 1;
 }
 
-def Kernel_Conv2dOp : Kernel_Op<"conv2d", [DestinationStyleOpInterface,
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+def Kernel_Conv2dOp : Kernel_Op<"conv2d", [AttrSizedOperandSegments,
+    DestinationStyleOpInterface, DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Direct 2-D convolution inside a kernel, on tensors or on buffers";
   let description = [{
     `kiln_graph.conv2d` (same operands, same semantics) in destination style,
     as `kiln_kernel.attention`: bufferization places the result in `init`, and
     the CPU target lowers the buffer form (kiln-lower-convolution).
+
+    The optional `epilogue` is an elementwise computation applied to each
+    result element before it is stored, as a linalg.generic body: its block
+    takes the convolution's value and one element of each `epilogue_inputs`
+    operand, read at `epilogue_maps` of the output index (n, o, y, x), and
+    yields the result (kiln_kernel.epilogue_yield). Batch norm, activations
+    and residual additions after a convolution become its epilogue
+    (kiln-fuse-elementwise), computed in registers.
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$weight, Optional<AnyShaped>:$bias,
-                       AnyShaped:$init, DenseI64ArrayAttr:$strides,
-                       DenseI64ArrayAttr:$dilations);
+                       AnyShaped:$init, Variadic<AnyShaped>:$epilogue_inputs,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                       OptionalAttr<AffineMapArrayAttr>:$epilogue_maps);
   let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region AnyRegion:$epilogue);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? `into` $init attr-dict `:` type($input) `,`
-    type($weight) (`,` type($bias)^)? `into` type($init) (`->` type($results)^)?
+    $input `,` $weight (`bias` $bias^)? (`epilogue` `(` $epilogue_inputs^ `:` type($epilogue_inputs) `)`)?
+    `into` $init attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)? `into` type($init)
+    (`->` type($results)^)? ($epilogue^)?
   }];
   let extraClassDeclaration = [{
     mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
   let hasVerifier = 1;
+}
+
+def Kernel_EpilogueYieldOp : Kernel_Op<"epilogue_yield", [Pure, Terminator, ReturnLike,
+    HasParent<"Conv2dOp">]> {
+  let summary = "The value a convolution's epilogue stores";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // KILN_KERNEL_OPS

@@ -48,9 +48,11 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   let description = [{
     Upstream elementwise fusion without reshape propagation: propagating
     reshapes through generics could change a kernel's outermost loop, which
-    workgroup distribution relies on.
+    workgroup distribution relies on. Then the pointwise generic reading a
+    kiln_kernel.conv2d's result becomes the convolution's epilogue.
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+                           "kiln::kernel::KernelDialect"];
 }
 
 def ExtractKernelsPass : Pass<"kiln-extract-kernels", "mlir::ModuleOp"> {
