@@ -75,7 +75,10 @@ def LowerConvolutionPass : Pass<"kiln-lower-convolution", "mlir::func::FuncOp"> 
     tiles of 6 output channels by two vectors of columns stay in registers
     across the reduction over input channels and kernel taps, which reads
     the padded input in place (vector loads, or gathers for strides > 1):
-    no im2col buffer. Ragged columns are masked.
+    no im2col buffer. Ragged columns are masked. The op's epilogue (batch
+    norm, activation, residual add: scalar arith and math ops) is recreated
+    on vectors and applied to each accumulator before its store; a kernel
+    that holds another loop nest besides the convolution is refused.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
