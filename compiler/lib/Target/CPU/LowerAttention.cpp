@@ -84,13 +84,7 @@ public:
     forLoop(index(0), index(batch * heads), 1, [&](Value pair) {
       batchIndex = arith::DivUIOp::create(b, loc, pair, index(heads));
       headIndex = arith::RemUIOp::create(b, loc, pair, index(heads));
-      Value kvHead = arith::DivUIOp::create(b, loc, headIndex, index(heads / kvHeads));
-      kTile = [&, kvHead](Value j0, int64_t count) {
-        return rows(op.getK(), {batchIndex, kvHead}, j0, count, headSize);
-      };
-      vTile = [&, kvHead](Value j0, int64_t count) {
-        return rows(op.getV(), {batchIndex, kvHead}, j0, count, valueSize);
-      };
+      kvHeadIndex = arith::DivUIOp::create(b, loc, headIndex, index(heads / kvHeads));
       int64_t fullRows = queries - queries % rowBlock;
       forLoop(index(0), index(fullRows), rowBlock,
               [&](Value i0) { queryBlock(i0, rowBlock); });
@@ -188,7 +182,7 @@ private:
   void keyTile(Value q, Value out, Value i0, int64_t count, Value j0, int64_t width) {
     Value s = corner(scores, count, width);
     Value kT = corner(keysT, headSize, width);
-    Value k = kTile(j0, width);
+    Value k = rows(op.getK(), {batchIndex, kvHeadIndex}, j0, width, headSize);
     forLoop(index(0), index(width), 1, [&](Value c) {
       forLoop(index(0), index(headSize), 1, [&](Value e) {
         memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, k, ValueRange{c, e}), kT,
@@ -198,7 +192,8 @@ private:
     linalg::FillOp::create(b, loc, constant(0.0), s);
     MatmulEmitter(b, loc, q, kT, s, /*transposed=*/false, vl).emit({});
     forLoop(index(0), index(count), 1, [&](Value r) { softmaxRow(s, out, i0, r, j0, width); });
-    MatmulEmitter(b, loc, s, vTile(j0, width), out, /*transposed=*/false, vl).emit({});
+    Value v = rows(op.getV(), {batchIndex, kvHeadIndex}, j0, width, valueSize);
+    MatmulEmitter(b, loc, s, v, out, /*transposed=*/false, vl).emit({});
   }
 
   /// Scales and masks row r of the tile, turns it into probabilities against
@@ -320,8 +315,7 @@ private:
           valueSize = 0, rowBlock = 0, keyBlock = 0;
   arith::FastMathFlagsAttr flags;
   Value scores, keysT, acc, rowMax, rowSum;
-  Value batchIndex, headIndex;
-  std::function<Value(Value, int64_t)> kTile, vTile;
+  Value batchIndex, headIndex, kvHeadIndex; // of the (batch, head) being emitted
 };
 
 struct LowerAttentionPass : kiln::cpu::impl::LowerAttentionPassBase<LowerAttentionPass> {
