@@ -12,9 +12,11 @@ namespace kiln::runtime {
 
 // Smallest encodings of repeated records, used to reject element counts that
 // cannot possibly fit in the bytes that remain.
-static constexpr size_t kMinBufferBytes = 1 + 1 + 4 + 4 + 8;
-static constexpr size_t kMinLaunchBytes = 4 + 4 + 4;
-static constexpr size_t kMinKernelBytes = 4 + 4 + 4;
+static constexpr size_t kMinBufferBytes = 1 + 1 + 4 + 4 + 8 + 4;
+static constexpr size_t kMinLaunchBytes = 4 + 4 + 4 + 4;
+static constexpr size_t kMinKernelBytes = 4 + 4 + 4 + 4;
+static constexpr size_t kMinSymbolBytes = 4 + 4 + 4 + 8 + 8;
+static constexpr size_t kTermBytes = 1 + 8;
 static constexpr size_t kMinCheckBytes = 4 + 4 + 1 + 4;
 
 uint32_t Artifact::numInputs() const {
@@ -44,16 +46,35 @@ static void writeDesc(ByteWriter &w, const TensorDesc &desc) {
     w.i64(dim);
 }
 
+static void writeExpr(ByteWriter &w, const SizeExpr &expr) {
+  w.u32(static_cast<uint32_t>(expr.terms.size()));
+  for (const SizeExpr::Term &term : expr.terms) {
+    w.u8(static_cast<uint8_t>(term.op));
+    w.i64(term.value);
+  }
+}
+
 static std::vector<uint8_t> serializePayload(const Artifact &a) {
   ByteWriter w;
   w.string(a.target);
   w.string(a.graphName);
+  w.u32(static_cast<uint32_t>(a.symbols.size()));
+  for (const SymbolDesc &symbol : a.symbols) {
+    w.string(symbol.name);
+    w.u32(symbol.input);
+    w.u32(symbol.dim);
+    w.i64(symbol.min);
+    w.i64(symbol.max);
+  }
   w.u32(static_cast<uint32_t>(a.buffers.size()));
   for (const BufferDesc &buffer : a.buffers) {
     w.u8(static_cast<uint8_t>(buffer.kind));
     writeDesc(w, buffer.type);
     w.u32(buffer.source);
     w.i64(buffer.byteOffset);
+    w.u32(static_cast<uint32_t>(buffer.dims.size()));
+    for (const SizeExpr &dim : buffer.dims)
+      writeExpr(w, dim);
   }
   w.u32(static_cast<uint32_t>(a.launches.size()));
   for (const LaunchCmd &launch : a.launches) {
@@ -62,6 +83,7 @@ static std::vector<uint8_t> serializePayload(const Artifact &a) {
     w.u32(static_cast<uint32_t>(launch.bindings.size()));
     for (uint32_t binding : launch.bindings)
       w.u32(binding);
+    writeExpr(w, launch.symbolicWorkgroups);
   }
   w.u32(static_cast<uint32_t>(a.checks.size()));
   for (const CheckCmd &check : a.checks) {
@@ -77,6 +99,7 @@ static std::vector<uint8_t> serializePayload(const Artifact &a) {
   for (const KernelInfo &kernel : a.kernels) {
     w.string(kernel.symbol);
     w.u32(kernel.numBindings);
+    w.u32(kernel.numSymbols);
     w.string(kernel.name);
   }
   w.blob(a.library);
@@ -163,6 +186,29 @@ static TensorDesc readDesc(ByteReader &r) {
   return desc;
 }
 
+static SizeExpr readExpr(ByteReader &r) {
+  SizeExpr expr;
+  uint32_t count = r.count("size expression length", kTermBytes);
+  expr.terms.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    SizeExpr::Term term;
+    term.op = static_cast<SizeExpr::Op>(r.u8("size expression operator"));
+    term.value = r.i64("size expression value");
+    expr.terms.push_back(term);
+  }
+  return expr;
+}
+
+static SymbolDesc readSymbol(ByteReader &r) {
+  SymbolDesc symbol;
+  symbol.name = r.string("symbol name");
+  symbol.input = r.u32("symbol input");
+  symbol.dim = r.u32("symbol dim");
+  symbol.min = r.i64("symbol minimum");
+  symbol.max = r.i64("symbol maximum");
+  return symbol;
+}
+
 static BufferDesc readBuffer(ByteReader &r) {
   BufferDesc buffer;
   size_t at = r.offset();
@@ -173,6 +219,9 @@ static BufferDesc readBuffer(ByteReader &r) {
   buffer.type = readDesc(r);
   buffer.source = r.u32("buffer source");
   buffer.byteOffset = r.i64("buffer byte offset");
+  uint32_t count = r.count("buffer dim expression count", 4);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    buffer.dims.push_back(readExpr(r));
   return buffer;
 }
 
@@ -184,6 +233,7 @@ static LaunchCmd readLaunch(ByteReader &r) {
   launch.bindings.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     launch.bindings.push_back(r.u32("launch binding"));
+  launch.symbolicWorkgroups = readExpr(r);
   return launch;
 }
 
@@ -200,6 +250,7 @@ static KernelInfo readKernel(ByteReader &r) {
   KernelInfo kernel;
   kernel.symbol = r.string("kernel symbol");
   kernel.numBindings = r.u32("kernel binding count");
+  kernel.numSymbols = r.u32("kernel symbol count");
   kernel.name = r.string("kernel name");
   return kernel;
 }
@@ -209,7 +260,12 @@ static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   a.target = r.string("target");
   a.graphName = r.string("graph name");
 
-  uint32_t count = r.count("buffer count", kMinBufferBytes);
+  uint32_t count = r.count("symbol count", kMinSymbolBytes);
+  a.symbols.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.symbols.push_back(readSymbol(r));
+
+  count = r.count("buffer count", kMinBufferBytes);
   a.buffers.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     a.buffers.push_back(readBuffer(r));

@@ -8,6 +8,7 @@
 
 #include "kiln/runtime/Artifact.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -23,12 +24,38 @@ static Status checkU32Size(size_t size, const std::string &what) {
   return Status::OK();
 }
 
+/// A symbolic dim (-1) has an expression in `dims`, one per such dim.
+static bool isSymbolic(const TensorDesc &desc) {
+  return std::find(desc.shape.begin(), desc.shape.end(), -1) != desc.shape.end();
+}
+
+static Status verifyDims(const Artifact &a, const BufferDesc &buffer) {
+  size_t dynamic = std::count(buffer.type.shape.begin(), buffer.type.shape.end(), -1);
+  if (buffer.dims.size() != dynamic)
+    return Status::error(buffer.type.str() + " has " + str(dynamic) + " symbolic dims but " +
+                         str(buffer.dims.size()) + " dim expressions");
+  if (dynamic && a.symbols.empty())
+    return Status::error("a symbolic dim in a graph without size symbols");
+  for (const SizeExpr &dim : buffer.dims)
+    KILN_RETURN_IF_ERROR(verifySizeExpr(dim, a.symbols.size()));
+  TensorDesc probe = buffer.type; // the static dims must be valid on their own
+  for (int64_t &d : probe.shape)
+    d = d == -1 ? 0 : d;
+  return validateTensorDesc(probe);
+}
+
 static Status verifyView(const Artifact &a, size_t id) {
   const BufferDesc &view = a.buffers[id];
   if (view.source >= id)
     return Status::error("views buffer " + str(view.source) +
                          ", but a view may only alias an earlier buffer");
   const BufferDesc &source = a.buffers[view.source];
+  if (isSymbolic(view.type) || isSymbolic(source.type)) {
+    // Sizes are known at run time, where Program checks the view fits.
+    if (view.byteOffset != 0)
+      return Status::error("a symbolic view must start at byte offset 0");
+    return Status::OK();
+  }
   int64_t size = view.type.byteSize();
   int64_t end = 0;
   if (view.byteOffset < 0 ||
@@ -52,7 +79,7 @@ static Status verifyView(const Artifact &a, size_t id) {
 static Status verifyBuffer(const Artifact &a, size_t id, uint32_t numInputs,
                            std::vector<int64_t> &bufferOfInput) {
   const BufferDesc &buffer = a.buffers[id];
-  KILN_RETURN_IF_ERROR(validateTensorDesc(buffer.type));
+  KILN_RETURN_IF_ERROR(verifyDims(a, buffer));
   switch (buffer.kind) {
   case BufferKind::Input: {
     if (buffer.source >= numInputs)
@@ -91,6 +118,12 @@ static Status verifyLaunch(const Artifact &a, const LaunchCmd &launch) {
                          " is out of range: the artifact has " +
                          str(a.kernels.size()) + " kernels");
   const KernelInfo &kernel = a.kernels[launch.kernel];
+  if (!launch.symbolicWorkgroups.empty())
+    KILN_RETURN_IF_ERROR(verifySizeExpr(launch.symbolicWorkgroups, a.symbols.size())
+                             .withContext("its workgroup count"));
+  if (kernel.numSymbols != 0 && kernel.numSymbols != a.symbols.size())
+    return Status::error("kernel '" + kernel.name + "' takes " + str(kernel.numSymbols) +
+                         " size symbols, the graph has " + str(a.symbols.size()));
   if (launch.bindings.size() != kernel.numBindings)
     return Status::error("kernel '" + kernel.name + "' takes " +
                          str(kernel.numBindings) + " bindings, the launch " +
@@ -111,7 +144,7 @@ static Status verifyCheck(const Artifact &a, const CheckCmd &check,
                          ", but there are only " + str(a.buffers.size()) +
                          " buffers");
   const TensorDesc &type = a.buffers[check.buffer].type;
-  if (type.dtype != DType::Bool || type.numElements() != 1)
+  if (type.dtype != DType::Bool || isSymbolic(type) || type.numElements() != 1)
     return Status::error("its buffer must hold one bool, not " + type.str());
   if (check.afterLaunches > a.launches.size())
     return Status::error("runs after launch " + str(check.afterLaunches) +
@@ -139,6 +172,7 @@ static Status verifySizes(const Artifact &a) {
   KILN_RETURN_IF_ERROR(checkU32Size(a.kernels.size(), "kernel list"));
   for (const BufferDesc &buffer : a.buffers)
     KILN_RETURN_IF_ERROR(checkU32Size(buffer.type.shape.size(), "shape"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.symbols.size(), "symbol list"));
   for (const LaunchCmd &launch : a.launches)
     KILN_RETURN_IF_ERROR(checkU32Size(launch.bindings.size(), "binding list"));
   for (const KernelInfo &kernel : a.kernels) {
@@ -158,6 +192,28 @@ Status verifyArtifact(const Artifact &a) {
   for (size_t id = 0; id < a.buffers.size(); ++id)
     KILN_RETURN_IF_ERROR(verifyBuffer(a, id, numInputs, bufferOfInput)
                              .withContext("buffer " + str(id)));
+
+  // Each symbol is a symbolic dim of an input, whose expression is exactly
+  // that symbol.
+  for (size_t i = 0; i < a.symbols.size(); ++i) {
+    const SymbolDesc &symbol = a.symbols[i];
+    std::string what = "symbol " + str(i) + " ('" + symbol.name + "')";
+    if (symbol.input >= numInputs)
+      return Status::error(what + " is bound to graph input " + str(symbol.input) +
+                           ", but there are " + str(numInputs) + " inputs");
+    const BufferDesc &input = a.buffers[bufferOfInput[symbol.input]];
+    if (symbol.dim >= input.type.shape.size() || input.type.shape[symbol.dim] != -1)
+      return Status::error(what + " is bound to dim " + str(symbol.dim) + " of input " +
+                           str(symbol.input) + " (" + input.type.str() +
+                           "), which is not a symbolic dim");
+    size_t nth = std::count(input.type.shape.begin(), input.type.shape.begin() + symbol.dim, -1);
+    if (!(input.dims[nth] == SizeExpr::symbol(i)))
+      return Status::error(what + " is bound to dim " + str(symbol.dim) + " of input " +
+                           str(symbol.input) + ", whose size is another expression");
+    if (symbol.min < 0 || symbol.min > symbol.max)
+      return Status::error(what + " has the empty range [" + std::to_string(symbol.min) +
+                           ", " + std::to_string(symbol.max) + "]");
+  }
 
   for (size_t i = 0; i < a.kernels.size(); ++i) {
     if (a.kernels[i].symbol.empty())

@@ -72,7 +72,7 @@ std::string TensorDesc::str() const {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i)
       result += 'x';
-    result += std::to_string(shape[i]);
+    result += shape[i] == -1 ? "?" : std::to_string(shape[i]); // -1: a symbolic dim
   }
   result += ']';
   return result;

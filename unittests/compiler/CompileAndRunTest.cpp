@@ -1,11 +1,5 @@
 // Compiles kiln_graph modules to artifacts and runs them with the runtime.
-#include "kiln/Compiler/Compiler.h"
-#include "kiln/runtime/Runtime.h"
-
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-
-#include <gtest/gtest.h>
+#include "CompileForTest.h"
 
 #include <cmath>
 
@@ -13,23 +7,7 @@ namespace rt = kiln::runtime;
 
 namespace {
 
-rt::Artifact compile(llvm::StringRef source) {
-  mlir::MLIRContext context;
-  kiln::loadCompilerDialects(context);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
-  EXPECT_TRUE(module);
-  auto compiled = kiln::compileGraphModule(*module, {});
-  if (!compiled) {
-    ADD_FAILURE() << llvm::toString(compiled.takeError());
-    return {};
-  }
-  // Through bytes, as an artifact travels to another machine.
-  std::vector<uint8_t> bytes = rt::serializeArtifact(compiled->artifact);
-  rt::Artifact artifact;
-  rt::Status status = rt::parseArtifact(bytes.data(), bytes.size(), artifact);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return artifact;
-}
+rt::Artifact compile(llvm::StringRef source) { return kiln::testing::compileForTest(source); }
 
 float readFloat(rt::Buffer &buffer, int64_t i) {
   return static_cast<float *>(buffer.data())[i];

@@ -50,8 +50,9 @@ void putU32(std::vector<uint8_t> &bytes, size_t at, uint32_t value) {
 }
 
 /// Byte offset of the buffer count: header, then the two strings.
+/// Where the buffer count is, for an artifact without size symbols.
 size_t bufferCountOffset(const Artifact &a) {
-  return kArtifactHeaderSize + 4 + a.target.size() + 4 + a.graphName.size();
+  return kArtifactHeaderSize + 4 + a.target.size() + 4 + a.graphName.size() + 4;
 }
 
 #define EXPECT_ERROR_HAS(status, text)                                         \
@@ -316,8 +317,12 @@ TEST(ArtifactTest, VerifyRequiresDenseInputIndices) {
 
 TEST(ArtifactTest, VerifyRejectsBadTensorsAndFields) {
   Artifact a = sampleArtifact();
-  a.buffers[2].type.shape = {-1};
+  a.buffers[2].type.shape = {-2};
   EXPECT_ERROR_HAS(verifyArtifact(a), "negative dimension");
+
+  a = sampleArtifact(); // -1 is a symbolic dim, which needs its expression
+  a.buffers[2].type.shape = {-1};
+  EXPECT_ERROR_HAS(verifyArtifact(a), "1 symbolic dims but 0 dim expressions");
 
   a = sampleArtifact();
   a.buffers[2].type.shape = {INT64_MAX / 2, 4};

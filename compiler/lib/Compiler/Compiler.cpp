@@ -163,7 +163,115 @@ private:
       auto alignment = func->getAttrOfType<IntegerAttr>(kernel::kAlignmentAttr);
       if (extent && alignment)
         distribution[func.getName()] = {extent.getInt(), alignment.getInt()};
+      if (alignment)
+        alignments[func.getName()] = alignment.getInt();
     }
+  }
+
+  /// An affine expression over the size symbols as the runtime's SizeExpr.
+  static FailureOr<runtime::SizeExpr> sizeExpr(AffineExpr expr) {
+    using Op = runtime::SizeExpr::Op;
+    if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+      return runtime::SizeExpr::constant(constant.getValue());
+    if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+      return runtime::SizeExpr::symbol(symbol.getPosition());
+    auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+    if (!binary)
+      return failure(); // a dim expression: sizes are over symbols only
+    auto lhs = sizeExpr(binary.getLHS()), rhs = sizeExpr(binary.getRHS());
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    Op op;
+    switch (binary.getKind()) {
+    case AffineExprKind::Add: op = Op::Add; break;
+    case AffineExprKind::Mul: op = Op::Mul; break;
+    case AffineExprKind::FloorDiv: op = Op::FloorDiv; break;
+    case AffineExprKind::CeilDiv: op = Op::CeilDiv; break;
+    case AffineExprKind::Mod: op = Op::Mod; break;
+    default: return failure();
+    }
+    return runtime::SizeExpr::binary(op, *lhs, *rhs);
+  }
+
+  /// The expressions of a `dims` map, for a buffer's symbolic dims.
+  LogicalResult dimExprs(Location loc, AffineMapAttr dims, runtime::BufferDesc &desc) {
+    if (!dims)
+      return success();
+    for (AffineExpr expr : dims.getValue().getResults()) {
+      auto converted = sizeExpr(expr);
+      if (failed(converted))
+        return emitError(loc) << "size " << AffineMapAttr::get(dims.getValue())
+                              << " is not an expression over size symbols";
+      desc.dims.push_back(*converted);
+    }
+    return success();
+  }
+
+  /// A symbolic launch's workgroup count, as the static path computes it:
+  /// clamp(work, 1, min(extent, cap)) workgroups, lowered to those whose
+  /// aligned chunk of the extent is not empty.
+  FailureOr<runtime::SizeExpr> symbolicWorkgroups(plan::LaunchOp launch) {
+    using E = runtime::SizeExpr;
+    using Op = E::Op;
+    auto extent = sizeExpr(launch.getSymbolicExtentAttr().getValue().getResult(0));
+    auto work = sizeExpr(launch.getSymbolicWorkAttr().getValue().getResult(0));
+    if (failed(extent) || failed(work))
+      return failure();
+    E one = E::constant(1);
+    E cap = E::binary(Op::Min, *extent, E::constant((int64_t)launch.getWorkgroups()));
+    E count = E::binary(Op::Max, one, E::binary(Op::Min, cap, *work));
+    int64_t alignment = alignments.lookup(launch.getKernel());
+    if (alignment < 1)
+      return count; // a kernel without a distributed extent runs whatever count
+    E align = E::constant(alignment);
+    E chunk = E::binary(Op::Mul,
+                        E::binary(Op::CeilDiv, E::binary(Op::CeilDiv, *extent, count), align),
+                        align);
+    return E::binary(Op::Max, one, E::binary(Op::CeilDiv, *extent, chunk));
+  }
+
+  /// The plan's size symbols, each bound to the first input dim that is
+  /// exactly that symbol.
+  LogicalResult bindSymbols(func::FuncOp entry, runtime::Artifact &artifact) {
+    auto symbols = entry->getAttrOfType<ArrayAttr>(graph::kSymbolsAttr);
+    if (!symbols)
+      return success();
+    for (auto [index, attr] : llvm::enumerate(symbols)) {
+      auto dict = dyn_cast<DictionaryAttr>(attr);
+      auto name = dict ? dict.getAs<StringAttr>("name") : StringAttr();
+      if (!name)
+        return entry.emitError("kiln_graph.symbols entries need a name");
+      runtime::SymbolDesc symbol;
+      symbol.name = name.str();
+      if (auto min = dict.getAs<IntegerAttr>("min"))
+        symbol.min = min.getInt();
+      if (auto max = dict.getAs<IntegerAttr>("max"))
+        symbol.max = max.getInt();
+      AffineExpr wanted = getAffineSymbolExpr(index, entry.getContext());
+      bool bound = false;
+      for (BlockArgument arg : entry.getArguments()) {
+        auto dims = entry.getArgAttrOfType<AffineMapAttr>(arg.getArgNumber(), plan::kDimsAttr);
+        if (!dims || bound)
+          continue;
+        auto shape = cast<MemRefType>(arg.getType()).getShape();
+        unsigned nth = 0;
+        for (auto [d, size] : llvm::enumerate(shape)) {
+          if (!ShapedType::isDynamic(size))
+            continue;
+          if (dims.getValue().getResult(nth++) == wanted && !bound) {
+            symbol.input = arg.getArgNumber();
+            symbol.dim = d;
+            bound = true;
+          }
+        }
+      }
+      if (!bound)
+        return entry.emitError("size symbol ")
+               << symbol.name << " is not the size of any input dim; Kiln binds each "
+               << "symbol to an input dim";
+      artifact.symbols.push_back(std::move(symbol));
+    }
+    return success();
   }
 
   /// The launch's workgroup count, lowered to the number of workgroups that
@@ -215,7 +323,10 @@ private:
       emitError(loc) << "the runtime has no dtype for " << memref.getElementType();
       return failure();
     }
-    return runtime::TensorDesc{*dtype, std::vector<int64_t>(memref.getShape().begin(), memref.getShape().end())};
+    std::vector<int64_t> shape;
+    for (int64_t size : memref.getShape())
+      shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+    return runtime::TensorDesc{*dtype, std::move(shape)};
   }
 
   /// Serializes the plan function into the runtime's artifact structures.
@@ -230,6 +341,9 @@ private:
     artifact.target = runtime::hostCpuTarget();
     artifact.graphName = entry.getName().str();
     artifact.library = std::move(library);
+    if (failed(bindSymbols(entry, artifact)))
+      return failure();
+    uint32_t numSymbols = artifact.symbols.size();
     DenseMap<Value, uint32_t> ids;
     llvm::StringMap<uint32_t> kernelIds;
     auto addBuffer = [&](Value v, runtime::BufferDesc desc) {
@@ -240,28 +354,47 @@ private:
       auto desc = descOf(arg.getLoc(), arg.getType());
       if (failed(desc))
         return failure();
-      addBuffer(arg, {runtime::BufferKind::Input, *desc, arg.getArgNumber(), 0});
+      runtime::BufferDesc buffer{runtime::BufferKind::Input, *desc, arg.getArgNumber(), 0, {}};
+      if (failed(dimExprs(arg.getLoc(),
+                          entry.getArgAttrOfType<AffineMapAttr>(arg.getArgNumber(), plan::kDimsAttr),
+                          buffer)))
+        return failure();
+      addBuffer(arg, std::move(buffer));
     }
     for (Operation &op : entry.getBody().front()) {
       if (auto alloc = dyn_cast<plan::AllocOp>(op)) {
         auto desc = descOf(op.getLoc(), alloc.getType());
         if (failed(desc))
           return failure();
-        addBuffer(alloc, {runtime::BufferKind::Alloc, *desc, 0, 0});
+        runtime::BufferDesc buffer{runtime::BufferKind::Alloc, *desc, 0, 0, {}};
+        if (failed(dimExprs(op.getLoc(), alloc.getDimsAttr(), buffer)))
+          return failure();
+        addBuffer(alloc, std::move(buffer));
       } else if (auto view = dyn_cast<plan::ViewOp>(op)) {
         auto desc = descOf(op.getLoc(), view.getType());
         if (failed(desc))
           return failure();
-        addBuffer(view, {runtime::BufferKind::View, *desc, ids.lookup(view.getSource()),
-                         view.getByteOffset()});
+        runtime::BufferDesc buffer{runtime::BufferKind::View, *desc,
+                                   ids.lookup(view.getSource()), view.getByteOffset(), {}};
+        if (failed(dimExprs(op.getLoc(), view.getDimsAttr(), buffer)))
+          return failure();
+        addBuffer(view, std::move(buffer));
       } else if (auto launch = dyn_cast<plan::LaunchOp>(op)) {
         auto [it, inserted] =
             kernelIds.try_emplace(launch.getKernel(), artifact.kernels.size());
         if (inserted)
           artifact.kernels.push_back({launch.getKernel().str(),
                                       (uint32_t)launch.getBindings().size(),
-                                      launch.getKernel().str()});
-        runtime::LaunchCmd cmd{it->second, usefulWorkgroups(launch), {}};
+                                      launch.getKernel().str(), numSymbols});
+        runtime::LaunchCmd cmd{it->second, usefulWorkgroups(launch), {}, {}};
+        if (launch.getSymbolicExtentAttr()) {
+          auto count = symbolicWorkgroups(launch);
+          if (failed(count))
+            return launch.emitOpError("has a workgroup count that is not an expression over "
+                                      "size symbols");
+          cmd.symbolicWorkgroups = std::move(*count);
+          cmd.workgroups = 0;
+        }
         for (Value binding : launch.getBindings())
           cmd.bindings.push_back(ids.lookup(binding));
         artifact.launches.push_back(std::move(cmd));
@@ -281,7 +414,7 @@ private:
     for (KernelSummary &summary : result_.kernels)
       for (runtime::LaunchCmd &cmd : artifact.launches)
         if (artifact.kernels[cmd.kernel].symbol == summary.name)
-          summary.workgroups = cmd.workgroups;
+          summary.workgroups = cmd.symbolicWorkgroups.empty() ? (int64_t)cmd.workgroups : -1;
     artifact.metadata = metadataJson();
     runtime::Status status = runtime::verifyArtifact(artifact);
     if (!status.ok())
@@ -318,6 +451,7 @@ private:
   const CompileOptions &options;
   CompiledGraph result_;
   llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
+  llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment
 };
 
 } // namespace

@@ -1,20 +1,20 @@
 // RUN: kiln-opt %s -split-input-file -kiln-emit-kernel-abi -verify-diagnostics
 
-// expected-error @+1 {{kernel must take (i64, i64, ptr...) after lowering with the bare-pointer memref convention}}
+// expected-error @+1 {{kernel must take (i64, i64, ptr..., i64 symbols...) after lowering with the bare-pointer memref convention}}
 llvm.func @memref_descriptor(%wg: i64, %wgc: i64, %a: !llvm.struct<(ptr, ptr, i64)>) attributes {kiln.kernel = "k"} {
   llvm.return
 }
 
 // -----
 
-// expected-error @+1 {{kernel must take (i64, i64, ptr...) after lowering with the bare-pointer memref convention}}
+// expected-error @+1 {{kernel must take (i64, i64, ptr..., i64 symbols...) after lowering with the bare-pointer memref convention}}
 llvm.func @index_32(%wg: i32, %wgc: i32, %a: !llvm.ptr) attributes {kiln.kernel = "k"} {
   llvm.return
 }
 
 // -----
 
-// expected-error @+1 {{kernel must take (i64, i64, ptr...) after lowering with the bare-pointer memref convention}}
+// expected-error @+1 {{kernel must take (i64, i64, ptr..., i64 symbols...) after lowering with the bare-pointer memref convention}}
 llvm.func @too_few(%a: !llvm.ptr) attributes {kiln.kernel = "k"} {
   llvm.return
 }

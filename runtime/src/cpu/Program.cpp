@@ -2,7 +2,9 @@
 
 #include "kiln/runtime/Program.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include <string>
 
@@ -40,12 +42,14 @@ Program::Program(Artifact artifact, CpuDevice &device,
 void Program::plan() {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
   inputDescs_.resize(artifact_.numInputs());
+  inputBuffers_.resize(artifact_.numInputs());
   roots_.reserve(buffers.size());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferDesc &buffer = buffers[id];
     switch (buffer.kind) {
     case BufferKind::Input:
       inputDescs_[buffer.source] = buffer.type;
+      inputBuffers_[buffer.source] = static_cast<uint32_t>(id);
       roots_.push_back({BufferKind::Input, buffer.source, 0});
       break;
     case BufferKind::Alloc:
@@ -63,23 +67,113 @@ void Program::plan() {
   }
 }
 
+std::vector<std::string> Program::symbolNames() const {
+  std::vector<std::string> names;
+  for (const SymbolDesc &symbol : artifact_.symbols)
+    names.push_back(symbol.name);
+  return names;
+}
+
+/// The symbols' values from the input shapes they are bound to, each checked
+/// against its range; then every input dim against its expression.
+Status Program::bindSymbols(const std::vector<TensorDesc> &inputDescs,
+                            std::vector<int64_t> &symbols) const {
+  symbols.clear();
+  for (const SymbolDesc &symbol : artifact_.symbols) {
+    const TensorDesc &input = inputDescs[symbol.input];
+    std::string where = "input " + std::to_string(symbol.input) + " (" + input.str() + ")";
+    if (symbol.dim >= input.shape.size())
+      return Status::error(where + " has no dim " + std::to_string(symbol.dim) +
+                           ", which gives the size " + symbol.name);
+    int64_t value = input.shape[symbol.dim];
+    if (value < symbol.min || value > symbol.max)
+      return Status::error(
+          where + " dim " + std::to_string(symbol.dim) + " is " + std::to_string(value) +
+          ", but the graph was compiled for " + symbol.name + " in [" +
+          std::to_string(symbol.min) + ", " +
+          (symbol.max == INT64_MAX ? std::string("inf") : std::to_string(symbol.max)) +
+          "] (Dynamo specializes the sizes 0 and 1, and mark_dynamic may set bounds)");
+    symbols.push_back(value);
+  }
+  std::vector<std::string> names = symbolNames();
+  for (size_t i = 0; i < inputDescs.size(); ++i) {
+    const BufferDesc &buffer = artifact_.buffers[inputBuffers_[i]];
+    const TensorDesc &actual = inputDescs[i];
+    size_t nth = 0;
+    for (size_t d = 0; d < actual.shape.size(); ++d) {
+      if (buffer.type.shape[d] != -1)
+        continue;
+      const SizeExpr &expr = buffer.dims[nth++];
+      StatusOr<int64_t> expected = evaluateSizeExpr(expr, symbols);
+      if (!expected.ok())
+        return expected.status().withContext("input " + std::to_string(i) + " dim " +
+                                             std::to_string(d));
+      if (*expected != actual.shape[d])
+        return Status::error("input " + std::to_string(i) + " (" + actual.str() + ") dim " +
+                             std::to_string(d) + " is " + std::to_string(actual.shape[d]) +
+                             ", but the graph requires it to equal " + expr.str(names) + " = " +
+                             std::to_string(*expected));
+    }
+  }
+  return Status::OK();
+}
+
+/// The concrete shape of every buffer for these symbol values.
+Status Program::resolveShapes(const std::vector<int64_t> &symbols,
+                              std::vector<TensorDesc> &types) const {
+  const std::vector<BufferDesc> &buffers = artifact_.buffers;
+  types.resize(buffers.size());
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferDesc &buffer = buffers[id];
+    TensorDesc &type = types[id];
+    type = buffer.type;
+    size_t nth = 0;
+    for (int64_t &dim : type.shape) {
+      if (dim != -1)
+        continue;
+      StatusOr<int64_t> value = evaluateSizeExpr(buffer.dims[nth++], symbols);
+      if (!value.ok())
+        return value.status().withContext("buffer " + std::to_string(id));
+      dim = *value;
+    }
+    KILN_RETURN_IF_ERROR(validateTensorDesc(type).withContext("buffer " + std::to_string(id)));
+    if (buffer.kind == BufferKind::View &&
+        type.byteSize() > types[buffer.source].byteSize())
+      return Status::error("buffer " + std::to_string(id) + " views " + type.str() +
+                           " in buffer " + std::to_string(buffer.source) + " (" +
+                           types[buffer.source].str() + "), which is smaller");
+  }
+  return Status::OK();
+}
+
 Status Program::checkInputs(const std::vector<void *> &inputs,
-                            const std::vector<TensorDesc> &inputDescs) const {
+                            const std::vector<TensorDesc> &inputDescs,
+                            std::vector<int64_t> &symbols) const {
   if (inputs.size() != inputDescs_.size() ||
       inputDescs.size() != inputDescs_.size())
     return Status::error("graph '" + artifact_.graphName + "' takes " +
                          std::to_string(inputDescs_.size()) + " inputs, got " +
                          std::to_string(inputs.size()) + " pointers and " +
                          std::to_string(inputDescs.size()) + " descs");
+  bool symbolic = !artifact_.symbols.empty();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorDesc &expected = inputDescs_[i];
-    if (inputDescs[i] != expected)
+    bool matches = symbolic ? inputDescs[i].dtype == expected.dtype &&
+                                  inputDescs[i].shape.size() == expected.shape.size()
+                            : inputDescs[i] == expected;
+    if (matches && symbolic)
+      for (size_t d = 0; d < expected.shape.size(); ++d)
+        matches &= expected.shape[d] == -1 || expected.shape[d] == inputDescs[i].shape[d];
+    if (!matches)
       return Status::error("input " + std::to_string(i) + ": expected " +
                            expected.str() + ", got " + inputDescs[i].str());
-    if (!inputs[i] && expected.byteSize() != 0)
-      return Status::error("input " + std::to_string(i) + " (" +
-                           expected.str() + "): null data pointer");
   }
+  if (symbolic)
+    KILN_RETURN_IF_ERROR(bindSymbols(inputDescs, symbols));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i] && inputDescs[i].byteSize() != 0)
+      return Status::error("input " + std::to_string(i) + " (" +
+                           inputDescs[i].str() + "): null data pointer");
   return Status::OK();
 }
 
@@ -91,9 +185,10 @@ Status Program::run(const std::vector<void *> &inputs,
                     std::vector<double> *launchMs) const {
   allocated.clear();
   outputs.clear();
-  Status status = checkInputs(inputs, inputDescs);
+  std::vector<int64_t> symbols;
+  Status status = checkInputs(inputs, inputDescs, symbols);
   if (status.ok())
-    status = runImpl(inputs, allocator, allocated, outputs, launchMs);
+    status = runImpl(inputs, symbols, allocator, allocated, outputs, launchMs);
   if (!status.ok()) {
     allocated.clear();
     outputs.clear();
@@ -102,14 +197,22 @@ Status Program::run(const std::vector<void *> &inputs,
 }
 
 Status Program::runImpl(const std::vector<void *> &inputs,
+                        const std::vector<int64_t> &symbols,
                         Allocator &allocator,
                         std::vector<std::shared_ptr<Buffer>> &allocated,
                         std::vector<OutputRef> &outputs,
                         std::vector<double> *launchMs) const {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
+  // A symbolic graph's shapes for this call; a static graph's are its own.
+  std::vector<TensorDesc> resolved;
+  if (!artifact_.symbols.empty())
+    KILN_RETURN_IF_ERROR(resolveShapes(symbols, resolved));
+  auto typeOf = [&](size_t id) -> const TensorDesc & {
+    return resolved.empty() ? buffers[id].type : resolved[id];
+  };
   allocated.reserve(allocBuffers_.size());
   for (uint32_t id : allocBuffers_) {
-    const TensorDesc &type = buffers[id].type;
+    const TensorDesc &type = typeOf(id);
     std::string context =
         "allocating buffer " + std::to_string(id) + " (" + type.str() + ")";
     StatusOr<std::shared_ptr<Buffer>> buffer = allocator.allocate(type);
@@ -148,14 +251,29 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
     KILN_RETURN_IF_ERROR(runChecks(index));
     const LaunchCmd &launch = artifact_.launches[index];
-    if (launch.workgroups == 0)
+    int64_t count = launch.workgroups;
+    if (!launch.symbolicWorkgroups.empty()) {
+      StatusOr<int64_t> computed = evaluateSizeExpr(launch.symbolicWorkgroups, symbols);
+      if (!computed.ok())
+        return computed.status().withContext("the workgroup count of launch " +
+                                             std::to_string(index));
+      count = std::clamp<int64_t>(*computed, 0, kMaxWorkgroups);
+    }
+    if (count == 0)
       continue;
     bindings.clear();
     for (uint32_t id : launch.bindings)
       bindings.push_back(pointers[id]);
+    // Symbolic kernels read the symbols' values after their pointers.
+    if (artifact_.kernels[launch.kernel].numSymbols)
+      for (int64_t value : symbols) {
+        void *slot;
+        static_assert(sizeof(slot) == sizeof(value), "symbols travel in pointer slots");
+        std::memcpy(&slot, &value, sizeof(value));
+        bindings.push_back(slot);
+      }
     KernelFn fn = executable_->kernel(launch.kernel);
     void **args = bindings.data();
-    int64_t count = launch.workgroups;
     auto start = std::chrono::steady_clock::now();
     device_.pool().parallelFor(
         count, [fn, count, args](int64_t wg) { fn(wg, count, args); });
@@ -173,7 +291,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     OutputRef ref;
     (root.kind == BufferKind::Input ? ref.input : ref.buffer) = root.index;
     ref.byteOffset = root.byteOffset;
-    ref.type = buffers[id].type;
+    ref.type = typeOf(id);
     outputs.push_back(std::move(ref));
   }
   return Status::OK();

@@ -23,7 +23,7 @@ struct CompileOptions {
 /// source lines.
 struct KernelSummary {
   std::string name;
-  int64_t workgroups = 0;
+  int64_t workgroups = 0; // -1: computed at each launch from the symbolic sizes
   std::vector<std::string> ops;       // e.g. "matmul", "add", "relu"
   std::vector<std::string> locations; // "file:line" of the fused ops, unique
   std::vector<std::string> nodes;     // FX node names of the fused ops, unique

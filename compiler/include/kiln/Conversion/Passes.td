@@ -29,6 +29,14 @@ def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
     function becomes the plan: allocs for kernel results, launches with a
     workgroup count sized to the kernel's work, views for reshapes between
     kernels, and the returned buffers.
+
+    Graphs with symbolic sizes (`kiln_graph.symbols`) keep `?` dims in their
+    buffers, each described by a `dims` map over the symbols (on allocs,
+    views and as the `kiln_plan.dims` argument attribute); their kernels take
+    the symbol values as trailing `index` arguments, receive symbolic buffers
+    as `memref<1xT>` base pointers reinterpreted with the computed sizes, and
+    are launched with a workgroup count the runtime computes from the
+    symbolic extent and work.
   }];
   let options = [
     Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t",
@@ -38,8 +46,10 @@ def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
            "Upper bound on workgroups per launch">,
   ];
   let dependentDialects = ["kiln::plan::PlanDialect",
+                           "mlir::arith::ArithDialect",
                            "mlir::bufferization::BufferizationDialect",
-                           "mlir::memref::MemRefDialect"];
+                           "mlir::memref::MemRefDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES

@@ -56,8 +56,46 @@ AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> outShape,
 }
 
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type element) {
+  assert(!ShapedType::isDynamicShape(shape) && "symbolic shapes take their dim expressions");
   return tensor::EmptyOp::create(b, loc, shape, element);
 }
+
+/// An empty tensor with these dims: symbolic ones are computed from the
+/// kernel's size symbols. The tensor's type carries no encoding (linalg does
+/// not keep the graph's symbols; the sizes are values from here on).
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<AffineExpr> dims, Type element) {
+  return tensor::EmptyOp::create(b, loc, kiln::kernel::dimSizes(b, loc, dims), element);
+}
+
+Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type) {
+  return emptyTensor(b, loc, dimExprs(type), type.getElementType());
+}
+
+/// The number of elements of some dims of a tensor, as a scalar of `element`
+/// for the bodies that divide by it: a constant made where it is used, or a
+/// value computed once from the size symbols.
+struct ElementCount {
+  ElementCount(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<int64_t> dims,
+               Type element)
+      : element(element) {
+    AffineExpr count = getAffineConstantExpr(1, b.getContext());
+    for (int64_t d : dims)
+      count = count * dimExpr(type, d);
+    if (auto constant = dyn_cast<AffineConstantExpr>(count)) {
+      known = constant.getValue();
+      return;
+    }
+    Value index = kiln::kernel::sizeValue(b, loc, count);
+    Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+    dynamic = arith::SIToFPOp::create(b, loc, element, integer);
+  }
+  Value get(OpBuilder &b, Location loc) const {
+    return known ? scalarConstant(b, loc, element, *known) : dynamic;
+  }
+  Type element;
+  std::optional<int64_t> known;
+  Value dynamic;
+};
 
 /// One parallel generic over `resultType` reading `operands` with broadcasting.
 Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
@@ -69,9 +107,9 @@ Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
                                 resultType.getShape(), ctx));
   maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
   SmallVector<IteratorType> iterators(resultType.getRank(), IteratorType::parallel);
-  Value init = emptyTensor(b, loc, resultType.getShape(), resultType.getElementType());
+  Value init = emptyLike(b, loc, resultType);
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{resultType}, operands, ValueRange{init}, maps, iterators,
+      b, loc, TypeRange{init.getType()}, operands, ValueRange{init}, maps, iterators,
       "", "", [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value result = body(nb, nloc, args.drop_back());
         linalg::YieldOp::create(nb, nloc, result);
@@ -86,7 +124,7 @@ Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
 /// and the shape and map of what remains (the kept dims).
 struct ReductionNest {
   SmallVector<IteratorType> iterators;
-  SmallVector<int64_t> keptShape;
+  SmallVector<AffineExpr> keptDims;
   AffineMap kept;
 };
 
@@ -98,7 +136,7 @@ ReductionNest reductionNest(RankedTensorType type, ArrayRef<int64_t> dims) {
     bool reduced = llvm::is_contained(dims, i);
     nest.iterators.push_back(reduced ? IteratorType::reduction : IteratorType::parallel);
     if (!reduced) {
-      nest.keptShape.push_back(type.getDimSize(i));
+      nest.keptDims.push_back(dimExpr(type, i));
       keptExprs.push_back(getAffineDimExpr(i, ctx));
     }
   }
@@ -112,9 +150,9 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
   MLIRContext *ctx = b.getContext();
   auto type = tensorType(input);
   int64_t rank = type.getRank();
-  auto [iterators, keptShape, kept] = reductionNest(type, dims);
+  auto [iterators, keptDims, kept] = reductionNest(type, dims);
   Type element = type.getElementType();
-  Value empty = emptyTensor(b, loc, keptShape, element);
+  Value empty = emptyTensor(b, loc, keptDims, element);
   Value init = linalg::FillOp::create(b, loc, initValue, empty).getResult(0);
   SmallVector<Value> inputs{input};
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx)};
@@ -140,12 +178,44 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
   return reduce(b, loc, input, dims, init, map, combine, extraInputs);
 }
 
+/// A reshape between shapes with symbolic dims: a collapse to 1-D, then an
+/// expand whose sizes are computed from the size symbols.
+Value reshapeSymbolic(OpBuilder &b, Location loc, Value value, RankedTensorType to) {
+  auto from = tensorType(value);
+  if (from.getRank() > 1 || from.getRank() == 0) {
+    SmallVector<ReassociationIndices> all;
+    if (from.getRank() > 1)
+      all.emplace_back(llvm::to_vector(llvm::seq<int64_t>(0, from.getRank())));
+    int64_t flat = from.hasStaticShape() ? from.getNumElements() : ShapedType::kDynamic;
+    auto flatType = RankedTensorType::get({flat}, from.getElementType());
+    value = from.getRank() == 0
+                ? (Value)tensor::ExpandShapeOp::create(b, loc, flatType, value, all)
+                : (Value)tensor::CollapseShapeOp::create(b, loc, flatType, value, all);
+  }
+  RankedTensorType plain = withoutEncoding(to);
+  if (to.getRank() == 1) {
+    if (tensorType(value) == plain)
+      return value;
+    return tensor::CastOp::create(b, loc, plain, value);
+  }
+  SmallVector<ReassociationIndices> all;
+  if (to.getRank() > 0)
+    all.emplace_back(llvm::to_vector(llvm::seq<int64_t>(0, to.getRank())));
+  if (to.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, plain, value, all);
+  return tensor::ExpandShapeOp::create(b, loc, plain, value, all,
+                                       kiln::kernel::dimSizes(b, loc, dimExprs(to)));
+}
+
 /// Row-major reshape on tensors: an expand or collapse where the shapes allow
 /// it, otherwise a collapse to 1-D followed by an expand.
-Value reshapeTensor(OpBuilder &b, Location loc, Value value, RankedTensorType to) {
+Value reshapeTensor(OpBuilder &b, Location loc, Value value, RankedTensorType symbolicTo) {
   auto from = tensorType(value);
-  if (from == to)
+  RankedTensorType to = withoutEncoding(symbolicTo);
+  if (withoutEncoding(from) == to && !isSymbolic(to))
     return value;
+  if (isSymbolic(to) || isSymbolic(from))
+    return reshapeSymbolic(b, loc, value, symbolicTo);
   SmallVector<ReassociationIndices> none;
   if (from.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, to, value, none);
@@ -225,13 +295,12 @@ LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
   };
   Value reduced = reduce(rewriter, loc, op.getInput(), dims, start, identity, combine);
   if constexpr (std::is_same_v<ReduceOp, MeanOp>) {
-    int64_t count = 1;
-    for (int64_t d : dims)
-      count *= tensorType(op.getInput()).getDimSize(d);
-    reduced = elementwise(rewriter, loc, {reduced}, tensorType(reduced),
+    ElementCount count(rewriter, loc, tensorType(op.getInput()), dims, element);
+    auto keptType = symbolicTensorType(reductionNest(tensorType(op.getInput()), dims).keptDims,
+                                            element);
+    reduced = elementwise(rewriter, loc, {reduced}, keptType,
                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                            return arith::DivFOp::create(
-                                b, l, a[0], scalarConstant(b, l, element, count));
+                            return arith::DivFOp::create(b, l, a[0], count.get(b, l));
                           });
   }
   rewriter.replaceOp(op, keepDims(rewriter, loc, reduced, tensorType(op.getResult())));
@@ -259,11 +328,11 @@ LogicalResult lowerArgReduce(RewriterBase &rewriter, ArgOp op) {
   bool isUnsigned = computesUnsigned(op);
   Value best = linalg::FillOp::create(rewriter, loc,
                                       extremeConstant(rewriter, loc, element, isMax, isUnsigned),
-                                      emptyTensor(rewriter, loc, nest.keptShape, element))
+                                      emptyTensor(rewriter, loc, nest.keptDims, element))
                    .getResult(0);
   Value bestIndex =
       linalg::FillOp::create(rewriter, loc, extremeConstant(rewriter, loc, i64, /*lowest=*/false),
-                             emptyTensor(rewriter, loc, nest.keptShape, i64))
+                             emptyTensor(rewriter, loc, nest.keptDims, i64))
           .getResult(0);
   auto generic = linalg::GenericOp::create(
       rewriter, loc, TypeRange{best.getType(), bestIndex.getType()}, ValueRange{op.getInput()},
@@ -312,8 +381,8 @@ LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
       },
       {max});
   // Broadcast the per-row values back along `dim`.
-  RankedTensorType keptType = RankedTensorType::get(
-      [&] { SmallVector<int64_t> s(type.getShape()); s[dim] = 1; return s; }(),
+  RankedTensorType keptType = symbolicTensorType(
+      [&] { SmallVector<AffineExpr> d = dimExprs(type); d[dim] = rewriter.getAffineConstantExpr(1); return d; }(),
       type.getElementType());
   Value maxKept = keepDims(rewriter, loc, max, keptType);
   Value sumKept = keepDims(rewriter, loc, sum, keptType);
@@ -340,18 +409,16 @@ LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   Type element = type.getElementType();
   int64_t rank = type.getRank(), n = (int64_t)op.getNormalizedRank();
   SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - n, rank));
-  int64_t count = 1;
-  for (int64_t d : dims)
-    count *= type.getDimSize(d);
+  ElementCount count(rewriter, loc, type, dims, element);
   auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
   auto add = [](OpBuilder &b, Location l, ValueRange a) -> Value {
     return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
   };
   Value sum = reduce(rewriter, loc, input, dims, 0, identity, add);
-  auto rowType = tensorType(sum);
+  auto rowType = symbolicTensorType(reductionNest(type, dims).keptDims, element);
   Value roughMean = elementwise(rewriter, loc, {sum}, rowType,
                                 [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                  return arith::DivFOp::create(b, l, a[0], scalarConstant(b, l, element, count));
+                                  return arith::DivFOp::create(b, l, a[0], count.get(b, l));
                                 });
   Value deviation = reduce(
       rewriter, loc, input, dims, 0,
@@ -362,7 +429,7 @@ LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   Value mean = elementwise(rewriter, loc, {roughMean, deviation}, rowType,
                            [&](OpBuilder &b, Location l, ValueRange a) -> Value {
                              Value correction = arith::DivFOp::create(
-                                 b, l, a[1], scalarConstant(b, l, element, count));
+                                 b, l, a[1], count.get(b, l));
                              return arith::AddFOp::create(b, l, a[0], correction);
                            });
   Value squares = reduce(
@@ -375,7 +442,7 @@ LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   double eps = op.getEps().convertToDouble();
   Value rstd = elementwise(rewriter, loc, {squares}, rowType,
                            [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             Value var = arith::DivFOp::create(b, l, a[0], scalarConstant(b, l, element, count));
+                             Value var = arith::DivFOp::create(b, l, a[0], count.get(b, l));
                              return math::RsqrtOp::create(
                                  b, l, arith::AddFOp::create(b, l, var, scalarConstant(b, l, element, eps)));
                            });
@@ -421,12 +488,12 @@ LogicalResult lowerMatmul(RewriterBase &rewriter, MatmulOp op) {
   SmallVector<AffineMap> maps{map(i, k), transposed ? map(j, k) : map(k, j), map(i, j)};
   SmallVector<IteratorType> iterators(numDims, IteratorType::parallel);
   iterators[k] = IteratorType::reduction;
-  Value empty = emptyTensor(rewriter, loc, type.getShape(), element);
+  Value empty = emptyLike(rewriter, loc, type);
   Value init = linalg::FillOp::create(rewriter, loc,
                                       scalarConstant(rewriter, loc, element, 0), empty)
                    .getResult(0);
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{op.getLhs(), op.getRhs()},
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getLhs(), op.getRhs()},
       ValueRange{init}, maps, iterators, "", "",
       [&](OpBuilder &b, Location l, ValueRange a) {
         Value sum;
@@ -452,7 +519,7 @@ LogicalResult lowerReshape(RewriterBase &rewriter, ReshapeOp op) {
 
 LogicalResult lowerPermute(RewriterBase &rewriter, PermuteOp op) {
   auto type = tensorType(op.getResult());
-  Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
+  Value init = emptyLike(rewriter, op.getLoc(), type);
   auto transpose = linalg::TransposeOp::create(rewriter, op.getLoc(), op.getInput(),
                                                init, op.getDims());
   rewriter.replaceOp(op, transpose.getResult()[0]);
@@ -873,8 +940,21 @@ LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   return success();
 }
 
+/// Ops whose lowerings compute their sizes from symbolic dims; the others
+/// still need static shapes.
+bool lowersSymbolicShapes(Operation *op) {
+  return isElementwise(op) ||
+         isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
+             ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ConstantOp>(op);
+}
+
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
   rewriter.setInsertionPoint(op);
+  auto symbolic = [](Value v) { return isSymbolic(v.getType()); };
+  if (!lowersSymbolicShapes(op) &&
+      (llvm::any_of(op->getOperands(), symbolic) || llvm::any_of(op->getResults(), symbolic)))
+    return op->emitOpError("does not support symbolic sizes yet; compile its graph with "
+                           "static shapes (dynamic=False) or let it run in eager");
   if (isElementwise(op))
     return lowerElementwise(rewriter, op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -961,6 +1041,25 @@ void eraseSignedness(Operation *root) {
   });
 }
 
+/// Lowerings build linalg ops on plain tensor types; the graph ops still to
+/// be lowered need their operands' symbolic dims. So a replacement whose type
+/// lost the symbolic encoding is cast back to the graph op's result type
+/// (the casts fold away once stripSymbolicEncodings removes the encodings).
+class SymbolicShapeRewriter : public IRRewriter {
+public:
+  using IRRewriter::IRRewriter;
+  void replaceOp(Operation *op, ValueRange newValues) override {
+    SmallVector<Value> values(newValues);
+    for (auto [value, result] : llvm::zip(values, op->getResults()))
+      if (value.getType() != result.getType() && isSymbolic(result.getType()))
+        value = tensor::CastOp::create(*this, op->getLoc(), result.getType(), value);
+    IRRewriter::replaceOp(op, values);
+  }
+  void replaceOp(Operation *op, Operation *newOp) override {
+    replaceOp(op, newOp->getResults());
+  }
+};
+
 struct ConvertGraphToLinalgPass
     : kiln::impl::ConvertGraphToLinalgPassBase<ConvertGraphToLinalgPass> {
   void runOnOperation() override {
@@ -970,12 +1069,31 @@ struct ConvertGraphToLinalgPass
       if (isa<GraphDialect>(op->getDialect()))
         ops.push_back(op);
     });
-    IRRewriter rewriter(&getContext());
+    SymbolicShapeRewriter rewriter(&getContext());
     // Constants last: the lowerings above inspect constant operands.
     std::stable_partition(ops.begin(), ops.end(), [](Operation *op) { return !isa<ConstantOp>(op); });
     for (Operation *op : ops)
       if (failed(lowerOp(rewriter, op)))
         return signalPassFailure();
+    stripSymbolicEncodings(getOperation());
+  }
+
+  /// From here on sizes are values: the graph's symbolic encodings leave the
+  /// types (the casts that added them at kernel entry fold away).
+  static void stripSymbolicEncodings(Operation *root) {
+    auto strip = [](Value v) {
+      if (auto type = dyn_cast<RankedTensorType>(v.getType()); type && type.getEncoding() &&
+                                                                 isa<AffineMapAttr>(type.getEncoding()))
+        v.setType(withoutEncoding(type));
+    };
+    root->walk([&](Operation *op) {
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            strip(arg);
+      for (OpResult result : op->getResults())
+        strip(result);
+    });
   }
 };
 

@@ -15,6 +15,7 @@ namespace kiln {
 
 using namespace mlir;
 using namespace kiln;
+using namespace kiln::graph;
 
 namespace {
 
@@ -23,14 +24,38 @@ MemRefType bufferType(Type tensor) {
   return MemRefType::get(type.getShape(), type.getElementType());
 }
 
+/// The expressions of a symbolic tensor's `?` dims, as the `dims` attribute of
+/// the plan op or argument that makes its buffer; null when static.
+AffineMapAttr dimsAttr(Type tensor) {
+  auto type = cast<RankedTensorType>(tensor);
+  if (!isSymbolic(type))
+    return {};
+  return AffineMapAttr::get(symbolMap(type.getContext(), dynamicDimExprs(type)));
+}
+
 /// A kernel argument for a buffer. Empty buffers are passed as memref<0xT>:
 /// nothing reads or writes them, and the bare-pointer calling convention
-/// cannot express every shape with a zero in it.
+/// cannot express every shape with a zero in it. Buffers with symbolic dims
+/// are passed as memref<1xT>, their base pointer: the kernel rebuilds the
+/// shape from its size symbols.
 MemRefType kernelArgType(Type tensor) {
   MemRefType type = bufferType(tensor);
+  if (!type.hasStaticShape())
+    return MemRefType::get({1}, type.getElementType());
   if (type.getNumElements() == 0)
     return MemRefType::get({0}, type.getElementType());
   return type;
+}
+
+/// Row-major strides of `dims`.
+SmallVector<AffineExpr> rowMajorStrides(ArrayRef<AffineExpr> dims, MLIRContext *context) {
+  SmallVector<AffineExpr> strides(dims.size());
+  AffineExpr stride = getAffineConstantExpr(1, context);
+  for (int64_t i = (int64_t)dims.size() - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride = stride * dims[i];
+  }
+  return strides;
 }
 
 /// Work of a kernel in elements written, plus the multiply-adds / 16 (vector
@@ -38,27 +63,28 @@ MemRefType kernelArgType(Type tensor) {
 /// counts as 16 multiply-adds): the measure workgroups are sized by. Waking another core
 /// costs tens of microseconds (measured ~30 us here, about 100K units of
 /// work), so a workgroup gets at least twice that.
-int64_t estimateWork(kernel::KernelOp kernel) {
-  int64_t work = 0;
+/// (An expression over the size symbols when the kernel's shapes are symbolic.)
+AffineExpr estimateWork(kernel::KernelOp kernel) {
+  MLIRContext *context = kernel.getContext();
+  AffineExpr work = getAffineConstantExpr(0, context);
+  auto numel = [](Value v) { return numElementsExpr(cast<RankedTensorType>(v.getType())); };
+  auto dim = [](Value v, unsigned d) { return dimExpr(cast<RankedTensorType>(v.getType()), d); };
   kernel.getBody().walk([&](Operation *op) {
     for (Value result : op->getResults())
-      if (auto type = dyn_cast<RankedTensorType>(result.getType()))
-        work += type.getNumElements();
+      if (isa<RankedTensorType>(result.getType()))
+        work = work + numel(result);
     if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
-      auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
-      work += cast<RankedTensorType>(matmul.getResult().getType()).getNumElements() *
-              lhs.getShape().back() / 16;
+      unsigned k = cast<RankedTensorType>(matmul.getLhs().getType()).getRank() - 1;
+      work = work + (numel(matmul.getResult()) * dim(matmul.getLhs(), k)).floorDiv(16);
     }
     if (auto attention = dyn_cast<graph::AttentionOp>(op)) {
-      auto q = cast<RankedTensorType>(attention.getQ().getType());
-      auto v = cast<RankedTensorType>(attention.getV().getType());
-      int64_t scores = q.getNumElements() / q.getDimSize(3) * v.getDimSize(2);
-      work += scores * (q.getDimSize(3) + v.getDimSize(3) + 16) / 16;
+      Value q = attention.getQ(), v = attention.getV();
+      AffineExpr scores = dim(q, 0) * dim(q, 1) * dim(q, 2) * dim(v, 2);
+      work = work + (scores * (dim(q, 3) + dim(v, 3) + 16)).floorDiv(16);
     }
     if (auto conv = dyn_cast<graph::Conv2dOp>(op)) {
-      auto weight = cast<RankedTensorType>(conv.getWeight().getType());
-      work += cast<RankedTensorType>(conv.getResult().getType()).getNumElements() *
-              (weight.getNumElements() / weight.getDimSize(0)) / 16;
+      Value w = conv.getWeight();
+      work = work + (numel(conv.getResult()) * dim(w, 1) * dim(w, 2) * dim(w, 3)).floorDiv(16);
     }
   });
   return work;
@@ -67,6 +93,9 @@ int64_t estimateWork(kernel::KernelOp kernel) {
 struct OutlineKernelsPass
     : kiln::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
   using Base::Base;
+
+  /// The size symbols of the graph being converted; every kernel takes them.
+  unsigned numSymbols = 0;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -86,6 +115,8 @@ struct OutlineKernelsPass
     OpBuilder builder(func);
     SymbolTable symbols(module);
 
+    auto symbolsAttr = func->getAttrOfType<ArrayAttr>(graph::kSymbolsAttr);
+    numSymbols = symbolsAttr ? symbolsAttr.size() : 0;
     // The new plan function with buffer arguments and results.
     SmallVector<Type> argTypes, resultTypes;
     for (Type t : func.getArgumentTypes())
@@ -96,6 +127,9 @@ struct OutlineKernelsPass
                                      builder.getFunctionType(argTypes, resultTypes));
     plan->setAttr(plan::kEntryAttr, builder.getUnitAttr());
     Block *planBlock = plan.addEntryBlock();
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+      if (AffineMapAttr dims = dimsAttr(type))
+        plan.setArgAttr(i, plan::kDimsAttr, dims);
     IRMapping buffers; // graph tensor value -> plan buffer
     for (auto [tensor, buffer] : llvm::zip(block.getArguments(), planBlock->getArguments()))
       buffers.map(tensor, buffer);
@@ -108,24 +142,39 @@ struct OutlineKernelsPass
           bindings.push_back(buffers.lookup(input));
         for (Value result : kernelOp.getResults()) {
           Value buffer = plan::AllocOp::create(planBuilder, result.getLoc(),
-                                               bufferType(result.getType()));
+                                               bufferType(result.getType()),
+                                               dimsAttr(result.getType()));
           buffers.map(result, buffer);
           bindings.push_back(buffer);
         }
         func::FuncOp kernelFunc = outline(builder, kernelOp);
         symbols.insert(kernelFunc); // may rename it to keep symbols unique
         kernelFunc->setAttr(kernel::kKernelAttr, kernelFunc.getSymNameAttr());
-        int64_t extent = kernelOp.getWorkgroupExtent();
-        int64_t workgroups =
-            extent > 1 ? std::clamp<int64_t>(estimateWork(kernelOp) / minWorkPerWorkgroup,
-                                             1, std::min(extent, (int64_t)maxWorkgroups))
-                       : 1;
+        AffineExpr extent = kernelOp.getExtentExpr();
+        AffineExpr work = estimateWork(kernelOp).floorDiv(minWorkPerWorkgroup);
+        auto constExtent = dyn_cast<AffineConstantExpr>(extent);
+        auto constWork = dyn_cast<AffineConstantExpr>(work);
+        int64_t workgroups = 1;
+        AffineMapAttr symbolicExtent, symbolicWork;
+        if (constExtent && constWork) {
+          int64_t n = constExtent.getValue();
+          workgroups = n > 1 ? std::clamp<int64_t>(constWork.getValue(), 1,
+                                                   std::min(n, (int64_t)maxWorkgroups))
+                             : 1;
+        } else if (!constExtent || constExtent.getValue() > 1) {
+          // Sized at launch: clamp(work, 1, min(extent, workgroups)).
+          workgroups = maxWorkgroups;
+          symbolicExtent = AffineMapAttr::get(symbolMap(&getContext(), extent));
+          symbolicWork = AffineMapAttr::get(symbolMap(&getContext(), work));
+        }
         plan::LaunchOp::create(planBuilder, kernelOp.getLoc(), kernelFunc.getSymName(),
-                               workgroups, kernelOp.getInputs().size(), bindings);
+                               workgroups, kernelOp.getInputs().size(), bindings,
+                               symbolicExtent, symbolicWork);
       } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
         Value view = plan::ViewOp::create(planBuilder, reshape.getLoc(),
                                           bufferType(reshape.getType()),
-                                          buffers.lookup(reshape.getInput()), 0);
+                                          buffers.lookup(reshape.getInput()), 0,
+                                          dimsAttr(reshape.getType()));
         buffers.map(reshape.getResult(), view);
       } else if (auto check = dyn_cast<graph::AssertOp>(op)) {
         plan::CheckOp::create(planBuilder, check.getLoc(),
@@ -156,22 +205,42 @@ struct OutlineKernelsPass
       argTypes.push_back(kernelArgType(v.getType()));
     for (Value v : kernelOp.getResults())
       argTypes.push_back(kernelArgType(v.getType()));
+    argTypes.append(numSymbols, builder.getIndexType());
     OpBuilder::InsertionGuard guard(builder);
     auto func = func::FuncOp::create(builder, loc, kernelOp.getKernelName(),
                                      builder.getFunctionType(argTypes, {}));
     func.setPrivate();
     func->setAttr(kernel::kKernelAttr, kernelOp.getKernelNameAttr());
-    func->setAttr(kernel::kExtentAttr, kernelOp.getWorkgroupExtentAttr());
+    if (auto symbolic = kernelOp.getSymbolicExtentAttr())
+      func->setAttr(kernel::kExtentAttr, symbolic);
+    else
+      func->setAttr(kernel::kExtentAttr, kernelOp.getWorkgroupExtentAttr());
+    if (numSymbols)
+      func->setAttr(kernel::kNumSymbolsAttr, builder.getI64IntegerAttr(numSymbols));
     Block *entry = func.addEntryBlock();
     builder.setInsertionPointToStart(entry);
     IRMapping mapping;
     Block &body = kernelOp.getBody().front();
     unsigned numInputs = kernelOp.getInputs().size();
+    // A symbolic buffer is its base pointer reinterpreted with the sizes
+    // computed from the symbols; graph ops see it with its symbolic type.
+    auto symbolicBuffer = [&](unsigned arg, RankedTensorType type) -> Value {
+      SmallVector<AffineExpr> dims = dimExprs(type);
+      return memref::ReinterpretCastOp::create(
+          builder, loc, bufferType(type), entry->getArgument(arg),
+          builder.getIndexAttr(0), kernel::dimSizes(builder, loc, dims),
+          kernel::dimSizes(builder, loc, rowMajorStrides(dims, builder.getContext())));
+    };
     for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
       auto type = cast<RankedTensorType>(arg.getType());
       Value buffer = entry->getArgument(2 + i);
       Value tensor;
-      if (type.getNumElements() == 0)
+      if (isSymbolic(type)) {
+        Value plain = bufferization::ToTensorOp::create(
+            builder, arg.getLoc(), withoutEncoding(type), symbolicBuffer(2 + i, type),
+            /*restrict=*/true);
+        tensor = tensor::CastOp::create(builder, arg.getLoc(), type, plain);
+      } else if (type.getNumElements() == 0)
         tensor = tensor::EmptyOp::create(builder, arg.getLoc(), type.getShape(),
                                          type.getElementType());
       else
@@ -183,11 +252,17 @@ struct OutlineKernelsPass
       builder.clone(op, mapping);
     auto yield = cast<kernel::YieldOp>(body.getTerminator());
     for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-      if (cast<RankedTensorType>(value.getType()).getNumElements() == 0)
+      auto type = cast<RankedTensorType>(value.getType());
+      Value result = mapping.lookup(value);
+      Value destination = entry->getArgument(2 + numInputs + i);
+      if (isSymbolic(type)) {
+        destination = symbolicBuffer(2 + numInputs + i, type);
+        result = tensor::CastOp::create(builder, loc, withoutEncoding(type), result);
+      } else if (type.getNumElements() == 0) {
         continue; // nothing to write
+      }
       bufferization::MaterializeInDestinationOp::create(
-          builder, loc, TypeRange{}, mapping.lookup(value),
-          entry->getArgument(2 + numInputs + i), /*restrict=*/true,
+          builder, loc, TypeRange{}, result, destination, /*restrict=*/true,
           /*writable=*/true);
     }
     func::ReturnOp::create(builder, loc);

@@ -19,15 +19,19 @@ struct EmitKernelABIPass
       if (!body->hasAttr(kiln::kernel::kKernelAttr) || body.isExternal())
         continue;
       LLVM::LLVMFunctionType type = body.getFunctionType();
-      unsigned numBindings = type.getNumParams() - 2;
-      if (type.getNumParams() < 2 || type.getParamType(0) != i64 ||
+      auto symbols = body->getAttrOfType<IntegerAttr>(kiln::kernel::kNumSymbolsAttr);
+      unsigned numSymbols = symbols ? symbols.getInt() : 0;
+      if (type.getNumParams() < 2 + numSymbols || type.getParamType(0) != i64 ||
           type.getParamType(1) != i64 ||
-          llvm::any_of(type.getParams().drop_front(2),
-                       [&](Type t) { return t != ptr; })) {
-        body.emitOpError("kernel must take (i64, i64, ptr...) after lowering "
-                         "with the bare-pointer memref convention");
+          llvm::any_of(type.getParams().drop_front(2).drop_back(numSymbols),
+                       [&](Type t) { return t != ptr; }) ||
+          llvm::any_of(type.getParams().take_back(numSymbols),
+                       [&](Type t) { return t != i64; })) {
+        body.emitOpError("kernel must take (i64, i64, ptr..., i64 symbols...) after "
+                         "lowering with the bare-pointer memref convention");
         return signalPassFailure();
       }
+      unsigned numBindings = type.getNumParams() - 2 - numSymbols;
       std::string name = body.getName().str();
       body.setName(name + "_body");
       body.setLinkage(LLVM::Linkage::Internal);
@@ -42,10 +46,12 @@ struct EmitKernelABIPass
       Block *entry = wrapper.addEntryBlock(b);
       b.setInsertionPointToStart(entry);
       SmallVector<Value> args{entry->getArgument(0), entry->getArgument(1)};
-      for (unsigned i = 0; i < numBindings; ++i) {
+      // The bindings array holds the buffer pointers, then the size symbols'
+      // values as int64s in pointer-sized slots.
+      for (unsigned i = 0; i < numBindings + numSymbols; ++i) {
         Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(2),
                                          ArrayRef<LLVM::GEPArg>{(int32_t)i});
-        args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+        args.push_back(LLVM::LoadOp::create(b, loc, i < numBindings ? (Type)ptr : (Type)i64, slot));
       }
       LLVM::CallOp::create(b, loc, body, args);
       LLVM::ReturnOp::create(b, loc, ValueRange{});

@@ -36,9 +36,10 @@ inline int64_t hostVectorBits() {
   return 128;
 }
 
-/// Emits C += A * B on memrefs with static shapes: A [.., M, K], B [.., K, N]
-/// (or [.., N, K] when `transposed`) and C [.., M, N]; `emit` takes the
-/// leading (batch) indices, if any.
+/// Emits C += A * B on memrefs: A [.., M, K], B [.., K, N] (or [.., N, K]
+/// when `transposed`) and C [.., M, N]; `emit` takes the leading (batch)
+/// indices, if any. M, N and K may be dynamic: the tile loops then run to
+/// bounds computed at run time, and the ragged edges are the same loops.
 class MatmulEmitter {
 public:
   MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bMat, Value c,
@@ -48,9 +49,9 @@ public:
     auto cType = cast<MemRefType>(c.getType());
     element = cType.getElementType();
     int64_t rank = cType.getRank();
-    m = cType.getDimSize(rank - 2);
-    n = cType.getDimSize(rank - 1);
-    k = cast<MemRefType>(a.getType()).getDimSize(rank - 1);
+    m = sizeOf(c, rank - 2);
+    n = sizeOf(c, rank - 1);
+    k = sizeOf(a, rank - 1);
     vector = VectorType::get({vl}, element);
     flags = arith::FastMathFlagsAttr::get(
         b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
@@ -61,28 +62,56 @@ public:
     this->batch.assign(batch.begin(), batch.end());
     int64_t mr = transposed ? (vl >= 16 ? 4 : 3) : 6;
     int64_t nr = transposed ? mr : 2 * vl;
-    int64_t mFull = m - m % mr, nFull = n - n % nr;
+    Size mFull = roundDown(m, mr), nFull = roundDown(n, nr);
     // Blocks of `mc` rows: within one, the B panel of a column tile is reused
     // from cache by every row tile before moving to the next columns.
     int64_t mc = mr * 8;
-    if (mFull > 0 && nFull > 0)
-      forLoop(0, mFull, mc, [&](Value ib) {
-        Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), index(mFull));
-        forLoop(0, nFull, nr, [&](Value j0) {
+    if (!mFull.isZero() && !nFull.isZero())
+      forLoop(Size(0), mFull, mc, [&](Value ib) {
+        Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), value(mFull));
+        forLoop(Size(0), nFull, nr, [&](Value j0) {
           forLoop(ib, blockEnd, mr, [&](Value i0) {
             transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
           });
         });
       });
     // Ragged edges: the rows below the tiles, then the columns right of them.
-    if (mFull < m)
-      scalar(mFull, m, 0, n);
-    if (mFull > 0 && nFull < n)
-      scalar(0, mFull, nFull, n);
+    // (Static shapes emit only the edges they have.)
+    if (!mFull.staticallyEquals(m))
+      scalar(mFull, m, Size(0), n);
+    if (!mFull.isZero() && !nFull.staticallyEquals(n))
+      scalar(Size(0), mFull, nFull, n);
   }
 
 private:
+  /// A size known at compile time, or a value computed at run time.
+  struct Size {
+    explicit Size(int64_t v) : known(v) {}
+    explicit Size(Value v) : dynamic(v) {}
+    std::optional<int64_t> known;
+    Value dynamic;
+    bool isZero() const { return known && *known == 0; }
+    bool staticallyEquals(const Size &o) const {
+      return (known && o.known && *known == *o.known) || (dynamic && dynamic == o.dynamic);
+    }
+  };
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  /// A fresh constant for a static size (as the static emitter always made).
+  Value value(const Size &s) { return s.known ? index(*s.known) : s.dynamic; }
+  Size sizeOf(Value memref, int64_t d) {
+    int64_t size = cast<MemRefType>(memref.getType()).getDimSize(d);
+    if (!ShapedType::isDynamic(size))
+      return Size(size);
+    return Size(memref::DimOp::create(b, loc, memref, d).getResult());
+  }
+  /// x rounded down to a multiple of `step`.
+  Size roundDown(const Size &x, int64_t step) {
+    if (x.known)
+      return Size(*x.known - *x.known % step);
+    Value s = index(step);
+    return Size(arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, x.dynamic, s), s)
+                    .getResult());
+  }
   Value add(Value x, int64_t v) {
     return v ? arith::AddIOp::create(b, loc, x, index(v)).getResult() : x;
   }
@@ -94,6 +123,11 @@ private:
   }
   void forLoop(int64_t lb, int64_t ub, int64_t step, function_ref<void(Value)> body) {
     forLoop(index(lb), index(ub), step, body);
+  }
+  void forLoop(const Size &lb, const Size &ub, int64_t step, function_ref<void(Value)> body) {
+    if (lb.known && ub.known)
+      return forLoop(*lb.known, *ub.known, step, body);
+    forLoop(value(lb), value(ub), step, body);
   }
   void forLoop(Value lb, Value ub, int64_t step, function_ref<void(Value)> body) {
     auto loop = scf::ForOp::create(b, loc, lb, ub, index(step));
@@ -115,7 +149,7 @@ private:
     for (int64_t r = 0; r < mr; ++r)
       for (int64_t v = 0; v < nv; ++v)
         init.push_back(vector::LoadOp::create(b, loc, vector, c, at(add(i0, r), add(j0, v * vl))));
-    auto loop = scf::ForOp::create(b, loc, index(0), index(k), index(1), init);
+    auto loop = scf::ForOp::create(b, loc, index(0), value(k), index(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -140,11 +174,11 @@ private:
 
   /// B in [N, K]: vector partial dot products along k, reduced at the end.
   void dotTile(Value i0, Value j0, int64_t mr, int64_t nr) {
-    int64_t kFull = k - k % vl;
+    Size kFull = roundDown(k, vl);
     Value zero = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
                                                        vector, b.getFloatAttr(element, 0.0)));
     SmallVector<Value> init(mr * nr, zero);
-    auto loop = scf::ForOp::create(b, loc, index(0), index(kFull), index(vl), init);
+    auto loop = scf::ForOp::create(b, loc, index(0), value(kFull), index(vl), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -160,7 +194,8 @@ private:
       scf::YieldOp::create(b, loc, next);
     }
     SmallVector<Value> accumulators(loop.getResults());
-    if (kFull == k && (int64_t)accumulators.size() == vl && llvm::isPowerOf2_64(vl)) {
+    if (kFull.staticallyEquals(k) && (int64_t)accumulators.size() == vl &&
+        llvm::isPowerOf2_64(vl)) {
       addReducedTile(accumulators, i0, j0, mr, nr);
       return;
     }
@@ -225,10 +260,10 @@ private:
   }
 
   /// sum + A[i, kFrom:] . B[j, kFrom:] (B in [N, K]).
-  Value dotTail(Value i, Value j, int64_t kFrom, Value sum) {
-    if (kFrom >= k)
+  Value dotTail(Value i, Value j, const Size &kFrom, Value sum) {
+    if (kFrom.known && k.known && *kFrom.known >= *k.known)
       return sum;
-    auto loop = scf::ForOp::create(b, loc, index(kFrom), index(k), index(1), ValueRange{sum});
+    auto loop = scf::ForOp::create(b, loc, value(kFrom), value(k), index(1), ValueRange{sum});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kk = loop.getInductionVar();
@@ -239,18 +274,18 @@ private:
   }
 
   /// C[i, j] += A[i, :] . B[:, j] for i in [i0, i1), j in [j0, j1).
-  void scalar(int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  void scalar(const Size &i0, const Size &i1, const Size &j0, const Size &j1) {
     forLoop(i0, i1, 1, [&](Value i) {
       if (transposed) {
         forLoop(j0, j1, 1, [&](Value j) {
           Value old = memref::LoadOp::create(b, loc, c, at(i, j));
           Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-          Value sum = dotTail(i, j, 0, zero);
+          Value sum = dotTail(i, j, Size(0), zero);
           memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
         });
         return;
       }
-      forLoop(0, k, 1, [&](Value kk) {
+      forLoop(Size(0), k, 1, [&](Value kk) {
         Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
         forLoop(j0, j1, 1, [&](Value j) {
           Value y = memref::LoadOp::create(b, loc, bMat, at(kk, j));
@@ -265,7 +300,8 @@ private:
   Location loc;
   Value a, bMat, c;
   bool transposed;
-  int64_t vl, m = 0, n = 0, k = 0;
+  int64_t vl;
+  Size m{0}, n{0}, k{0};
   Type element;
   VectorType vector;
   arith::FastMathFlagsAttr flags;

@@ -50,7 +50,9 @@ struct VectorizeMatmulPass
       if (cType.getRank() == 3) {
         auto loop = scf::ForOp::create(
             b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-            arith::ConstantIndexOp::create(b, loc, cType.getDimSize(0)),
+            cType.isDynamicDim(0)
+                ? (Value)memref::DimOp::create(b, loc, op.getDpsInitOperand(0)->get(), 0)
+                : (Value)arith::ConstantIndexOp::create(b, loc, cType.getDimSize(0)),
             arith::ConstantIndexOp::create(b, loc, 1));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());

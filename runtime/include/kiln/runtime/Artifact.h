@@ -12,14 +12,16 @@
 //     u64    FNV-1a-64 checksum of the payload
 //   payload, the Artifact fields in declaration order:
 //     string target, string graphName
-//     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset }
-//     u32 n, n x launch  { u32 kernel, u32 workgroups, u32 n, n x u32 }
+//     u32 n, n x symbol  { string name, u32 input, u32 dim, i64 min, i64 max }
+//     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset, u32 n, n x expr }
+//     u32 n, n x launch  { u32 kernel, u32 workgroups, u32 n, n x u32, expr }
 //     u32 n, n x check   { u32 buffer, u32 afterLaunches, u8 code, string message }
 //     u32 n, n x u32 output buffer id
-//     u32 n, n x kernel  { string symbol, u32 numBindings, string name }
+//     u32 n, n x kernel  { string symbol, u32 numBindings, u32 numSymbols, string name }
 //     u64 n, n x u8 library
 //     string metadata
-//   where string = u32 length + bytes, desc = u8 dtype + u32 rank + rank x i64.
+//   where string = u32 length + bytes, desc = u8 dtype + u32 rank + rank x i64
+//   (-1 for a symbolic dim), expr = u32 n + n x { u8 op, i64 value }.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,7 @@
 #define KILN_RUNTIME_ARTIFACT_H
 
 #include "kiln/runtime/DType.h"
+#include "kiln/runtime/SizeExpr.h"
 #include "kiln/runtime/Status.h"
 
 #include <cstddef>
@@ -37,15 +40,28 @@
 namespace kiln::runtime {
 
 /// Bump on any change to the encoding; readers reject other versions.
-inline constexpr uint32_t kArtifactFormatVersion = 2;
+inline constexpr uint32_t kArtifactFormatVersion = 3;
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
                                            'A', 'R', 'T', '\0'};
 inline constexpr size_t kArtifactHeaderSize = 32;
 
 struct KernelInfo {
   std::string symbol;   // exported by `library`
-  uint32_t numBindings; // length of the bindings array it expects
+  uint32_t numBindings; // buffer pointers in the bindings array it expects
   std::string name;     // human name for messages, e.g. "kernel_3_softmax"
+  /// Size-symbol values (int64) that follow the pointers in that array: the
+  /// artifact's symbol count, or 0 for a kernel of a static graph.
+  uint32_t numSymbols = 0;
+};
+
+/// A size symbol of a graph compiled with symbolic shapes: its value is dim
+/// `dim` of graph input `input`, and must lie in [min, max].
+struct SymbolDesc {
+  std::string name; // as Dynamo named it, e.g. "s77"
+  uint32_t input = 0;
+  uint32_t dim = 0;
+  int64_t min = 0;
+  int64_t max = INT64_MAX;
 };
 
 /// Values are part of the format: never renumber.
@@ -59,6 +75,9 @@ struct BufferDesc {
   uint32_t source = 0;
   /// View only (0 otherwise): where the view starts within its source.
   int64_t byteOffset = 0;
+  /// One expression per symbolic (-1) dim of `type`, in order. For an
+  /// Input, the size the input must have there.
+  std::vector<SizeExpr> dims;
 };
 
 struct LaunchCmd {
@@ -67,6 +86,9 @@ struct LaunchCmd {
   uint32_t workgroups;
   /// Buffer ids, inputs then outputs; as many as the kernel's numBindings.
   std::vector<uint32_t> bindings;
+  /// When not empty, the workgroup count, computed at run time (and
+  /// `workgroups` is unused).
+  SizeExpr symbolicWorkgroups;
 };
 
 /// A run-time check (an index in range, say): once the first `afterLaunches`
@@ -82,6 +104,7 @@ struct CheckCmd {
 struct Artifact {
   std::string target; // e.g. "cpu-x86_64"
   std::string graphName;
+  std::vector<SymbolDesc> symbols; // empty for a graph with static shapes
   std::vector<BufferDesc> buffers;
   std::vector<LaunchCmd> launches; // executed in order
   std::vector<CheckCmd> checks;    // sorted by afterLaunches

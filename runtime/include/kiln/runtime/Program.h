@@ -46,11 +46,18 @@ public:
                                                  CpuDevice &device);
 
   const Artifact &artifact() const { return artifact_; }
-  /// Expected descs of the graph inputs, by input index.
+  /// Expected descs of the graph inputs, by input index; -1 marks a
+  /// symbolic dim (see artifact().symbols).
   const std::vector<TensorDesc> &inputDescs() const { return inputDescs_; }
+  /// The size symbols' names (empty for a static graph).
+  std::vector<std::string> symbolNames() const;
+
+  /// Most workgroups a launch with a computed count gets.
+  static constexpr int64_t kMaxWorkgroups = 1 << 16;
 
   /// Runs the graph once. `inputs[i]` points at graph input i, whose desc must
-  /// equal inputDescs()[i] exactly. Alloc buffers come from `allocator`, in
+  /// equal inputDescs()[i] exactly, except at symbolic dims: there the size
+  /// binds the dim's symbol or must equal its expression. Alloc buffers come from `allocator`, in
   /// buffer order, into `allocated`; `outputs` says where each output is.
   /// Both vectors are replaced, and left empty on error. With `launchMs`,
   /// the wall time of each launch (in artifact().launches order, 0 for a
@@ -73,8 +80,14 @@ private:
           std::unique_ptr<CpuExecutable> executable);
   void plan();
   Status checkInputs(const std::vector<void *> &inputs,
-                     const std::vector<TensorDesc> &inputDescs) const;
-  Status runImpl(const std::vector<void *> &inputs, Allocator &allocator,
+                     const std::vector<TensorDesc> &inputDescs,
+                     std::vector<int64_t> &symbols) const;
+  Status bindSymbols(const std::vector<TensorDesc> &inputDescs,
+                     std::vector<int64_t> &symbols) const;
+  Status resolveShapes(const std::vector<int64_t> &symbols,
+                       std::vector<TensorDesc> &types) const;
+  Status runImpl(const std::vector<void *> &inputs,
+                 const std::vector<int64_t> &symbols, Allocator &allocator,
                  std::vector<std::shared_ptr<Buffer>> &allocated,
                  std::vector<OutputRef> &outputs,
                  std::vector<double> *launchMs) const;
@@ -85,6 +98,7 @@ private:
   std::vector<Root> roots_;             // by buffer id
   std::vector<uint32_t> allocBuffers_;  // buffer id of each Alloc slot
   std::vector<TensorDesc> inputDescs_;  // by graph input index
+  std::vector<uint32_t> inputBuffers_;  // buffer id of each graph input
 };
 
 } // namespace kiln::runtime

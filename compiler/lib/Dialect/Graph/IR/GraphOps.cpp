@@ -30,9 +30,11 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
   return result;
 }
 
-static int64_t leadingSize(Value v) {
+/// The leading dim's size (a constant or a symbolic expression); null for a
+/// rank-0 value.
+static AffineExpr leadingSize(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
-  return type.getRank() ? type.getDimSize(0) : -1;
+  return type.getRank() ? dimExpr(type, 0) : AffineExpr();
 }
 
 /// Nothing aligned and no parallel extent: the answer for a rank-0 result,
@@ -49,7 +51,7 @@ static std::optional<LeadingDim> parallel(Operation *op) {
   if (result.getRank() == 0)
     return std::nullopt;
   LeadingDim info = notParallel(op);
-  info.extent = result.getDimSize(0);
+  info.extent = dimExpr(result, 0);
   return info;
 }
 
@@ -57,7 +59,7 @@ static std::optional<LeadingDim> parallel(Operation *op) {
 static bool sameLeadingDim(Operation *op, Value v) {
   auto result = cast<RankedTensorType>(op->getResult(0).getType());
   return cast<RankedTensorType>(v.getType()).getRank() == result.getRank() &&
-         leadingSize(v) == result.getDimSize(0);
+         leadingSize(v) == dimExpr(result, 0);
 }
 
 LeadingDim elementwiseLeadingDim(Operation *op) {
@@ -248,14 +250,14 @@ LeadingDim AttentionOp::getLeadingDim() {
   // kernel (OwnKernel), so no operand needs to be aligned.
   LeadingDim info = notParallel(*this);
   auto result = tensorType(getResult());
-  info.extent = result.getDimSize(0) * result.getDimSize(1);
+  info.extent = dimExpr(result, 0) * dimExpr(result, 1);
   return info;
 }
 LeadingDim Conv2dOp::getLeadingDim() {
   // Workgroups split the N * OH output rows; the op runs alone in its kernel.
   LeadingDim info = notParallel(*this);
   auto result = tensorType(getResult());
-  info.extent = result.getDimSize(0) * result.getDimSize(2);
+  info.extent = dimExpr(result, 0) * dimExpr(result, 2);
   return info;
 }
 LeadingDim ReshapeOp::getLeadingDim() {

@@ -15,6 +15,11 @@ void KernelDialect::initialize() {
       >();
 }
 
+static ParseResult parseExtent(OpAsmParser &parser, IntegerAttr &extent,
+                               AffineMapAttr &symbolic);
+static void printExtent(OpAsmPrinter &printer, Operation *, IntegerAttr extent,
+                        AffineMapAttr symbolic);
+
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Kernel/IR/KernelOps.cpp.inc"
 
@@ -28,9 +33,47 @@ LogicalResult KernelOp::verify() {
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().getTypes() != getResults().getTypes())
     return emitOpError("yielded types must match the result types");
-  if ((int64_t)getWorkgroupExtent() < 0)
+  if (auto symbolic = getSymbolicExtentAttr()) {
+    if ((int64_t)getWorkgroupExtent() != -1 || symbolic.getValue().getNumResults() != 1 ||
+        symbolic.getValue().getNumDims() != 0)
+      return emitOpError("a symbolic extent is one expression over symbols, with "
+                         "workgroup_extent -1");
+  } else if ((int64_t)getWorkgroupExtent() < 0) {
     return emitOpError("workgroup_extent must be non-negative");
+  }
   return success();
+}
+
+AffineExpr KernelOp::getExtentExpr() {
+  if (auto symbolic = getSymbolicExtentAttr())
+    return symbolic.getValue().getResult(0);
+  return getAffineConstantExpr(getWorkgroupExtent(), getContext());
+}
+
+/// `extent(8)` or `extent(affine_map<()[s0] -> (s0)>)`.
+static ParseResult parseExtent(OpAsmParser &parser, IntegerAttr &extent,
+                               AffineMapAttr &symbolic) {
+  int64_t value;
+  OptionalParseResult integer = parser.parseOptionalInteger(value);
+  Builder &b = parser.getBuilder();
+  if (integer.has_value()) {
+    if (failed(*integer))
+      return failure();
+    extent = b.getI64IntegerAttr(value);
+    return success();
+  }
+  if (parser.parseAttribute(symbolic))
+    return failure();
+  extent = b.getI64IntegerAttr(-1);
+  return success();
+}
+
+static void printExtent(OpAsmPrinter &printer, Operation *, IntegerAttr extent,
+                        AffineMapAttr symbolic) {
+  if (symbolic)
+    printer.printAttribute(symbolic);
+  else
+    printer << extent.getInt();
 }
 
 /// The destination-style kernel ops (attention, conv2d) take all tensors and

@@ -23,11 +23,13 @@ struct DistributeWorkgroupsPass
     : kiln::kernel::impl::DistributeWorkgroupsPassBase<DistributeWorkgroupsPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    auto extentAttr = func->getAttrOfType<IntegerAttr>(kiln::kernel::kExtentAttr);
+    Attribute extentAttr = func->getAttr(kiln::kernel::kExtentAttr);
     if (!extentAttr || func.isExternal())
       return;
-    int64_t extent = extentAttr.getInt();
-    if (extent <= 1)
+    // A symbolic extent (a map over the size symbols) is computed at entry.
+    auto symbolicExtent = dyn_cast<AffineMapAttr>(extentAttr);
+    int64_t extent = symbolicExtent ? -1 : cast<IntegerAttr>(extentAttr).getInt();
+    if (!symbolicExtent && extent <= 1)
       return; // a single workgroup runs the whole kernel
     if (func.getNumArguments() < 2 || !func.getArgument(0).getType().isIndex() ||
         !func.getArgument(1).getType().isIndex()) {
@@ -44,6 +46,20 @@ struct DistributeWorkgroupsPass
       auto lb = getConstantIntValue(loop.getLowerBound());
       auto ub = getConstantIntValue(loop.getUpperBound());
       auto step = getConstantIntValue(loop.getStep());
+      // A symbolic extent's loops end at that extent by construction; their
+      // upper bounds are values computed from the same symbols.
+      // (A loop of step 1 may start anywhere: every chunk boundary is one of
+      // its iterations.)
+      if (symbolicExtent) {
+        if (!step || (*step != 1 && (!lb || *step < 1 || *lb < 0 || *lb % *step))) {
+          loop.emitOpError("top-level loop of a kernel with a symbolic workgroup extent must "
+                           "have a constant step, and a constant lower bound that is a "
+                           "multiple of it unless the step is 1");
+          return signalPassFailure();
+        }
+        alignment = std::lcm(alignment, *step);
+        continue;
+      }
       if (!lb || !ub || !step || *step < 1 || *lb < 0 || *ub > extent || *lb % *step) {
         loop.emitOpError("top-level loop of a kernel with workgroup extent ")
             << extent << " must have constant bounds within [0, " << extent
@@ -59,7 +75,10 @@ struct DistributeWorkgroupsPass
     // The chunk of kiln::kernel::workgroupChunk, computed at run time from
     // the launch's count; each loop runs [lb, ub) ∩ [begin, end).
     Value id = func.getArgument(0), count = func.getArgument(1);
-    Value extentValue = arith::ConstantIndexOp::create(b, loc, extent);
+    Value extentValue =
+        symbolicExtent
+            ? kiln::kernel::sizeValue(b, loc, symbolicExtent.getValue().getResult(0))
+            : arith::ConstantIndexOp::create(b, loc, extent).getResult();
     Value alignValue = arith::ConstantIndexOp::create(b, loc, alignment);
     Value chunk = arith::MulIOp::create(
         b, loc,

@@ -36,7 +36,9 @@ LeadingDim leadingDimOf(Operation *op) {
 }
 
 struct Kernel {
-  int64_t extent = 0; // 0: a single workgroup runs it
+  // The leading dim that workgroups split (a constant or a symbolic size);
+  // null: a single workgroup runs the kernel.
+  AffineExpr extent;
   SmallVector<Operation *> ops;
 };
 
@@ -184,7 +186,8 @@ private:
         continue;
       Kernel links;
       auto result = cast<RankedTensorType>(ops.back()->getResult(0).getType());
-      links.extent = result.getRank() > 0 && result.getDimSize(0) > 1 ? result.getDimSize(0) : 0;
+      if (result.getRank() > 0 && isParallelExtent(dimExpr(result, 0)))
+        links.extent = dimExpr(result, 0);
       links.ops.assign(ops.begin() + 1, ops.end());
       ops.resize(1);
       for (Operation *op : links.ops)
@@ -219,11 +222,10 @@ private:
       candidate = -1;
     // A kernel run by one workgroup (extent 0) executes its ops in order, so
     // any op joins it as long as it is small (extent at most 1) itself.
-    bool singleWorkgroup = candidate >= 0 && kernels[candidate].extent == 0 &&
-                           (!info.extent || *info.extent <= 1);
+    bool parallelOp = info.extent && isParallelExtent(*info.extent);
+    bool singleWorkgroup = candidate >= 0 && !kernels[candidate].extent && !parallelOp;
     bool join = candidate >= 0 && !isa<MatmulOp>(op) &&
-                (singleWorkgroup || (info.extent && *info.extent > 1 &&
-                                     kernels[candidate].extent == *info.extent));
+                (singleWorkgroup || (parallelOp && kernels[candidate].extent == *info.extent));
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
       if (!join || sourceKernel(operand) != candidate)
         continue;
@@ -234,7 +236,8 @@ private:
     if (!join) {
       candidate = kernels.size();
       kernels.emplace_back();
-      kernels.back().extent = info.extent && *info.extent > 1 ? *info.extent : 0;
+      if (parallelOp)
+        kernels.back().extent = *info.extent;
     }
     kernels[candidate].ops.push_back(op);
     kernelOf[op] = candidate;
@@ -296,9 +299,17 @@ private:
       kernelInputs.push_back(outside.lookupOrDefault(input)); // args map to themselves
     std::string name = "kernel_" + std::to_string(index) + "_" +
                        kernel.ops.front()->getName().stripDialect().str();
+    int64_t extent = 0;
+    AffineMapAttr symbolicExtent;
+    if (auto constant = dyn_cast_or_null<AffineConstantExpr>(kernel.extent)) {
+      extent = constant.getValue();
+    } else if (kernel.extent) {
+      extent = -1;
+      symbolicExtent = AffineMapAttr::get(symbolMap(builder.getContext(), kernel.extent));
+    }
     auto kernelOp = kernel::KernelOp::create(
         builder, loc, TypeRange(ValueRange(results)), kernelInputs,
-        builder.getStringAttr(name), builder.getI64IntegerAttr(kernel.extent));
+        builder.getStringAttr(name), builder.getI64IntegerAttr(extent), symbolicExtent);
     Block *body = new Block();
     kernelOp.getBody().push_back(body);
     IRMapping inside;

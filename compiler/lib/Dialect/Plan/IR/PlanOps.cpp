@@ -30,15 +30,35 @@ static int64_t byteSize(MemRefType type) {
          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
 }
 
+/// A `?` dim needs its expression in `dims`, and only a `?` dim has one.
+static LogicalResult verifyDims(Operation *op, MemRefType type, AffineMapAttr dims) {
+  unsigned dynamic = type.getNumDynamicDims();
+  if (!dims && dynamic == 0)
+    return success();
+  if (!dims || dims.getValue().getNumDims() != 0 ||
+      dims.getValue().getNumResults() != dynamic)
+    return op->emitOpError("needs one `dims` expression over the size symbols per `?` dim of ")
+           << type;
+  return success();
+}
+
 LogicalResult AllocOp::verify() {
+  if (failed(verifyDims(*this, getBuffer().getType(), getDimsAttr())))
+    return failure();
   return verifyContiguous(*this, getBuffer().getType());
 }
 
 LogicalResult ViewOp::verify() {
   if (failed(verifyContiguous(*this, getSource().getType())) ||
-      failed(verifyContiguous(*this, getResult().getType())))
+      failed(verifyContiguous(*this, getResult().getType())) ||
+      failed(verifyDims(*this, getResult().getType(), getDimsAttr())))
     return failure();
   int64_t offset = (int64_t)getByteOffset();
+  if (!getSource().getType().hasStaticShape() || !getResult().getType().hasStaticShape()) {
+    if (offset != 0)
+      return emitOpError("a view of a symbolic buffer must start at offset 0");
+    return success();
+  }
   if (offset < 0 ||
       offset + byteSize(getResult().getType()) >
           byteSize(getSource().getType()))
@@ -51,7 +71,7 @@ LogicalResult ViewOp::verify() {
 
 LogicalResult CheckOp::verify() {
   MemRefType type = getCondition().getType();
-  if (type.getNumElements() != 1 || !type.getElementType().isInteger(1))
+  if (!type.hasStaticShape() || type.getNumElements() != 1 || !type.getElementType().isInteger(1))
     return emitOpError("condition must hold one i1, got ") << type;
   if (getKind() != "index" && getKind() != "runtime")
     return emitOpError("kind must be \"index\" or \"runtime\", got \"") << getKind() << "\"";
@@ -63,6 +83,11 @@ LogicalResult LaunchOp::verify() {
     return emitOpError("workgroups must be non-negative");
   if ((int64_t)getNumInputs() < 0 || (int64_t)getNumInputs() > (int64_t)getBindings().size())
     return emitOpError("num_inputs exceeds the number of bindings");
+  if ((bool)getSymbolicExtentAttr() != (bool)getSymbolicWorkAttr())
+    return emitOpError("symbolic_extent and symbolic_work come together");
+  for (AffineMapAttr map : {getSymbolicExtentAttr(), getSymbolicWorkAttr()})
+    if (map && (map.getValue().getNumDims() != 0 || map.getValue().getNumResults() != 1))
+      return emitOpError("a symbolic workgroup size is one expression over the size symbols");
   return success();
 }
 
@@ -72,15 +97,22 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!kernel)
     return emitOpError("kernel '") << getKernel() << "' is not a func.func in scope";
   FunctionType type = kernel.getFunctionType();
-  if (type.getNumInputs() != getBindings().size() + 2 || type.getNumResults())
+  auto symbols = kernel->getAttrOfType<IntegerAttr>("kiln.num_symbols");
+  unsigned numSymbols = symbols ? symbols.getInt() : 0;
+  if (type.getNumInputs() != getBindings().size() + 2 + numSymbols || type.getNumResults())
     return emitOpError("kernel takes ")
            << type.getNumInputs() << " arguments; expected 2 workgroup indices + "
-           << getBindings().size() << " bindings and no results";
+           << getBindings().size() << " bindings + " << numSymbols
+           << " size symbols and no results";
   for (auto [i, binding] : llvm::enumerate(getBindings())) {
     auto expected = cast<MemRefType>(type.getInput(i + 2));
     auto actual = cast<MemRefType>(binding.getType());
+    // Symbolic buffers are passed as their base pointer, memref<1xT>.
+    if (!actual.hasStaticShape() && expected.getShape() == ArrayRef<int64_t>{1} &&
+        actual.getElementType() == expected.getElementType())
+      continue;
     // Empty buffers are passed as memref<0xT> (see kiln-outline-kernels).
-    if (actual.getNumElements() == 0 && expected.getNumElements() == 0 &&
+    if (actual.hasStaticShape() && actual.getNumElements() == 0 && expected.getNumElements() == 0 &&
         actual.getElementType() == expected.getElementType())
       continue;
     if (expected != actual)

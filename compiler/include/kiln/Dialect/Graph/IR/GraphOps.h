@@ -1,6 +1,8 @@
 #ifndef KILN_DIALECT_GRAPH_IR_GRAPHOPS_H
 #define KILN_DIALECT_GRAPH_IR_GRAPHOPS_H
 
+#include "kiln/Dialect/Graph/IR/SymbolicShapes.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -12,8 +14,9 @@ namespace kiln::graph {
 /// How an op iterates its leading dimension, as kernel formation sees it
 /// (FusableOpInterface).
 struct LeadingDim {
-  /// Extent of the op's outermost loop if that loop is parallel.
-  std::optional<int64_t> extent;
+  /// Extent of the op's outermost loop if that loop is parallel: a constant,
+  /// or an expression over the graph's size symbols.
+  std::optional<mlir::AffineExpr> extent;
   /// Per operand: read at the same leading index the op writes.
   llvm::SmallVector<bool> aligned;
 };

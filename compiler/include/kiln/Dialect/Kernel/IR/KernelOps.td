@@ -16,7 +16,10 @@ def Kernel_Dialect : Dialect {
     ops fusion put together, isolated from above. `workgroup_extent` is the
     size of the leading parallel dimension every op in the kernel shares;
     workgroups split that dimension. An extent of 0 means the kernel runs as
-    a single workgroup.
+    a single workgroup. A symbolic extent is written as the map of its
+    expression over the graph's size symbols, `extent(affine_map<()[s0] ->
+    (s0 * 4)>)`, and stored in `symbolic_extent` (`workgroup_extent` is then
+    -1).
   }];
 }
 
@@ -27,11 +30,16 @@ def Kernel_KernelOp : Kernel_Op<"kernel", [IsolatedFromAbove,
     SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
   let summary = "A fused group of graph ops that runs as one launch";
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kernel_name,
-                       I64Attr:$workgroup_extent);
+                       I64Attr:$workgroup_extent,
+                       OptionalAttr<AffineMapAttr>:$symbolic_extent);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
+  let extraClassDeclaration = [{
+    /// The extent as an expression: a constant, or the symbolic size.
+    ::mlir::AffineExpr getExtentExpr();
+  }];
   let assemblyFormat = [{
-    $kernel_name `extent` `(` $workgroup_extent `)`
+    $kernel_name `extent` `(` custom<Extent>($workgroup_extent, $symbolic_extent) `)`
     (`ins` `(` $inputs^ `:` type($inputs) `)`)? attr-dict-with-keyword
     (`->` `(` type($results)^ `)`)? $body
   }];

@@ -15,8 +15,12 @@ namespace kiln::kernel {
 
 /// Attribute on outlined kernel functions: the kernel's name.
 inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";
-/// Attribute on outlined kernel functions: the leading parallel extent.
+/// Attribute on outlined kernel functions: the leading parallel extent, an
+/// integer or, when symbolic, the map of its expression over the symbols.
 inline constexpr llvm::StringLiteral kExtentAttr = "kiln.workgroup_extent";
+/// Attribute on outlined kernel functions of graphs with symbolic sizes: the
+/// number of size symbols, passed as the kernel's last `index` arguments.
+inline constexpr llvm::StringLiteral kNumSymbolsAttr = "kiln.num_symbols";
 /// Set by kiln-distribute-workgroups: the row alignment of workgroup chunks.
 inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln.workgroup_alignment";
 /// Marks the linalg.generic a graph matmul lowers to: "ikj" (B is [K, N]) or
@@ -32,6 +36,18 @@ inline int64_t workgroupChunk(int64_t extent, int64_t count, int64_t alignment) 
   int64_t perWorkgroup = (extent + count - 1) / count;
   return (perWorkgroup + alignment - 1) / alignment * alignment;
 }
+
+/// The size-symbol arguments of an outlined kernel function (kNumSymbolsAttr),
+/// or of the kernel function enclosing `op`; empty for static kernels.
+llvm::SmallVector<mlir::Value> symbolArguments(mlir::Operation *op);
+
+/// The value of `size` (a constant or an expression over the size symbols)
+/// at `b`'s insertion point, inside an outlined kernel function.
+mlir::Value sizeValue(mlir::OpBuilder &b, mlir::Location loc, mlir::AffineExpr size);
+
+/// Every dim of a symbolic or static tensor type as index values / constants.
+llvm::SmallVector<mlir::OpFoldResult> dimSizes(mlir::OpBuilder &b, mlir::Location loc,
+                                               llvm::ArrayRef<mlir::AffineExpr> dims);
 
 #define GEN_PASS_DECL
 #include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"

@@ -16,6 +16,8 @@
 namespace kiln::plan {
 /// The attribute marking the plan's entry function.
 inline constexpr llvm::StringLiteral kEntryAttr = "kiln_plan.entry";
+/// The argument attribute giving a symbolic input's `?` dims (an affine map).
+inline constexpr llvm::StringLiteral kDimsAttr = "kiln_plan.dims";
 } // namespace kiln::plan
 
 #endif

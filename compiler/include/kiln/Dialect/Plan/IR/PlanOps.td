@@ -12,7 +12,10 @@ def Plan_Dialect : Dialect {
   let summary = "The host schedule the runtime executes";
   let description = [{
     A plan is a `func.func` marked `kiln_plan.entry` whose arguments are the
-    graph inputs (static, contiguous memrefs). It allocates buffers, creates
+    graph inputs (contiguous memrefs). In a graph with symbolic sizes (its
+    `kiln_graph.symbols` attribute names them), a `?` dim of a buffer is the
+    expression given by the `dims` map of the op or argument (`kiln_plan.dims`)
+    that makes it; the runtime evaluates them from the input shapes. It allocates buffers, creates
     views, launches kernels and returns buffers. It is serialized into the
     artifact; the runtime executes it without MLIR.
   }];
@@ -23,16 +26,18 @@ class Plan_Op<string mnemonic, list<Trait> traits = []>
 
 def Plan_AllocOp : Plan_Op<"alloc"> {
   let summary = "A new buffer from the runtime's allocator";
-  let results = (outs Res<AnyStaticShapeMemRef, "", [MemAlloc]>:$buffer);
+  let arguments = (ins OptionalAttr<AffineMapAttr>:$dims);
+  let results = (outs Res<AnyMemRef, "", [MemAlloc]>:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 
 def Plan_ViewOp : Plan_Op<"view", [Pure]> {
   let summary = "Reinterpret a contiguous buffer's bytes with another shape";
-  let arguments = (ins AnyStaticShapeMemRef:$source,
-                       DefaultValuedAttr<I64Attr, "0">:$byte_offset);
-  let results = (outs AnyStaticShapeMemRef:$result);
+  let arguments = (ins AnyMemRef:$source,
+                       DefaultValuedAttr<I64Attr, "0">:$byte_offset,
+                       OptionalAttr<AffineMapAttr>:$dims);
+  let results = (outs AnyMemRef:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
   let hasVerifier = 1;
 }
@@ -41,11 +46,15 @@ def Plan_LaunchOp : Plan_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
   let summary = "Run a kernel over `workgroups` workgroups";
   let description = [{
     `bindings` are the kernel's inputs followed by its outputs. The kernel
-    is a function `(index workgroup_id, index workgroup_count, memref...)`.
+    is a function `(index workgroup_id, index workgroup_count, memref...,
+    index symbols...)`. With `symbolic_extent` and `symbolic_work` the count
+    is computed at launch, clamp(work, 1, min(extent, workgroups)).
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel, I64Attr:$workgroups,
                        I64Attr:$num_inputs,
-                       Variadic<AnyStaticShapeMemRef>:$bindings);
+                       Variadic<AnyMemRef>:$bindings,
+                       OptionalAttr<AffineMapAttr>:$symbolic_extent,
+                       OptionalAttr<AffineMapAttr>:$symbolic_work);
   let assemblyFormat = [{
     $kernel `[` $workgroups `]` `(` $bindings `)` attr-dict `:` type($bindings)
   }];

@@ -1,0 +1,98 @@
+#include "kiln/Dialect/Graph/IR/SymbolicShapes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace kiln::graph {
+
+static AffineMap encodingMap(RankedTensorType type) {
+  if (auto map = dyn_cast_or_null<AffineMapAttr>(type.getEncoding()))
+    return map.getValue();
+  return {};
+}
+
+SmallVector<AffineExpr> dimExprs(ShapedType type) {
+  SmallVector<AffineExpr> dims;
+  AffineMap map;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    map = encodingMap(tensor);
+  unsigned next = 0;
+  for (int64_t size : type.getShape()) {
+    if (!ShapedType::isDynamic(size))
+      dims.push_back(getAffineConstantExpr(size, type.getContext()));
+    else if (map && next < map.getNumResults())
+      dims.push_back(map.getResult(next++));
+    else
+      dims.push_back(AffineExpr()); // an unnamed `?`: rejected by verifiers
+  }
+  return dims;
+}
+
+AffineExpr dimExpr(ShapedType type, unsigned dim) { return dimExprs(type)[dim]; }
+
+SmallVector<AffineExpr> dynamicDimExprs(RankedTensorType type) {
+  AffineMap map = encodingMap(type);
+  if (!map)
+    return {};
+  return SmallVector<AffineExpr>(map.getResults());
+}
+
+AffineMap symbolMap(MLIRContext *context, ArrayRef<AffineExpr> exprs) {
+  unsigned numSymbols = 0;
+  for (AffineExpr expr : exprs)
+    expr.walk([&](AffineExpr e) {
+      if (auto symbol = dyn_cast<AffineSymbolExpr>(e))
+        numSymbols = std::max(numSymbols, symbol.getPosition() + 1);
+    });
+  return AffineMap::get(0, numSymbols, exprs, context);
+}
+
+RankedTensorType symbolicTensorType(ArrayRef<AffineExpr> dims, Type element) {
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> dynamic;
+  for (AffineExpr dim : dims) {
+    if (auto constant = dyn_cast<AffineConstantExpr>(dim)) {
+      shape.push_back(constant.getValue());
+    } else {
+      shape.push_back(ShapedType::kDynamic);
+      dynamic.push_back(dim);
+    }
+  }
+  if (dynamic.empty())
+    return RankedTensorType::get(shape, element);
+  return RankedTensorType::get(
+      shape, element, AffineMapAttr::get(symbolMap(element.getContext(), dynamic)));
+}
+
+RankedTensorType withElementType(RankedTensorType type, Type element) {
+  return RankedTensorType::get(type.getShape(), element, type.getEncoding());
+}
+
+bool hasValidSymbolicShape(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return true;
+  AffineMap map = encodingMap(tensor);
+  if (tensor.hasStaticShape())
+    return !map;
+  if (!map || map.getNumDims() != 0 ||
+      map.getNumResults() != (unsigned)tensor.getNumDynamicDims())
+    return false;
+  if (map != symbolMap(tensor.getContext(), map.getResults()))
+    return false;
+  return llvm::none_of(map.getResults(), [](AffineExpr e) { return isa<AffineConstantExpr>(e); });
+}
+
+AffineExpr numElementsExpr(ShapedType type) {
+  AffineExpr product = getAffineConstantExpr(1, type.getContext());
+  for (AffineExpr dim : dimExprs(type))
+    product = product * dim;
+  return product;
+}
+
+RankedTensorType withoutEncoding(RankedTensorType type) {
+  return RankedTensorType::get(type.getShape(), type.getElementType());
+}
+
+} // namespace kiln::graph
