@@ -22,7 +22,7 @@
 // UNKNOWN-REF: "relu"("m.py":3:0){{.*}}: error: aten.relu.default: reference to unknown value 'y'
 // UNKNOWN-OUTPUT: error: graph output refers to unknown value 'z'
 // DTYPE: "x"{{.*}}: error: unsupported dtype 'float16' (Kiln compiles float32, float64, int64, int32, int8, uint8 and bool)
-// SHAPE: error: shapes must be static non-negative integers
+// SHAPE: error: a dim must be a non-negative integer or a size expression over the graph's symbols
 // NO-OUTPUTS: error: aten.relu.default: node has no tensor outputs
 // METADATA: "relu"{{.*}}: error: 'kiln_graph.relu' op result shape must be the broadcast operand shape
 // GELU: error: aten.gelu.default: approximate must be 'none' or 'tanh'

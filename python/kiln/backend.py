@@ -28,6 +28,7 @@ import torch.fx
 from kiln.errors import SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
     SerializedGraph,
+    computes_symint,
     constant_tensors,
     is_getitem,
     op_name,
@@ -62,6 +63,9 @@ class CompileRecord:
     kernels: list[dict[str, Any]] = field(default_factory=list)
     partitions: int = 0  # Kiln-compiled partitions when split
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
+    # Size symbols of a graph compiled with dynamic shapes: name ("s77", as
+    # Dynamo named it), min and max (the range the artifact accepts).
+    symbols: list[dict[str, Any]] = field(default_factory=list)
     compile_time_ms: float = 0.0
     stage_times_ms: dict[str, float] = field(default_factory=dict)
     artifact_bytes: int = 0
@@ -134,7 +138,8 @@ def _ext() -> Any:
 
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
     ext = _ext()
-    support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager)
+    support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager,
+                          symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)())
     unsupported = find_unsupported(gm, support)
     if opts.fallback == "error" and any(not u.forced for u in unsupported):
         raise UnsupportedOpError([u for u in unsupported if not u.forced])
@@ -143,7 +148,8 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     name = dump.path.name if dump else f"graph_{next(_graph_ids)}"
     record = CompileRecord(name=name, kind=kind, target=opts.target)
     record.ops = dict(
-        Counter(op_name(n) for n in gm.graph.nodes if n.op == "call_function" and not is_getitem(n))
+        Counter(op_name(n) for n in gm.graph.nodes
+                if n.op == "call_function" and not is_getitem(n) and not computes_symint(n))
     )
     record.fallbacks = [_fallback_json(u) for u in unsupported]
     record.dump_path = str(dump.path) if dump else None
@@ -159,7 +165,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     try:
         if not record.ops:
             fn = boxed(gm.forward)  # nothing to compute
-        elif not unsupported:
+        elif not unsupported and not _returns_symint(gm):
             fn = _compile_whole(gm, support, ext, opts, record, dump)
         else:
             for u in unsupported:
@@ -179,6 +185,16 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
 
         fn = save_first_call(fn, reference, constants, dump, saved)
     return fn
+
+
+def _returns_symint(gm: torch.fx.GraphModule) -> bool:
+    """Does the graph return a symbolic integer (a size aot_autograd saves for
+    the backward)? Kiln graphs return tensors, so such a graph is split: the
+    size stays a Python value, the tensor ops compile."""
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    return any(isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.SymInt)
+               for r in results)
 
 
 def _compile_whole(
@@ -335,6 +351,9 @@ def _compile_to_executable(
     kernels = [_kernel_json(k, partition) for k in result.get("kernel_info", ())]
     stage_times = {str(k): float(v) for k, v in result.get("stage_times_ms", ())}
     record.kernel_count += kernel_count
+    for symbol in serialized.graph.get("symbols", ()):
+        if all(known["name"] != symbol["name"] for known in record.symbols):
+            record.symbols.append(dict(symbol))
     record.kernels += kernels
     record.compile_time_ms += elapsed_ms
     record.artifact_bytes += len(artifact)

@@ -3,14 +3,19 @@
 The JSON is the contract with the C++ importer (kiln._C.compiler.compile):
 
     {"version": 1, "name": str,
+     "symbols": [{"name", "min", "max"}],       size symbols (graphs with dynamic shapes)
      "inputs":  [{"name", "shape", "dtype"}],   placeholders, then get_attr constants
      "nodes":   [{"name", "target", "args", "kwargs", "outputs", "loc"}],
      "outputs": [ARG or null]}
 
 ARG is a ref {"ref": name, "index": i}, a JSON scalar, a list of ARGs,
-{"dtype": name} or {"float": "inf" | "-inf" | "nan"}. getitem nodes are not
-emitted: they become refs with an index into a multi-result node. Device,
-layout, memory_format and pin_memory keyword arguments are dropped.
+{"dtype": name}, {"float": "inf" | "-inf" | "nan"} or {"size": SIZE}, a
+symbolic integer. A shape is a list of SIZEs (kiln.symbolic). getitem nodes
+are not emitted: they become refs with an index into a multi-result node.
+Nodes that compute symbolic integers (sym_size, SymInt arithmetic) are not
+emitted either: their values are size expressions where they are used, and
+SymInt placeholders are not graph inputs (their values are input sizes).
+Device, layout, memory_format and pin_memory keyword arguments are dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import math
 import operator
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -28,6 +33,7 @@ import torch.fx
 
 from kiln.errors import SerializeError
 from kiln.layout import OutputLayout, output_layouts
+from kiln.symbolic import SymbolTable, is_symbolic
 
 FORMAT_VERSION = 1
 
@@ -115,17 +121,15 @@ def dtype_name(dtype: torch.dtype) -> str:
         raise SerializeError(f"dtype {dtype} has no Kiln encoding") from None
 
 
-def tensor_spec(value: Any, what: str) -> dict[str, Any]:
-    """{"shape", "dtype"} of a (fake) tensor with static shape."""
+def tensor_spec(value: Any, what: str, symbols: SymbolTable | None = None) -> dict[str, Any]:
+    """{"shape", "dtype"} of a (fake) tensor; symbolic sizes become size
+    expressions numbered by `symbols` (a throwaway table when None)."""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        raise SerializeError(f"{what} is a symbolic value (dynamic shapes are not supported)")
+        raise SerializeError(f"{what} is a symbolic scalar, not a tensor")
     if not isinstance(value, torch.Tensor):
         raise SerializeError(f"{what} is a {type(value).__name__}, not a tensor")
-    shape = []
-    for dim in value.shape:
-        if type(dim) is not int:
-            raise SerializeError(f"{what} has a symbolic shape {list(value.shape)}")
-        shape.append(dim)
+    table = symbols if symbols is not None else SymbolTable()
+    shape = [table.size(dim, what) for dim in value.shape]
     return {"shape": shape, "dtype": dtype_name(value.dtype)}
 
 
@@ -135,15 +139,21 @@ def node_value(node: torch.fx.Node) -> Any:
     return node.meta["val"]
 
 
-def result_specs(node: torch.fx.Node) -> list[dict[str, Any] | None]:
+def result_specs(node: torch.fx.Node,
+                 symbols: SymbolTable | None = None) -> list[dict[str, Any] | None]:
     """One {"shape", "dtype"} per result of the node; None for a None result."""
     value = node_value(node)
     if isinstance(value, (tuple, list)):
         return [
-            None if v is None else tensor_spec(v, f"result {i} of {node.name}")
+            None if v is None else tensor_spec(v, f"result {i} of {node.name}", symbols)
             for i, v in enumerate(value)
         ]
-    return [tensor_spec(value, f"result of {node.name}")]
+    return [tensor_spec(value, f"result of {node.name}", symbols)]
+
+
+def computes_symint(node: torch.fx.Node) -> bool:
+    """Does the node produce a symbolic integer (a size computation) rather than a tensor?"""
+    return is_symbolic(node.meta.get("val"))
 
 
 def encode_ref(node: torch.fx.Node) -> dict[str, Any]:
@@ -161,9 +171,11 @@ def encode_ref(node: torch.fx.Node) -> dict[str, Any]:
     return {"ref": node.name, "index": 0}
 
 
-def encode_arg(value: Any) -> Any:
+def encode_arg(value: Any, symbols: SymbolTable | None = None) -> Any:
     """One FX argument as ARG JSON."""
     if isinstance(value, torch.fx.Node):
+        if computes_symint(value):
+            return encode_arg(value.meta["val"], symbols)
         return encode_ref(value)
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -178,18 +190,23 @@ def encode_arg(value: Any) -> Any:
             return {"float": "inf" if value > 0 else "-inf"}
         return value
     if isinstance(value, (list, tuple)):
-        return [encode_arg(v) for v in value]
+        return [encode_arg(v, symbols) for v in value]
     if isinstance(value, torch.dtype):
         return {"dtype": dtype_name(value)}
-    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        raise SerializeError(f"symbolic value {value} (dynamic shapes are not supported)")
+    if isinstance(value, torch.SymInt):
+        table = symbols if symbols is not None else SymbolTable()
+        return {"size": table.size(value, f"argument {value}")}
+    if isinstance(value, (torch.SymFloat, torch.SymBool)):
+        raise SerializeError(f"symbolic value {value} (Kiln computes symbolic integers only)")
     raise SerializeError(f"cannot encode argument {value!r} of type {type(value).__name__}")
 
 
-def encode_call(node: torch.fx.Node) -> tuple[list[Any], dict[str, Any]]:
+def encode_call(node: torch.fx.Node,
+                symbols: SymbolTable | None = None) -> tuple[list[Any], dict[str, Any]]:
     """The args and kwargs of a call_function node as ARG JSON."""
-    args = [encode_arg(a) for a in node.args]
-    kwargs = {k: encode_arg(v) for k, v in node.kwargs.items() if k not in DROPPED_KWARGS}
+    args = [encode_arg(a, symbols) for a in node.args]
+    kwargs = {k: encode_arg(v, symbols) for k, v in node.kwargs.items()
+              if k not in DROPPED_KWARGS}
     return args, kwargs
 
 
@@ -202,6 +219,13 @@ class SerializedGraph:
     # Per entry of graph["outputs"]: the layout eager gives it (None for a
     # literal). Kiln computes dense outputs in storage order (see kiln.layout).
     layouts: list[OutputLayout | None]
+    # Positions of the graph's SymInt placeholders: the caller passes them,
+    # the executable does not take them (their values are input sizes).
+    symint_inputs: list[int] = field(default_factory=list)
+
+    @property
+    def is_symbolic(self) -> bool:
+        return bool(self.graph.get("symbols"))
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.graph, allow_nan=False, indent=indent)
@@ -220,26 +244,36 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     nodes: list[dict[str, Any]] = []
     outputs: list[Any] | None = None
     layouts: list[OutputLayout | None] = []
+    symbols = SymbolTable()
+    symint_inputs: list[int] = []
+    placeholders = 0
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
-            spec = tensor_spec(node_value(node), f"input {node.name}")
+            placeholders += 1
+            if isinstance(node.meta.get("val"), torch.SymInt):
+                symint_inputs.append(placeholders - 1)
+                continue
+            spec = tensor_spec(node_value(node), f"input {node.name}", symbols)
             inputs.append({"name": node.name, **spec})
         elif node.op == "get_attr":
             value = fetch_attr(gm, node.target)
             if not isinstance(value, torch.Tensor):
                 raise SerializeError(f"get_attr {node.target} is not a tensor")
-            constants.append({"name": node.name, **tensor_spec(value, f"constant {node.target}")})
+            constants.append({"name": node.name,
+                              **tensor_spec(value, f"constant {node.target}", symbols)})
             constant_values.append(value)  # no tensor ops here: a FakeTensorMode may be active
         elif node.op == "call_function":
             if is_getitem(node):
                 encode_ref(node)  # validates; users refer to the producer directly
                 continue
+            if computes_symint(node):
+                continue  # a size computation: its uses encode its expression
             if not isinstance(node.target, torch._ops.OpOverload):
                 raise SerializeError(
                     f"node {node.name} calls {op_name(node)}, which is not an ATen op overload"
                 )
-            args, kwargs = encode_call(node)
+            args, kwargs = encode_call(node, symbols)
             loc = source_loc(node)
             nodes.append(
                 {
@@ -247,7 +281,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
                     "target": str(node.target),
                     "args": args,
                     "kwargs": kwargs,
-                    "outputs": result_specs(node),
+                    "outputs": result_specs(node, symbols),
                     "loc": loc.to_json() if loc else None,
                 }
             )
@@ -255,8 +289,12 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
             result = node.args[0]
             results = result if isinstance(result, (tuple, list)) else [result]
             layouts = output_layouts(gm)
-            outputs = [encode_arg(r) for r in results]
-            outputs = _in_storage_order(outputs, results, layouts, nodes, gm)
+            if any(isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.SymInt)
+                   for r in results):
+                raise SerializeError("the graph returns a symbolic integer (Kiln graphs "
+                                     "return tensors)")
+            outputs = [encode_arg(r, symbols) for r in results]
+            outputs = _in_storage_order(outputs, results, layouts, nodes, gm, symbols)
         else:
             raise SerializeError(f"node {node.name} is a {node.op}, which Kiln cannot encode")
 
@@ -269,7 +307,9 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
         "nodes": nodes,
         "outputs": outputs,
     }
-    return SerializedGraph(graph, constant_values, layouts)
+    if symbols.names:
+        graph["symbols"] = symbols.to_json()
+    return SerializedGraph(graph, constant_values, layouts, symint_inputs)
 
 
 def _in_storage_order(
@@ -278,6 +318,7 @@ def _in_storage_order(
     layouts: list[OutputLayout | None],
     nodes: list[dict[str, Any]],
     gm: torch.fx.GraphModule,
+    symbols: SymbolTable,
 ) -> list[Any]:
     """Each output whose eager layout is a dense non-row-major one becomes a
     permute into storage order, appended to nodes; the runtime views it back
@@ -301,7 +342,7 @@ def _in_storage_order(
                 "target": "aten.permute.default",
                 "args": [out, list(layout.physical_order)],
                 "kwargs": {},
-                "outputs": [{"shape": layout.physical_shape,
+                "outputs": [{"shape": [symbols.size(d, name) for d in layout.physical_shape],
                              "dtype": dtype_name(node_value(value).dtype)}],
                 "loc": loc.to_json() if loc else None,
             })

@@ -210,6 +210,17 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def _symbol_range(symbol: dict[str, Any]) -> str:
+    """e.g. "s77 in [2, inf]": a size symbol of a graph with dynamic shapes."""
+    top = int(symbol.get("max", 2**63 - 1))
+    return f"{symbol.get('name')} in [{symbol.get('min', 0)}, {'inf' if top >= 2**63 - 1 else top}]"
+
+
+def _workgroups(kernel: dict[str, Any]) -> str:
+    count = int(kernel.get("workgroups") or 0)
+    return "workgroups sized at launch" if count < 0 else _count(count, "workgroup")
+
+
 def format_graph(g: GraphDump) -> str:
     s = g.summary
     code = _source_code(g)
@@ -225,12 +236,14 @@ def format_graph(g: GraphDump) -> str:
         f"  compile   {float(s.get('compile_time_ms') or 0):.1f} ms, "
         f"artifact {format_size(int(s.get('artifact_bytes') or 0))}"
     )
+    for symbol in s.get("symbols") or []:
+        out.append(f"  symbol    {_symbol_range(symbol)}")
 
     kernels = g.kernels
     out.append("")
     out.append(f"Kernels ({len(kernels)}):" if kernels else "Kernels: none")
     for k in kernels:
-        out.append(f"  {_kernel_label(k)}  {_count(int(k.get('workgroups') or 0), 'workgroup')}")
+        out.append(f"  {_kernel_label(k)}  {_workgroups(k)}")
         out.append(f"    fuses  {', '.join(k.get('ops') or []) or '-'}")
         for i, loc in enumerate(k.get("locations") or []):
             text = code.get(loc, "")
@@ -648,7 +661,7 @@ def _graph_section(g: GraphDump, notes: list[str]) -> str:
             )
             out.append(
                 f'<tr><td><span class="swatch" style="background:{colors.get(label, "#fff")}">{e(label)}</span></td>'
-                f'<td class="num">{int(k.get("workgroups") or 0)}</td>'
+                f'<td class="num">{html.escape(_workgroups(k))}</td>'
                 f"<td>{e(', '.join(k.get('ops') or []))}</td><td>{locs}</td></tr>"
             )
         out.append("</table>")

@@ -54,6 +54,9 @@ class OutputLayout:
     alias_input: int | None = None
     alias_input_stride: tuple[int, ...] = ()
     alias_input_offset: int = 0
+    # Sizes and strides are SymInts (dynamic shapes): only a dense layout is
+    # kept, by its order; the runtime derives strides from each run's sizes.
+    symbolic: bool = False
 
     @property
     def is_row_major(self) -> bool:
@@ -68,6 +71,10 @@ class OutputLayout:
 
     def to_dict(self) -> dict[str, Any]:
         """The form kiln._C.runtime.Executable.set_output_layouts takes."""
+        if self.symbolic:
+            return {"size": [], "stride": [], "storage_offset": 0, "dense": True,
+                    "alias_input": -1, "alias_input_stride": [], "alias_input_offset": 0,
+                    "order": list(self.physical_order or ())}
         return {
             "size": list(self.size),
             "stride": list(self.stride),
@@ -160,10 +167,22 @@ def output_layouts(gm: torch.fx.GraphModule) -> list[OutputLayout | None]:
 
 
 def _layout_of(value: torch.Tensor, inputs: dict[StorageWeakRef, tuple[int, torch.Tensor]],
-               what: str) -> OutputLayout:
+               what: str) -> OutputLayout | None:
     size, stride = tuple(value.shape), tuple(value.stride())
-    if any(type(v) is not int for v in (*size, *stride)):
-        raise SerializeError(f"{what} has a symbolic layout (Kiln needs static shapes)")
+    if any(type(v) is not int for v in (*size, *stride, value.storage_offset())):
+        # Symbolic sizes: Kiln returns row-major buffers of the run's sizes,
+        # in storage order when the layout is a dense permutation.
+        from kiln.symbolic import dense_order
+
+        order = dense_order(value)
+        if order is None:
+            raise SerializeError(f"{what} has a symbolic layout that is not dense "
+                                 f"(size={list(size)}, stride={list(stride)}, offset "
+                                 f"{value.storage_offset()}); Kiln returns symbolic outputs "
+                                 "densely laid out")
+        if order == tuple(range(len(size))):
+            return None  # row-major: the buffer as it is
+        return OutputLayout(size, stride, 0, order, symbolic=True)
     offset = int(value.storage_offset())
     order = physical_order(size, stride)
     if not is_reproducible(size, stride):
@@ -185,6 +204,16 @@ def apply_layout(result: torch.Tensor, layout: OutputLayout | None,
     row-major) as the tensor eager would have returned."""
     if layout is None:
         return result
+    if layout.symbolic:  # dense, in storage order: strides from this run's sizes
+        order = layout.physical_order or ()
+        physical = list(result.shape)
+        row_major = [1] * len(physical)
+        for i in range(len(physical) - 2, -1, -1):
+            row_major[i] = row_major[i + 1] * max(physical[i + 1], 1)
+        sizes, strides = [0] * len(order), [0] * len(order)
+        for i, d in enumerate(order):
+            sizes[d], strides[d] = physical[i], row_major[i]
+        return result.as_strided(sizes, strides, result.storage_offset())
     size, stride, offset = layout.size, layout.stride, layout.storage_offset
     if layout.alias_input is not None:
         base = args[layout.alias_input]

@@ -15,12 +15,14 @@ from kiln.decompositions import SORT_LIMIT
 from kiln.layout import is_reproducible
 from kiln.fx_serialize import (
     SourceLoc,
+    computes_symint,
     encode_call,
     encode_ref,
     is_getitem,
     op_name,
     source_loc,
 )
+from kiln.symbolic import SymbolTable, has_symbolic_shape
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8,
                     torch.uint8, torch.bool)
@@ -49,6 +51,10 @@ PARTITION_PREFIX = "kiln_partition_"
 
 FORCED_REASON = "forced to run in eager by the force_eager option"
 
+# Nodes that compute symbolic integers (sym_size, SymInt arithmetic) run in
+# Python, outside Kiln partitions; they are not fallbacks of Kiln ops.
+SIZE_COMPUTATION = "computes a symbolic integer (a size), which runs in Python"
+
 
 @dataclass(frozen=True)
 class Unsupported:
@@ -75,8 +81,9 @@ class Unsupported:
 
 
 class KilnSupport(OperatorSupportBase):
-    """Per-node support: a known ATen overload, Kiln dtypes, static shapes, the
-    target device, and not forced to eager (the force_eager option)."""
+    """Per-node support: a known ATen overload, Kiln dtypes, static shapes or
+    (for the ops in `symbolic_ops`) symbolic ones, the target device, and not
+    forced to eager (the force_eager option)."""
 
     def __init__(
         self,
@@ -84,8 +91,10 @@ class KilnSupport(OperatorSupportBase):
         target: str = "cpu",
         force_eager: Collection[str] | Callable[[torch.fx.Node], bool] | None = None,
         failed: Mapping[str, str] | None = None,
+        symbolic_ops: Iterable[str] = (),
     ):
         self.supported_ops = frozenset(supported_ops)
+        self.symbolic_ops = frozenset(symbolic_ops)
         self.target = target
         self.force_eager = force_eager
         self._forced = _forcing_predicate(force_eager)
@@ -96,7 +105,7 @@ class KilnSupport(OperatorSupportBase):
         """This support, with the named nodes unsupported for the given reasons
         (ops the compiler failed on)."""
         return KilnSupport(self.supported_ops, self.target, self.force_eager,
-                           {**self._failed, **failed})
+                           {**self._failed, **failed}, self.symbolic_ops)
 
     def is_node_supported(
         self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node
@@ -112,6 +121,8 @@ class KilnSupport(OperatorSupportBase):
     def _check(self, node: torch.fx.Node) -> str | None:
         if node.op != "call_function":
             return f"{node.op} nodes are not compiled by Kiln"
+        if computes_symint(node):
+            return SIZE_COMPUTATION
         if is_getitem(node):
             source = node.args[0]
             if not isinstance(source, torch.fx.Node) or source.op != "call_function":
@@ -144,8 +155,9 @@ class KilnSupport(OperatorSupportBase):
         values: list[tuple[str, Any]] = [("result", node.meta["val"])]
         for arg in node.all_input_nodes:
             values.append((f"input {arg.name}", arg.meta.get("val")))
+        symbolic = str(node.target) in self.symbolic_ops
         for what, value in values:
-            problem = self._check_value(what, value)
+            problem = self._check_value(what, value, symbolic)
             if problem:
                 return problem
         try:
@@ -156,23 +168,33 @@ class KilnSupport(OperatorSupportBase):
             return f"cannot encode its arguments: {err}"
         return None
 
-    def _check_value(self, what: str, value: Any) -> str | None:
+    def _check_value(self, what: str, value: Any, symbolic: bool) -> str | None:
         if isinstance(value, (tuple, list)):
             for item in value:
-                problem = None if item is None else self._check_value(what, item)
+                problem = None if item is None else self._check_value(what, item, symbolic)
                 if problem:
                     return problem
             return None
+        if isinstance(value, torch.SymInt) and symbolic:
+            return None  # a size argument: the op takes its sizes from its types
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            return f"{what} is a symbolic value (Kiln needs static shapes)"
+            return (f"{what} is a symbolic value (Kiln compiles this op with static shapes "
+                    "only)")
         if not isinstance(value, torch.Tensor):
             return f"{what} is a {type(value).__name__}, not a tensor"
         if value.dtype not in SUPPORTED_DTYPES:
             names = ", ".join(str(d).removeprefix("torch.") for d in SUPPORTED_DTYPES)
             dtype = str(value.dtype).removeprefix("torch.")
             return f"{what} has dtype {dtype} (Kiln supports {names})"
-        if any(type(d) is not int for d in value.shape):
-            return f"{what} has a symbolic shape (Kiln needs static shapes)"
+        if has_symbolic_shape(value):
+            if not symbolic:
+                return (f"{what} has a symbolic shape {list(value.shape)}, and Kiln compiles "
+                        "this op with static shapes only")
+            try:
+                for dim in value.shape:
+                    SymbolTable().size(dim, what)
+            except SerializeError as err:
+                return str(err)
         # Inputs of any layout are read; a result must be laid out as eager's.
         stride = value.stride()
         if (what == "result" and all(type(s) is int for s in stride)
@@ -216,6 +238,8 @@ def find_unsupported(gm: torch.fx.GraphModule, support: KilnSupport) -> list[Uns
             continue
         if is_getitem(node) and isinstance(node.args[0], torch.fx.Node):
             continue  # reported through its producer
+        if computes_symint(node):
+            continue  # size arithmetic, not an op Kiln could run
         reason = support.reason(node)
         if reason is not None:
             found.append(Unsupported(node, op_name(node), reason, source_loc(node)))

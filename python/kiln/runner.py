@@ -49,6 +49,14 @@ def executable_layouts(exe: Any, serialized: SerializedGraph) -> list[dict[str, 
 def boxed_runner(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]], Any]:
     """A boxed callable running exe; its per-call path is one run() call where possible."""
     run = exe.run
+    if serialized.symint_inputs:
+        # SymInt arguments are sizes of the tensor arguments; the executable
+        # reads them from those tensors' shapes.
+        skip = frozenset(serialized.symint_inputs)
+        run_all = run
+
+        def run(args: list[Any]) -> Any:
+            return run_all([a for i, a in enumerate(args) if i not in skip])
     constants = serialized.constants
     fill = output_filler(exe, serialized)
     exe.set_output_layouts(executable_layouts(exe, serialized))

@@ -87,6 +87,8 @@ void initCompiler(py::module_ &root, py::module_ m) {
       "Import the JSON form of an FX graph; returns kiln_graph MLIR text with locations.");
   m.def("supported_ops", &supportedFxTargets,
         "ATen overloads the importer understands.");
+  m.def("symbolic_ops", &symbolicFxTargets,
+        "Those of the supported ATen overloads that compile with symbolic sizes.");
   m.def("supported_targets", [] { return std::vector<std::string>{"cpu"}; });
 }
 

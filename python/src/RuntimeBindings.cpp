@@ -80,6 +80,10 @@ struct OutputLayout {
   int64_t aliasInput = -1;
   std::vector<int64_t> aliasInputStrides;
   int64_t aliasInputOffset = 0;
+  /// Symbolic sizes: a dense output computed in storage order, whose dims
+  /// from outer to inner in memory are `order`; sizes and strides follow
+  /// from each run's result.
+  std::vector<int64_t> order;
 };
 
 OutputLayout layoutFromDict(const py::dict &d) {
@@ -91,6 +95,8 @@ OutputLayout layoutFromDict(const py::dict &d) {
   layout.aliasInput = d["alias_input"].cast<int64_t>();
   layout.aliasInputStrides = d["alias_input_stride"].cast<std::vector<int64_t>>();
   layout.aliasInputOffset = d["alias_input_offset"].cast<int64_t>();
+  if (d.contains("order"))
+    layout.order = d["order"].cast<std::vector<int64_t>>();
   if (layout.sizes.size() != layout.strides.size())
     throw py::value_error("output layout: size and stride differ in rank");
   return layout;
@@ -109,6 +115,17 @@ int64_t storageExtent(const OutputLayout &layout) {
 /// Kiln's result (row-major, in storage order when dense) as eager lays it out.
 at::Tensor applyLayout(at::Tensor result, const OutputLayout &layout,
                        const std::vector<at::Tensor> &args) {
+  if (!layout.order.empty()) {
+    // result is [sizes in `order`], row-major: view it back in logical order.
+    std::vector<int64_t> physical = result.sizes().vec();
+    std::vector<int64_t> rowMajor = contiguousStrides(physical);
+    std::vector<int64_t> sizes(physical.size()), strides(physical.size());
+    for (size_t i = 0; i < layout.order.size(); ++i) {
+      sizes[layout.order[i]] = physical[i];
+      strides[layout.order[i]] = rowMajor[i];
+    }
+    return result.as_strided(sizes, strides, result.storage_offset());
+  }
   if (layout.aliasInput >= 0) {
     const at::Tensor &base = args[layout.aliasInput];
     if (base.strides().equals(layout.aliasInputStrides))
@@ -232,6 +249,16 @@ public:
       }
       OutputLayout layout = layoutFromDict(layouts[i].cast<py::dict>());
       const rt::TensorDesc &type = artifact.buffers[artifact.outputs[i]].type;
+      if (!layout.order.empty()) {
+        std::vector<int64_t> sorted = layout.order;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t d = 0; d < sorted.size(); ++d)
+          if (sorted[d] != (int64_t)d || sorted.size() != type.shape.size())
+            throw py::value_error("output " + std::to_string(i) + " of graph '" +
+                                  artifact.graphName + "': the layout order does not fit it");
+        parsed.push_back(std::move(layout));
+        continue;
+      }
       int64_t numel = 1;
       for (int64_t n : layout.sizes)
         numel *= n;

@@ -218,10 +218,44 @@ def test_none_outputs_are_null():
     assert g["nodes"][0]["loc"] is None
 
 
-def test_symbolic_shapes_are_rejected():
-    (gm,) = capture_aten(lambda x: x * 2, torch.randn(4, 3), dynamic=True)
-    with pytest.raises(SerializeError, match="symbolic"):
-        serialize_graph(gm)
+def test_symbolic_shapes_become_size_expressions():
+    """Dynamo's symbols are numbered in order of use with their ranges; SymInt
+    placeholders are sizes, not graph inputs; shapes are size expressions."""
+    (gm,) = capture_aten(lambda x, y: torch.cat([x, y]).view(-1) * 2,
+                         torch.randn(4, 3), torch.randn(5, 3), dynamic=True)
+    serialized = serialize_graph(gm)
+    graph = serialized.graph
+    # dynamic=True: x [s0, s1], y [s2, s1] (the shared column count is one symbol).
+    symbols = graph["symbols"]
+    assert len(symbols) == 3 and all(s["min"] == 2 for s in symbols), symbols
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert serialized.symint_inputs and [placeholders[i].name for i in serialized.symint_inputs] == [
+        n.name for n in placeholders if isinstance(n.meta["val"], torch.SymInt)]
+    assert [i["shape"] for i in graph["inputs"]] == [[["s", 0], ["s", 1]], [["s", 2], ["s", 1]]]
+    cat, view, mul = graph["nodes"]
+    assert cat["outputs"][0]["shape"] == [["+", ["s", 2], ["s", 0]], ["s", 1]]
+    assert mul["outputs"][0]["shape"] == [["+", ["*", ["s", 2], ["s", 1]], ["*", ["s", 1], ["s", 0]]]]
+
+
+def test_sizes_outside_the_affine_grammar_are_rejected():
+    from kiln.symbolic import SymbolTable
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv
+
+    class Node:  # a SymInt stand-in with the fields SymbolTable reads
+        def __init__(self, expr):
+            self.expr, self.shape_env = expr, None
+
+    class Dim(torch.SymInt):
+        def __init__(self, expr):
+            self.node = Node(expr)
+
+    s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+    table = SymbolTable()
+    # (sympy reduces 6 * s0 // 4 to 3 * s0 // 2)
+    assert table.size(Dim(FloorDiv(s0 * 6, 4)), "x") == ["//", ["*", 3, ["s", 0]], 2]
+    with pytest.raises(SerializeError, match="not a positive constant"):
+        table.size(Dim(FloorDiv(s0, s1)), "x")
 
 
 def test_non_aten_target_is_rejected():

@@ -57,7 +57,11 @@ int main(int argc, char **argv) {
                << kiln::runtime::serializeArtifact(artifact).size() << " bytes) in "
                << llvm::format("%.0f", ms) << " ms\n";
   for (const kiln::KernelSummary &kernel : compiled->kernels) {
-    llvm::outs() << "  " << kernel.name << " [" << kernel.workgroups << " workgroups]:";
+    llvm::outs() << "  " << kernel.name << " [";
+    if (kernel.workgroups < 0)
+      llvm::outs() << "workgroups sized at launch]:";
+    else
+      llvm::outs() << kernel.workgroups << " workgroups]:";
     for (const std::string &op : kernel.ops)
       llvm::outs() << " " << op;
     if (!kernel.locations.empty())

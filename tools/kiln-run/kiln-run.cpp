@@ -30,7 +30,7 @@ namespace {
 
 const char kUsage[] =
     R"(usage: kiln-run GRAPH.kiln [--inputs FILE.npz | --inputs A.npy,B.npy |
-                           --random [--seed N]] [--repeat N] [--warmup N]
+                           --random [--seed N] [--dim S=N ...]] [--repeat N] [--warmup N]
                           [--threads N] [--save-outputs OUT.npz] [--quiet]
 
 Runs a compiled Kiln graph (an artifact from a dump directory or kiln-compile)
@@ -43,6 +43,10 @@ Inputs, required when the graph takes any:
   --random              seeded random values: floats uniform in [-1, 1),
                         integers in [0, 10), bools 0 or 1
   --seed N              the seed for --random (default 0)
+  --dim S=N             with --random, for a graph compiled with symbolic sizes:
+                        the value of size symbol S (as "symbol" lines name
+                        them); every symbol needs one. --inputs take their
+                        sizes from the arrays.
 
 Options:
   --repeat N            after the first run, time N more (default 0)
@@ -72,6 +76,7 @@ struct Options {
   std::string saveOutputs;
   bool quiet = false;
   bool profile = false;
+  std::vector<std::pair<std::string, int64_t>> dims; // --dim S=N, in order
 };
 
 void printError(const std::string &message) {
@@ -145,7 +150,7 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
       value = arg.substr(equals + 1);
     } else if (name == "--inputs" || name == "--seed" || name == "--repeat" ||
                name == "--warmup" || name == "--threads" ||
-               name == "--save-outputs") {
+               name == "--save-outputs" || name == "--dim") {
       if (i + 1 >= argc)
         return bad(name + " needs a value");
       value = argv[++i];
@@ -174,6 +179,16 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
       if (!parseCount(value, 1000000000, number))
         return bad(name + " needs a non-negative integer, not '" + value + "'");
       (name == "--repeat" ? options.repeat : options.warmup) = number;
+    } else if (name == "--dim") {
+      size_t at = value.find('=');
+      std::string symbol = value.substr(0, at);
+      if (at == std::string::npos || symbol.empty() ||
+          !parseCount(value.substr(at + 1), INT64_MAX, number))
+        return bad("--dim needs SYMBOL=SIZE with a non-negative size, not '" + value + "'");
+      for (const auto &[known, size] : options.dims)
+        if (known == symbol)
+          return bad("--dim gives " + symbol + " twice");
+      options.dims.push_back({symbol, static_cast<int64_t>(number)});
     } else if (name == "--threads") {
       if (!parseCount(value, 4096, number) || number == 0)
         return bad("--threads needs an integer from 1 to 4096, not '" + value +
@@ -189,6 +204,8 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
     return bad("--inputs and --random exclude each other");
   if (options.seedGiven && !options.random)
     return bad("--seed only applies to --random");
+  if (!options.dims.empty() && !options.random)
+    return bad("--dim only applies to --random (--inputs give their own sizes)");
   return ParseResult::Run;
 }
 
@@ -265,13 +282,63 @@ NamedArray randomArray(const TensorDesc &desc, SplitMix64 &random) {
 
 /// The graph's inputs from --inputs or --random, checked against what the
 /// graph expects.
-Status gatherInputs(const Options &options, const std::string &graphName,
-                    const std::vector<TensorDesc> &expected,
+/// The shape of each input for --random: symbolic dims get their sizes from
+/// the --dim values of the graph's symbols.
+Status randomInputDescs(const Options &options, const Program &program,
+                        std::vector<TensorDesc> &descs) {
+  const Artifact &graph = program.artifact();
+  std::vector<std::string> names = program.symbolNames();
+  std::vector<int64_t> values(names.size(), -1);
+  for (const auto &[symbol, size] : options.dims) {
+    auto it = std::find(names.begin(), names.end(), symbol);
+    if (it == names.end())
+      return Status::error("--dim " + symbol + ": the graph has no size symbol " + symbol +
+                           (names.empty() ? " (its shapes are static)" : ""));
+    values[it - names.begin()] = size;
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (values[i] < 0)
+      return Status::error("graph '" + graph.graphName + "' has the size symbol " + names[i] +
+                           ": pass --dim " + names[i] + "=N");
+  descs = program.inputDescs();
+  for (const BufferDesc &buffer : graph.buffers) {
+    if (buffer.kind != BufferKind::Input)
+      continue;
+    TensorDesc &desc = descs[buffer.source];
+    size_t nth = 0;
+    for (int64_t &dim : desc.shape) {
+      if (dim != -1)
+        continue;
+      StatusOr<int64_t> size = evaluateSizeExpr(buffer.dims[nth++], values);
+      if (!size.ok())
+        return size.status().withContext("input " + std::to_string(buffer.source));
+      dim = *size;
+    }
+  }
+  return Status::OK();
+}
+
+/// Whether `actual` fits `expected`, whose -1 dims are symbolic (the run
+/// checks their relations).
+bool fits(const TensorDesc &actual, const TensorDesc &expected) {
+  if (actual.dtype != expected.dtype || actual.shape.size() != expected.shape.size())
+    return false;
+  for (size_t d = 0; d < actual.shape.size(); ++d)
+    if (expected.shape[d] != -1 && expected.shape[d] != actual.shape[d])
+      return false;
+  return true;
+}
+
+Status gatherInputs(const Options &options, const Program &program,
                     std::vector<NamedArray> &inputs) {
+  const std::string &graphName = program.artifact().graphName;
+  const std::vector<TensorDesc> &expected = program.inputDescs();
   inputs.clear();
   if (options.random) {
+    std::vector<TensorDesc> descs;
+    KILN_RETURN_IF_ERROR(randomInputDescs(options, program, descs));
     SplitMix64 random(options.seed);
-    for (const TensorDesc &desc : expected)
+    for (const TensorDesc &desc : descs)
       inputs.push_back(randomArray(desc, random));
     return Status::OK();
   }
@@ -299,7 +366,7 @@ Status gatherInputs(const Options &options, const std::string &graphName,
                          std::to_string(inputs.size()) +
                          " arrays were given");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].desc != expected[i])
+    if (!fits(inputs[i].desc, expected[i]))
       return Status::error("input " + std::to_string(i) + " ('" +
                            inputs[i].name + "' from " + sources[i] +
                            "): expected " + expected[i].str() + ", got " +
@@ -399,12 +466,27 @@ int run(const Options &options) {
     std::printf("graph: %s\ntarget: %s\nkernels: %zu\nthreads: %d\n",
                 graph.graphName.c_str(), graph.target.c_str(),
                 graph.kernels.size(), device.pool().size());
-    for (size_t i = 0; i < inputDescs.size(); ++i)
-      std::printf("input %zu: %s\n", i, inputDescs[i].str().c_str());
+    for (const SymbolDesc &symbol : graph.symbols)
+      std::printf("symbol %s: input %u dim %u, in [%lld, %s]\n", symbol.name.c_str(),
+                  symbol.input, symbol.dim, (long long)symbol.min,
+                  symbol.max == INT64_MAX ? "inf" : std::to_string(symbol.max).c_str());
+    std::vector<std::string> names = program.symbolNames();
+    for (size_t i = 0; i < inputDescs.size(); ++i) {
+      std::printf("input %zu: %s", i, inputDescs[i].str().c_str());
+      // Symbolic dims, with their expressions over the symbols.
+      for (const BufferDesc &buffer : graph.buffers)
+        if (buffer.kind == BufferKind::Input && buffer.source == i && !buffer.dims.empty()) {
+          std::string dims;
+          for (const SizeExpr &dim : buffer.dims)
+            dims += (dims.empty() ? "" : ", ") + dim.str(names);
+          std::printf(" (? = %s)", dims.c_str());
+        }
+      std::printf("\n");
+    }
   }
 
   std::vector<NamedArray> arrays;
-  status = gatherInputs(options, graph.graphName, inputDescs, arrays);
+  status = gatherInputs(options, program, arrays);
   if (!status.ok()) {
     printError(status.message());
     return 1;
@@ -414,7 +496,9 @@ int run(const Options &options) {
   HostAllocator allocator;
   std::vector<std::shared_ptr<Buffer>> inputBuffers;
   std::vector<void *> inputPointers;
+  std::vector<TensorDesc> actualDescs; // the arrays' own shapes
   for (const NamedArray &array : arrays) {
+    actualDescs.push_back(array.desc);
     StatusOr<std::shared_ptr<Buffer>> buffer = allocator.allocate(array.desc);
     if (!buffer.ok()) {
       printError(buffer.status().message());
@@ -431,7 +515,7 @@ int run(const Options &options) {
   std::vector<double> launchMs;
   auto runOnce = [&](std::vector<std::shared_ptr<Buffer>> &allocated,
                      std::vector<OutputRef> &outputs) {
-    Status result = program.run(inputPointers, inputDescs, allocator, allocated,
+    Status result = program.run(inputPointers, actualDescs, allocator, allocated,
                                 outputs, options.profile ? &launchMs : nullptr);
     if (!result.ok())
       printError(path + ": " + result.message());

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
@@ -22,10 +23,19 @@ namespace json = llvm::json;
 
 namespace {
 
-/// The result metadata of one FX node output.
+/// The result metadata of one FX node output. A symbolic dim is kDynamic in
+/// `shape`, and `dims` holds every dim as an expression over the graph's
+/// size symbols (empty when the shape is static).
 struct TensorMeta {
   SmallVector<int64_t> shape;
   Type element;
+  SmallVector<AffineExpr> dims;
+
+  RankedTensorType type() const {
+    if (dims.empty())
+      return RankedTensorType::get(shape, element);
+    return graph::symbolicTensorType(dims, element);
+  }
 };
 
 class Importer;
@@ -41,9 +51,7 @@ public:
   Location loc() const { return nodeLoc; }
   OpBuilder &builder() { return b; }
   const TensorMeta &out(unsigned i = 0) const { return outputs[i]; }
-  RankedTensorType outType(unsigned i = 0) const {
-    return RankedTensorType::get(outputs[i].shape, outputs[i].element);
-  }
+  RankedTensorType outType(unsigned i = 0) const { return outputs[i].type(); }
   size_t numArgs() const { return args ? args->size() : 0; }
 
   /// Positional argument `i`, or keyword `name`, or null if absent.
@@ -130,6 +138,35 @@ public:
                   std::to_string(rank));
     return *d < 0 ? *d + bound : *d;
   }
+  /// Whether the node reads or makes a tensor with a symbolic dim.
+  bool touchesSymbolicSizes() {
+    for (const TensorMeta &meta : outputs)
+      if (!meta.dims.empty())
+        return true;
+    auto symbolic = [&](const json::Value &v) {
+      if (!isTensor(&v))
+        return false;
+      auto it = values.find(v.getAsObject()->getString("ref").value_or(""));
+      if (it == values.end())
+        return false; // the handler reports the unknown reference
+      return llvm::any_of(it->second,
+                          [](Value value) { return graph::isSymbolic(value.getType()); });
+    };
+    if (args)
+      for (const json::Value &v : *args) {
+        if (symbolic(v))
+          return true;
+        if (const json::Array *list = v.getAsArray())
+          for (const json::Value &e : *list)
+            if (symbolic(e))
+              return true;
+      }
+    if (kwargs)
+      for (const auto &kv : *kwargs)
+        if (symbolic(kv.second))
+          return true;
+    return false;
+  }
   bool flag(unsigned i, StringRef name, bool defaultValue) {
     const json::Value *v = arg(i, name);
     if (isNull(v))
@@ -208,7 +245,7 @@ public:
       return fail("produced " + std::to_string(results.size()) + " results, the FX node has " +
                   std::to_string(outputs.size()));
     for (auto [value, meta] : llvm::zip(results, outputs)) {
-      auto type = RankedTensorType::get(meta.shape, meta.element);
+      RankedTensorType type = meta.type();
       if (value.getType() != type) {
         emitError(nodeLoc) << "internal importer error: " << target << " built "
                            << value.getType() << " but the FX node has " << type;
@@ -291,6 +328,8 @@ private:
   }
   FailureOr<Type> parseDType(const json::Value *v, Location l);
   FailureOr<TensorMeta> parseMeta(const json::Value *v, Location l);
+  FailureOr<AffineExpr> parseSize(const json::Value &v, Location l);
+  LogicalResult parseSymbols(const json::Object &graph, func::FuncOp func);
   Location parseLoc(const json::Object &node, StringRef name);
   LogicalResult importNode(const json::Object &node);
 
@@ -303,6 +342,7 @@ private:
   const json::Array *args = nullptr;
   const json::Object *kwargs = nullptr;
   SmallVector<TensorMeta> outputs;
+  int64_t numSymbols = 0; // size symbols of the graph
 };
 
 //===----------------------------------------------------------------------===//
@@ -500,7 +540,13 @@ LogicalResult clamp(Importer &im, std::optional<unsigned> loArg, std::optional<u
   auto step = [&](auto op, Value bound) -> Value {
     auto shape = graph::broadcastShapes(cast<RankedTensorType>(result.getType()).getShape(),
                                         cast<RankedTensorType>(bound.getType()).getShape());
-    auto type = RankedTensorType::get(shape.value_or(im.out().shape), element);
+    // (A symbolic step keeps the shape of its tensor operand.)
+    RankedTensorType type =
+        failed(shape) || ArrayRef<int64_t>(*shape) == ArrayRef<int64_t>(im.out().shape)
+            ? im.outType().clone(element)
+        : !graph::isSymbolic(result.getType())
+            ? RankedTensorType::get(*shape, element)
+            : cast<RankedTensorType>(result.getType());
     return decltype(op)::create(im.builder(), im.loc(), type, result, bound);
   };
   if (*lo)
@@ -668,11 +714,20 @@ LogicalResult softmax(Importer &im) {
 
 LogicalResult layerNorm(Importer &im) {
   auto input = im.tensor(0);
-  auto normalized = im.intList(im.arg(1, "normalized_shape"), "normalized_shape");
+  // normalized_shape: its length is what counts (the dims are the input's
+  // last ones, and may be symbolic sizes).
+  const json::Array *normalized = im.arg(1, "normalized_shape")
+                                      ? im.arg(1, "normalized_shape")->getAsArray()
+                                      : nullptr;
   auto eps = im.number(im.arg(4, "eps"), "eps");
-  if (failed(input) || failed(normalized) || failed(eps))
+  if (failed(input) || failed(eps))
     return failure();
+  auto inputType = cast<RankedTensorType>(input->getType());
+  if (!normalized || normalized->empty() || normalized->size() > (size_t)inputType.getRank())
+    return im.fail("normalized_shape must list the input's last dims");
   Type element = im.out().element;
+  auto affineType = graph::symbolicTensorType(
+      ArrayRef<AffineExpr>(graph::dimExprs(inputType)).take_back(normalized->size()), element);
   Value affine[2];
   for (unsigned i : {0u, 1u}) {
     const json::Value *v = im.arg(2 + i, i ? "bias" : "weight");
@@ -681,8 +736,12 @@ LogicalResult layerNorm(Importer &im) {
       if (failed(t))
         return failure();
       affine[i] = *t;
+    } else if (graph::isSymbolic(affineType)) {
+      // No weight (bias): ones (zeros) of the normalized dims, symbolic ones too.
+      affine[i] = graph::ExpandOp::create(im.builder(), im.loc(), affineType,
+                                          im.splat({}, element, i ? 0.0 : 1.0));
     } else {
-      affine[i] = im.splat(*normalized, element, i ? 0.0 : 1.0);
+      affine[i] = im.splat(affineType.getShape(), element, i ? 0.0 : 1.0);
     }
   }
   auto op = graph::LayerNormOp::create(
@@ -1386,6 +1445,45 @@ LogicalResult asStrided(Importer &im) {
   return im.define(im.reshape(*input, im.outType()));
 }
 
+/// The ops whose handlers build from the node's (possibly symbolic) types and
+/// whose graph ops lower with symbolic sizes; the others need static shapes.
+const llvm::StringSet<> &symbolicTargets() {
+  static const llvm::StringSet<> targets = {
+      // Elementwise arithmetic, comparisons, selection and casts.
+      "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
+      "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
+      "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.maximum.default",
+      "aten.minimum.default", "aten.atan2.default", "aten.clamp.default", "aten.clamp.Tensor",
+      "aten.clamp_min.default", "aten.clamp_min.Tensor", "aten.clamp_max.default",
+      "aten.clamp_max.Tensor", "aten.hardtanh.default", "aten.logical_not.default",
+      "aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default",
+      "aten.eq.Tensor", "aten.eq.Scalar", "aten.ne.Tensor", "aten.ne.Scalar", "aten.lt.Tensor",
+      "aten.lt.Scalar", "aten.le.Tensor", "aten.le.Scalar", "aten.gt.Tensor", "aten.gt.Scalar",
+      "aten.ge.Tensor", "aten.ge.Scalar", "aten.where.self", "aten.neg.default",
+      "aten.reciprocal.default", "aten.relu.default", "aten.tanh.default", "aten.exp.default",
+      "aten.log.default", "aten.sqrt.default", "aten.rsqrt.default", "aten.sigmoid.default",
+      "aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.tan.default",
+      "aten.sign.default", "aten.frac.default", "aten.exp2.default", "aten.expm1.default",
+      "aten.log1p.default", "aten.log2.default", "aten.log10.default", "aten.erf.default",
+      "aten.atan.default", "aten.sinh.default", "aten.cosh.default", "aten.asin.default",
+      "aten.acos.default", "aten.asinh.default", "aten.acosh.default", "aten.atanh.default",
+      "aten.isnan.default", "aten.floor.default", "aten.ceil.default", "aten.trunc.default",
+      "aten.round.default", "aten.gelu.default", "aten.clone.default", "aten._to_copy.default",
+      "aten.lift_fresh_copy.default", "aten.bitwise_not.default",
+      // Contractions, reductions and row ops.
+      "aten.mm.default", "aten.bmm.default", "aten.addmm.default", "aten.sum.dim_IntList",
+      "aten.sum.default", "aten.mean.dim", "aten.mean.default", "aten.amax.default",
+      "aten.amin.default", "aten.prod.default", "aten.prod.dim_int", "aten.any.dim",
+      "aten.any.dims", "aten.all.dim", "aten.all.dims", "aten._softmax.default",
+      "aten._log_softmax.default", "aten.native_layer_norm.default",
+      // Views.
+      "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+      "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
+      "aten.flatten.using_ints", "aten.alias.default", "aten.permute.default", "aten.t.default",
+      "aten.transpose.int", "aten.expand.default"};
+  return targets;
+}
+
 const llvm::StringMap<Handler> &handlers() {
   static const llvm::StringMap<Handler> table = [] {
     llvm::StringMap<Handler> t;
@@ -1590,6 +1688,42 @@ FailureOr<Type> Importer::parseDType(const json::Value *v, Location l) {
   return failure();
 }
 
+/// A size expression: an integer, ["s", i] for symbol i, or [op, a, b] with
+/// op one of + * // % (what Dynamo's shapes use; floor division and modulo
+/// as in Python).
+FailureOr<AffineExpr> Importer::parseSize(const json::Value &v, Location l) {
+  if (auto constant = v.getAsInteger())
+    return b.getAffineConstantExpr(*constant);
+  const json::Array *list = v.getAsArray();
+  std::optional<StringRef> op = list && !list->empty() ? (*list)[0].getAsString() : std::nullopt;
+  if (!op)
+    return failure();
+  if (*op == "s" && list->size() == 2) {
+    auto index = (*list)[1].getAsInteger();
+    if (!index || *index < 0 || *index >= numSymbols)
+      return failure();
+    return b.getAffineSymbolExpr(*index);
+  }
+  if (list->size() != 3)
+    return failure();
+  auto lhs = parseSize((*list)[1], l), rhs = parseSize((*list)[2], l);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (*op == "+")
+    return *lhs + *rhs;
+  if (*op == "*")
+    return *lhs * *rhs;
+  // Sizes divide by positive constants; anything else stays out of the types.
+  auto divisor = dyn_cast<AffineConstantExpr>(*rhs);
+  if (!divisor || divisor.getValue() <= 0)
+    return failure();
+  if (*op == "//")
+    return lhs->floorDiv(*rhs);
+  if (*op == "%")
+    return *lhs % *rhs;
+  return failure();
+}
+
 FailureOr<TensorMeta> Importer::parseMeta(const json::Value *v, Location l) {
   const json::Object *o = v ? v->getAsObject() : nullptr;
   if (!o) {
@@ -1606,14 +1740,30 @@ FailureOr<TensorMeta> Importer::parseMeta(const json::Value *v, Location l) {
     (void)fail(l, "missing shape");
     return failure();
   }
+  bool symbolic = false;
   for (const json::Value &d : *shape) {
     auto size = d.getAsInteger();
-    if (!size || *size < 0) {
-      (void)fail(l, "shapes must be static non-negative integers");
+    if (size && *size >= 0) {
+      meta.shape.push_back(*size);
+      meta.dims.push_back(b.getAffineConstantExpr(*size));
+      continue;
+    }
+    auto expr = size ? FailureOr<AffineExpr>(failure()) : parseSize(d, l);
+    if (failed(expr)) {
+      (void)fail(l, "a dim must be a non-negative integer or a size expression over the "
+                    "graph's symbols");
       return failure();
     }
-    meta.shape.push_back(*size);
+    if (auto constant = dyn_cast<AffineConstantExpr>(*expr)) {
+      meta.shape.push_back(constant.getValue()); // e.g. s0 - s0
+    } else {
+      meta.shape.push_back(ShapedType::kDynamic);
+      symbolic = true;
+    }
+    meta.dims.push_back(*expr);
   }
+  if (!symbolic)
+    meta.dims.clear();
   return meta;
 }
 
@@ -1626,6 +1776,35 @@ Location Importer::parseLoc(const json::Object &node, StringRef name) {
       inner = FileLineColLoc::get(&ctx, *file, *line, 0);
   }
   return NameLoc::get(StringAttr::get(&ctx, name), inner);
+}
+
+/// "symbols": [{"name": "s77", "min": 2, "max": 1024}, ...], in the order the
+/// size expressions number them; kept as the function's kiln_graph.symbols.
+LogicalResult Importer::parseSymbols(const json::Object &graph, func::FuncOp func) {
+  const json::Array *symbols = graph.getArray("symbols");
+  if (!symbols || symbols->empty())
+    return success();
+  SmallVector<Attribute> entries;
+  for (const json::Value &entry : *symbols) {
+    const json::Object *o = entry.getAsObject();
+    auto name = o ? o->getString("name") : std::nullopt;
+    if (!name) {
+      emitError(func.getLoc()) << "every size symbol needs a name";
+      return failure();
+    }
+    int64_t min = o->getInteger("min").value_or(0);
+    int64_t max = o->getInteger("max").value_or(INT64_MAX);
+    if (min < 0 || min > max) {
+      emitError(func.getLoc()) << "size symbol " << *name << " has the empty range [" << min
+                               << ", " << max << "]";
+      return failure();
+    }
+    entries.push_back(b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(*name)),
+                                           b.getNamedAttr("min", b.getI64IntegerAttr(min)),
+                                           b.getNamedAttr("max", b.getI64IntegerAttr(max))}));
+  }
+  func->setAttr(graph::kSymbolsAttr, b.getArrayAttr(entries));
+  return success();
 }
 
 LogicalResult Importer::importNode(const json::Object &node) {
@@ -1652,6 +1831,9 @@ LogicalResult Importer::importNode(const json::Object &node) {
   auto it = handlers().find(target);
   if (it == handlers().end() || !it->second)
     return fail("op is not supported by Kiln");
+  if (!symbolicTargets().contains(target) && touchesSymbolicSizes())
+    return fail("symbolic sizes are not supported for this op yet (it compiles with static "
+                "shapes, e.g. torch.compile(..., dynamic=False))");
   return it->second(*this);
 }
 
@@ -1672,6 +1854,8 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
     return nullptr;
   }
   std::string name = graph->getString("name").value_or("graph").str();
+  const json::Array *symbols = graph->getArray("symbols");
+  numSymbols = symbols ? symbols->size() : 0;
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   b.setInsertionPointToEnd(module->getBody());
 
@@ -1684,11 +1868,13 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
       auto meta = parseMeta(&input, NameLoc::get(b.getStringAttr(inputName)));
       if (failed(meta))
         return nullptr;
-      inputTypes.push_back(RankedTensorType::get(meta->shape, meta->element));
+      inputTypes.push_back(meta->type());
       inputNames.push_back(inputName);
     }
   }
   auto func = func::FuncOp::create(b, fileLoc, name, b.getFunctionType(inputTypes, {}));
+  if (failed(parseSymbols(*graph, func)))
+    return nullptr;
   Block *entry = func.addEntryBlock();
   for (auto [i, inputName] : llvm::enumerate(inputNames))
     values[inputName] = {entry->getArgument(i)};
@@ -1737,6 +1923,14 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
 OwningOpRef<ModuleOp> kiln::importFxGraph(StringRef json, MLIRContext &context) {
   context.loadDialect<graph::GraphDialect, func::FuncDialect>();
   return Importer(context).run(json);
+}
+
+std::vector<std::string> kiln::symbolicFxTargets() {
+  std::vector<std::string> names;
+  for (const auto &entry : symbolicTargets())
+    names.push_back(entry.getKey().str());
+  llvm::sort(names);
+  return names;
 }
 
 std::vector<std::string> kiln::supportedFxTargets() {

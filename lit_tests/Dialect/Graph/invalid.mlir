@@ -726,3 +726,32 @@ func.func @conv2d_bias(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: ten
   %0 = kiln_graph.conv2d %x, %w bias %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x4x6x6xf32>
   return
 }
+
+// -----
+
+// A `?` dim must be named: a symbolic type carries its dims' expressions.
+func.func @unnamed_dynamic_dim(%x: tensor<4xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{result #0 must be ranked tensor of f32, f64, i64, i32, i8, ui8 or i1 values whose `?` dims are named by an affine-map encoding over the graph's size symbols}}
+  %0 = kiln_graph.reshape %x : tensor<4xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// One expression per `?` dim, and none of them a constant (that is a static dim).
+#two = affine_map<()[s0] -> (s0, s0)>
+func.func @expression_count(%x: tensor<?x4xf32, #two>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of f32}}
+  %0 = kiln_graph.exp %x : tensor<?x4xf32, #two> -> tensor<?x4xf32, #two>
+  return
+}
+
+// -----
+
+#s0 = affine_map<()[s0] -> (s0 * 4)>
+#s1 = affine_map<()[s0] -> (s0 * 2)>
+func.func @symbolic_count_changes(%x: tensor<?xf32, #s0>) {
+  // expected-error @+1 {{element count changes from affine_map<()[s0] -> (s0 * 4)> to affine_map<()[s0] -> (s0 * 2)>}}
+  %0 = kiln_graph.reshape %x : tensor<?xf32, #s0> -> tensor<?xf32, #s1>
+  return
+}

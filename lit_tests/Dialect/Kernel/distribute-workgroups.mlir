@@ -148,3 +148,39 @@ func.func @microkernel_rows(%wg: index, %wgc: index, %out: memref<13xf32>)
   }
   return
 }
+
+// -----
+
+// A symbolic extent is computed at entry from the kernel's size symbols (its
+// last arguments); loops up to it may end anywhere (their bounds are values),
+// and a step-1 loop may also start anywhere, as a matmul's ragged rows do.
+// CHECK-LABEL: func.func @symbolic_rows
+// CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index, %{{.*}}: memref<?xf32>, %[[S0:.*]]: index)
+// CHECK-SAME: kiln.workgroup_alignment = 6 : i64
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-NEXT: %[[EXTENT:.*]] = arith.muli %[[S0]], %[[C4]]
+// CHECK: %[[PER:.*]] = arith.ceildivui %[[EXTENT]], %[[COUNT]] : index
+// CHECK: %[[LB0:.*]] = arith.maxui %{{.*}}, %[[BEGIN:.*]] : index
+// CHECK-NEXT: %[[UB0:.*]] = arith.minui %[[FULL:.*]], %[[END:.*]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[LB0]] to %[[UB0]] step %{{.*}} {
+// CHECK: %[[LB1:.*]] = arith.maxui %[[FULL]], %[[BEGIN]] : index
+// CHECK-NEXT: %[[UB1:.*]] = arith.minui %[[EXTENT2:.*]], %[[END]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[LB1]] to %[[UB1]] step %{{.*}} {
+func.func @symbolic_rows(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: index)
+    attributes {kiln.kernel = "k", kiln.num_symbols = 1 : i64,
+                kiln.workgroup_extent = affine_map<()[s0] -> (s0 * 4)>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  %rows = arith.muli %s0, %c4 : index
+  %full = arith.muli %s0, %c4 : index
+  %f = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %full step %c6 {
+    memref.store %f, %out[%i] : memref<?xf32>
+  }
+  scf.for %i = %full to %rows step %c1 {
+    memref.store %f, %out[%i] : memref<?xf32>
+  }
+  return
+}

@@ -123,3 +123,15 @@ func.func @conv2d_epilogue_arguments(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3
   }
   return
 }
+
+// -----
+
+#s0 = affine_map<()[s0] -> (s0)>
+func.func @symbolic_extent_needs_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{a symbolic extent is one expression over symbols, with workgroup_extent -1}}
+  %0 = "kiln_kernel.kernel"(%x) ({
+  ^bb0(%a: tensor<4xf32>):
+    kiln_kernel.yield %a : tensor<4xf32>
+  }) {kernel_name = "k", workgroup_extent = 4 : i64, symbolic_extent = #s0} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -155,3 +155,31 @@ func.func @check_of_unknown_kind(%b: memref<i1>) {
   kiln_plan.check %b {kind = "fatal", message = "m"} : memref<i1>
   return
 }
+
+// -----
+
+#two = affine_map<()[s0] -> (s0, s0)>
+func.func @dims_per_dynamic_dim() {
+  // expected-error @+1 {{needs one `dims` expression over the size symbols per `?` dim of 'memref<?x4xf32>'}}
+  %0 = kiln_plan.alloc {dims = #two} : memref<?x4xf32>
+  return
+}
+
+// -----
+
+#s0 = affine_map<()[s0] -> (s0)>
+func.func @symbolic_view_offset(%x: memref<?xf32> {kiln_plan.dims = #s0}) {
+  // expected-error @+1 {{a view of a symbolic buffer must start at offset 0}}
+  %0 = kiln_plan.view %x {byte_offset = 4 : i64, dims = #s0} : memref<?xf32> to memref<?xf32>
+  return
+}
+
+// -----
+
+#s0 = affine_map<()[s0] -> (s0)>
+func.func private @k(%wg: index, %wgc: index, %a: memref<1xf32>, %s0: index) attributes {kiln.num_symbols = 1 : i64}
+func.func @extent_without_work(%x: memref<?xf32> {kiln_plan.dims = #s0}) {
+  // expected-error @+1 {{symbolic_extent and symbolic_work come together}}
+  kiln_plan.launch @k[8](%x) {num_inputs = 1 : i64, symbolic_extent = #s0} : memref<?xf32>
+  return
+}

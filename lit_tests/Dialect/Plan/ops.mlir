@@ -73,3 +73,24 @@ func.func @check(%b: memref<i1>) {
   kiln_plan.check %b {kind = "index", message = "index out of range"} : memref<i1>
   return
 }
+
+// -----
+
+// Symbolic buffers: each `?` dim is an expression of the `dims` map over the
+// graph's size symbols; a launch may size its workgroups at run time.
+// CHECK-LABEL: func.func @symbolic
+// CHECK-SAME: (%[[X:.*]]: memref<?x8xf32> {kiln_plan.dims = #{{.*}}})
+// CHECK: %[[OUT:.*]] = kiln_plan.alloc {dims = #{{.*}}} : memref<?x8xf32>
+// CHECK: kiln_plan.view %[[OUT]] {dims = #{{.*}}} : memref<?x8xf32> to memref<?x2x4xf32>
+// CHECK: kiln_plan.launch @k[64] (%[[X]], %[[OUT]]) {num_inputs = 1 : i64, symbolic_extent = #{{.*}}, symbolic_work = #{{.*}}}
+#s0 = affine_map<()[s0] -> (s0)>
+#work = affine_map<()[s0] -> (s0 floordiv 1024)>
+func.func private @k(%wg: index, %wgc: index, %a: memref<1xf32>, %b: memref<1xf32>, %s0: index)
+    attributes {kiln.num_symbols = 1 : i64}
+func.func @symbolic(%x: memref<?x8xf32> {kiln_plan.dims = #s0}) -> memref<?x2x4xf32>
+    attributes {kiln_plan.entry, kiln_graph.symbols = [{name = "s0"}]} {
+  %out = kiln_plan.alloc {dims = #s0} : memref<?x8xf32>
+  %view = kiln_plan.view %out {dims = #s0} : memref<?x8xf32> to memref<?x2x4xf32>
+  kiln_plan.launch @k[64](%x, %out) {num_inputs = 1 : i64, symbolic_extent = #s0, symbolic_work = #work} : memref<?x8xf32>, memref<?x8xf32>
+  return %view : memref<?x2x4xf32>
+}

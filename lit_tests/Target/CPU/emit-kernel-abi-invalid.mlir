@@ -18,3 +18,12 @@ llvm.func @index_32(%wg: i32, %wgc: i32, %a: !llvm.ptr) attributes {kiln.kernel 
 llvm.func @too_few(%a: !llvm.ptr) attributes {kiln.kernel = "k"} {
   llvm.return
 }
+
+// -----
+
+// Symbols come after every pointer and are int64s.
+// expected-error @+1 {{kernel must take (i64, i64, ptr..., i64 symbols...) after lowering with the bare-pointer memref convention}}
+llvm.func @symbols_before_buffers(%wg: i64, %wgc: i64, %s0: i64, %buffer: !llvm.ptr)
+    attributes {kiln.kernel = "k", kiln.num_symbols = 1 : i64} {
+  llvm.return
+}

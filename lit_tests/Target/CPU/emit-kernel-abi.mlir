@@ -43,3 +43,21 @@ llvm.func @helper(%x: i64) {
   llvm.return
 }
 llvm.func @external_kernel(i64, i64, !llvm.ptr) attributes {kiln.kernel = "external_kernel"}
+
+// -----
+
+// A kernel of a graph with symbolic sizes takes the size symbols last: the
+// bindings array holds its buffer pointers, then the symbols' int64 values.
+// CHECK-LABEL: llvm.func @kernel_2(
+// CHECK-SAME: %[[ID:.*]]: i64, %[[COUNT:.*]]: i64, %[[BINDINGS:.*]]: !llvm.ptr) {
+// CHECK-NEXT: %[[S0:.*]] = llvm.getelementptr %[[BINDINGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[P0:.*]] = llvm.load %[[S0]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[S1:.*]] = llvm.getelementptr %[[BINDINGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[SYM0:.*]] = llvm.load %[[S1]] : !llvm.ptr -> i64
+// CHECK-NEXT: %[[S2:.*]] = llvm.getelementptr %[[BINDINGS]][2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[SYM1:.*]] = llvm.load %[[S2]] : !llvm.ptr -> i64
+// CHECK-NEXT: llvm.call @kernel_2_body(%[[ID]], %[[COUNT]], %[[P0]], %[[SYM0]], %[[SYM1]]) : (i64, i64, !llvm.ptr, i64, i64) -> ()
+llvm.func @kernel_2(%wg: i64, %wgc: i64, %buffer: !llvm.ptr, %s0: i64, %s1: i64)
+    attributes {kiln.kernel = "kernel_2", kiln.num_symbols = 2 : i64} {
+  llvm.return
+}

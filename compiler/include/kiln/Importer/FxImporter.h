@@ -19,6 +19,10 @@ mlir::OwningOpRef<mlir::ModuleOp> importFxGraph(llvm::StringRef json,
 /// The ATen overloads the importer understands, e.g. "aten.addmm.default".
 std::vector<std::string> supportedFxTargets();
 
+/// Those of them that compile with symbolic (dynamic) sizes; the others need
+/// static shapes.
+std::vector<std::string> symbolicFxTargets();
+
 } // namespace kiln
 
 #endif

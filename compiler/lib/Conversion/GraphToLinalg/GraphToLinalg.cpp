@@ -178,44 +178,76 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
   return reduce(b, loc, input, dims, init, map, combine, extraInputs);
 }
 
-/// A reshape between shapes with symbolic dims: a collapse to 1-D, then an
-/// expand whose sizes are computed from the size symbols.
-Value reshapeSymbolic(OpBuilder &b, Location loc, Value value, RankedTensorType to) {
-  auto from = tensorType(value);
-  if (from.getRank() > 1 || from.getRank() == 0) {
-    SmallVector<ReassociationIndices> all;
-    if (from.getRank() > 1)
-      all.emplace_back(llvm::to_vector(llvm::seq<int64_t>(0, from.getRank())));
-    int64_t flat = from.hasStaticShape() ? from.getNumElements() : ShapedType::kDynamic;
-    auto flatType = RankedTensorType::get({flat}, from.getElementType());
-    value = from.getRank() == 0
-                ? (Value)tensor::ExpandShapeOp::create(b, loc, flatType, value, all)
-                : (Value)tensor::CollapseShapeOp::create(b, loc, flatType, value, all);
+/// Groups `from`'s dims into `to`'s (each group's product is one dim of
+/// `to`, compared as expressions), or failure. Unit dims join a neighbour.
+FailureOr<SmallVector<ReassociationIndices>> symbolicReassociation(ArrayRef<AffineExpr> from,
+                                                                  ArrayRef<AffineExpr> to) {
+  SmallVector<ReassociationIndices> groups;
+  size_t i = 0;
+  for (AffineExpr target : to) {
+    if (i >= from.size())
+      return failure();
+    ReassociationIndices group{(int64_t)i};
+    AffineExpr product = from[i++];
+    while (!sameSize(product, target)) {
+      if (i >= from.size())
+        return failure();
+      group.push_back(i);
+      product = product * from[i++];
+    }
+    groups.push_back(group);
   }
+  for (; i < from.size(); ++i) { // trailing unit dims
+    auto unit = dyn_cast<AffineConstantExpr>(from[i]);
+    if (groups.empty() || !unit || unit.getValue() != 1)
+      return failure();
+    groups.back().push_back(i);
+  }
+  return groups;
+}
+
+/// A reshape between shapes with symbolic dims: one collapse or expand when
+/// the dims group, else a collapse to 1-D and an expand with at most one
+/// symbolic dim (what memref lowering handles).
+FailureOr<Value> reshapeSymbolic(OpBuilder &b, Location loc, Value value,
+                                 RankedTensorType to, RankedTensorType symbolicFrom) {
   RankedTensorType plain = withoutEncoding(to);
-  if (to.getRank() == 1) {
-    if (tensorType(value) == plain)
-      return value;
-    return tensor::CastOp::create(b, loc, plain, value);
+  if (auto type = tensorType(value); type.getEncoding())
+    value = tensor::CastOp::create(b, loc, withoutEncoding(type), value);
+  if (sameShape(symbolicFrom, to))
+    return value;
+  SmallVector<AffineExpr> fromDims = dimExprs(symbolicFrom), toDims = dimExprs(to);
+  if (fromDims.size() >= toDims.size() && !toDims.empty()) {
+    if (auto groups = symbolicReassociation(fromDims, toDims); succeeded(groups))
+      return (Value)tensor::CollapseShapeOp::create(b, loc, plain, value, *groups);
   }
-  SmallVector<ReassociationIndices> all;
-  if (to.getRank() > 0)
-    all.emplace_back(llvm::to_vector(llvm::seq<int64_t>(0, to.getRank())));
-  if (to.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, plain, value, all);
-  return tensor::ExpandShapeOp::create(b, loc, plain, value, all,
-                                       kiln::kernel::dimSizes(b, loc, dimExprs(to)));
+  if (fromDims.size() < toDims.size() && !fromDims.empty()) {
+    if (auto groups = symbolicReassociation(toDims, fromDims); succeeded(groups))
+      return (Value)tensor::ExpandShapeOp::create(b, loc, plain, value, *groups,
+                                                  kiln::kernel::dimSizes(b, loc, toDims));
+  }
+  if (plain.getNumDynamicDims() > 1 || fromDims.empty() || toDims.empty())
+    return failure();
+  auto from = tensorType(value);
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t d = 0; d < from.getRank(); ++d)
+    all[0].push_back(d);
+  auto flatType = RankedTensorType::get({ShapedType::kDynamic}, from.getElementType());
+  if (from.getRank() > 1)
+    value = tensor::CollapseShapeOp::create(b, loc, flatType, value, all);
+  all[0].clear();
+  for (int64_t d = 0; d < plain.getRank(); ++d)
+    all[0].push_back(d);
+  return (Value)tensor::ExpandShapeOp::create(b, loc, plain, value, all,
+                                              kiln::kernel::dimSizes(b, loc, toDims));
 }
 
 /// Row-major reshape on tensors: an expand or collapse where the shapes allow
 /// it, otherwise a collapse to 1-D followed by an expand.
-Value reshapeTensor(OpBuilder &b, Location loc, Value value, RankedTensorType symbolicTo) {
+Value reshapeTensor(OpBuilder &b, Location loc, Value value, RankedTensorType to) {
   auto from = tensorType(value);
-  RankedTensorType to = withoutEncoding(symbolicTo);
-  if (withoutEncoding(from) == to && !isSymbolic(to))
+  if (from == to)
     return value;
-  if (isSymbolic(to) || isSymbolic(from))
-    return reshapeSymbolic(b, loc, value, symbolicTo);
   SmallVector<ReassociationIndices> none;
   if (from.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, to, value, none);
@@ -241,8 +273,13 @@ Value reshapeTensor(OpBuilder &b, Location loc, Value value, RankedTensorType sy
 }
 
 /// Reinserts reduced dims as size 1 (keepdim).
-Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorType type) {
-  return reshapeTensor(b, loc, reduced, type);
+Value keepDims(OpBuilder &b, Location loc, Value reduced, ArrayRef<AffineExpr> reducedDims,
+               RankedTensorType type) {
+  if (!isSymbolic(type))
+    return reshapeTensor(b, loc, reduced, type);
+  // Inserting unit dims always groups: this reshape cannot fail.
+  return *reshapeSymbolic(b, loc, reduced, type,
+                          symbolicTensorType(reducedDims, type.getElementType()));
 }
 
 /// `index` clamped into [0, size - 1]: gathers never read out of bounds.
@@ -303,7 +340,9 @@ LogicalResult lowerReduce(RewriterBase &rewriter, ReduceOp op) {
                             return arith::DivFOp::create(b, l, a[0], count.get(b, l));
                           });
   }
-  rewriter.replaceOp(op, keepDims(rewriter, loc, reduced, tensorType(op.getResult())));
+  rewriter.replaceOp(op, keepDims(rewriter, loc, reduced,
+                                  reductionNest(tensorType(op.getInput()), dims).keptDims,
+                                  tensorType(op.getResult())));
   return success();
 }
 
@@ -346,7 +385,7 @@ LogicalResult lowerArgReduce(RewriterBase &rewriter, ArgOp op) {
                                 ValueRange{arith::SelectOp::create(b, l, beats, args[0], args[1]),
                                            arith::SelectOp::create(b, l, beats, i, args[2])});
       });
-  rewriter.replaceOp(op, keepDims(rewriter, loc, generic.getResult(1), resultType));
+  rewriter.replaceOp(op, keepDims(rewriter, loc, generic.getResult(1), nest.keptDims, resultType));
   return success();
 }
 
@@ -384,8 +423,9 @@ LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
   RankedTensorType keptType = symbolicTensorType(
       [&] { SmallVector<AffineExpr> d = dimExprs(type); d[dim] = rewriter.getAffineConstantExpr(1); return d; }(),
       type.getElementType());
-  Value maxKept = keepDims(rewriter, loc, max, keptType);
-  Value sumKept = keepDims(rewriter, loc, sum, keptType);
+  SmallVector<AffineExpr> rowDims = reductionNest(type, {dim}).keptDims;
+  Value maxKept = keepDims(rewriter, loc, max, rowDims, keptType);
+  Value sumKept = keepDims(rewriter, loc, sum, rowDims, keptType);
   Value result = elementwise(
       rewriter, loc, {input, maxKept, sumKept}, type,
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -447,8 +487,8 @@ LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
                                  b, l, arith::AddFOp::create(b, l, var, scalarConstant(b, l, element, eps)));
                            });
   auto statType = tensorType(op.getMean());
-  Value meanKept = keepDims(rewriter, loc, mean, statType);
-  Value rstdKept = keepDims(rewriter, loc, rstd, statType);
+  Value meanKept = keepDims(rewriter, loc, mean, dimExprs(rowType), statType);
+  Value rstdKept = keepDims(rewriter, loc, rstd, dimExprs(rowType), statType);
   Value result = elementwise(
       rewriter, loc, {input, meanKept, rstdKept, op.getWeight(), op.getBias()}, type,
       [](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -512,8 +552,17 @@ LogicalResult lowerMatmul(RewriterBase &rewriter, MatmulOp op) {
 }
 
 LogicalResult lowerReshape(RewriterBase &rewriter, ReshapeOp op) {
-  rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(), op.getInput(),
-                                       tensorType(op.getResult())));
+  auto from = tensorType(op.getInput()), to = tensorType(op.getResult());
+  if (!isSymbolic(from) && !isSymbolic(to)) {
+    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(), op.getInput(), to));
+    return success();
+  }
+  auto reshaped = reshapeSymbolic(rewriter, op.getLoc(), op.getInput(), to, from);
+  if (failed(reshaped))
+    return op.emitOpError("cannot reshape ")
+           << from << " to " << to << " with symbolic sizes yet (the dims do not group, "
+           << "and more than one result dim is symbolic)";
+  rewriter.replaceOp(op, *reshaped);
   return success();
 }
 
@@ -945,7 +994,8 @@ LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
 bool lowersSymbolicShapes(Operation *op) {
   return isElementwise(op) ||
          isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
-             ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ConstantOp>(op);
+             ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ExpandOp,
+             ConstantOp>(op);
 }
 
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
@@ -1086,6 +1136,12 @@ struct ConvertGraphToLinalgPass
                                                                  isa<AffineMapAttr>(type.getEncoding()))
         v.setType(withoutEncoding(type));
     };
+    auto stripType = [](Type t) -> Type {
+      if (auto type = dyn_cast<RankedTensorType>(t);
+          type && type.getEncoding() && isa<AffineMapAttr>(type.getEncoding()))
+        return withoutEncoding(type);
+      return t;
+    };
     root->walk([&](Operation *op) {
       for (Region &region : op->getRegions())
         for (Block &block : region)
@@ -1093,6 +1149,12 @@ struct ConvertGraphToLinalgPass
             strip(arg);
       for (OpResult result : op->getResults())
         strip(result);
+      if (auto func = dyn_cast<func::FuncOp>(op)) {
+        FunctionType type = func.getFunctionType();
+        auto inputs = llvm::map_to_vector(type.getInputs(), stripType);
+        auto results = llvm::map_to_vector(type.getResults(), stripType);
+        func.setFunctionType(FunctionType::get(op->getContext(), inputs, results));
+      }
     });
   }
 };

@@ -40,7 +40,7 @@ struct SinkReshapeBelowElementwise : RewritePattern {
       return failure();
     // Only when every non-scalar operand is a reshape from the same shape:
     // then no reshape is added, and the rewrite cannot undo itself.
-    ArrayRef<int64_t> shape = source.getInput().getType().getShape();
+    RankedTensorType sourceType = source.getInput().getType();
     SmallVector<Value> operands;
     for (Value operand : op->getOperands()) {
       if (cast<RankedTensorType>(operand.getType()).getRank() == 0) {
@@ -49,13 +49,13 @@ struct SinkReshapeBelowElementwise : RewritePattern {
       }
       // Broadcasting operands do not commute with the reshape.
       auto reshape = operand.getDefiningOp<ReshapeOp>();
-      if (!reshape || reshape.getType().getShape() != resultType.getShape() ||
-          reshape.getInput().getType().getShape() != shape)
+      if (!reshape || !sameShape(reshape.getType(), resultType) ||
+          !sameShape(reshape.getInput().getType(), sourceType))
         return failure();
       operands.push_back(reshape.getInput());
     }
     OperationState state(op->getLoc(), op->getName(), operands,
-                         {RankedTensorType::get(shape, resultType.getElementType())},
+                         {withElementType(sourceType, resultType.getElementType())},
                          op->getAttrs());
     Operation *sunk = rewriter.create(state);
     rewriter.replaceOpWithNewOp<ReshapeOp>(op, resultType, sunk->getResult(0));
@@ -75,7 +75,7 @@ struct SinkReshapeBelowSoftmax : OpRewritePattern<SoftmaxOp> {
     auto from = reshape.getInput().getType();
     auto to = op.getInput().getType();
     if (to.getRank() == 0 || op.getNormalizedDim() != to.getRank() - 1 || from.getRank() == 0 ||
-        from.getShape().back() != to.getShape().back())
+        !sameSize(dimExpr(from, from.getRank() - 1), dimExpr(to, to.getRank() - 1)))
       return failure();
     Value sunk = SoftmaxOp::create(rewriter, op.getLoc(), from, reshape.getInput(),
                                    from.getRank() - 1);

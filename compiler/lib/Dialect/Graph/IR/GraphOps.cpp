@@ -443,8 +443,14 @@ LogicalResult Conv2dOp::verify() {
 }
 
 LogicalResult ReshapeOp::verify() {
-  if (tensorType(getInput()).getNumElements() !=
-      tensorType(getResult()).getNumElements())
+  if (isSymbolic(getInput().getType()) || isSymbolic(getResult().getType())) {
+    if (!sameSize(numElementsExpr(tensorType(getInput())),
+                  numElementsExpr(tensorType(getResult()))))
+      return emitOpError("element count changes from ")
+             << AffineMapAttr::get(symbolMap(getContext(), numElementsExpr(tensorType(getInput())))) << " to "
+             << AffineMapAttr::get(symbolMap(getContext(), numElementsExpr(tensorType(getResult()))));
+  } else if (tensorType(getInput()).getNumElements() !=
+             tensorType(getResult()).getNumElements())
     return emitOpError("element count changes from ")
            << tensorType(getInput()).getNumElements() << " to "
            << tensorType(getResult()).getNumElements();
@@ -783,7 +789,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
     getInputMutable().assign(inner.getInput());
     return getResult();
   }
-  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput()))
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput());
+      splat && !isSymbolic(getResult().getType()))
     return splat.reshape(tensorType(getResult()));
   return {};
 }
@@ -810,7 +817,8 @@ OpFoldResult PermuteOp::fold(FoldAdaptor) {
 OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();
-  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput()))
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput());
+      splat && !isSymbolic(getResult().getType()))
     return SplatElementsAttr::get(tensorType(getResult()),
                                   splat.getSplatValue<Attribute>());
   return {};

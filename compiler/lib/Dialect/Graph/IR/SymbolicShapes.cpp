@@ -91,6 +91,37 @@ AffineExpr numElementsExpr(ShapedType type) {
   return product;
 }
 
+bool sameSize(AffineExpr a, AffineExpr b) {
+  if (a == b)
+    return true;
+  if (!a || !b)
+    return false;
+  MLIRContext *context = a.getContext();
+  unsigned numSymbols = symbolMap(context, {a, b}).getNumSymbols();
+  // Distinct primes, in several orders, so that no two symbols are confused.
+  static const int64_t primes[] = {3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41};
+  for (unsigned trial = 0; trial < 3; ++trial) {
+    SmallVector<AffineExpr> values;
+    for (unsigned i = 0; i < numSymbols; ++i)
+      values.push_back(getAffineConstantExpr(primes[(i * 5 + trial * 7) % 12] + 40 * (i / 12),
+                                             context));
+    auto x = dyn_cast<AffineConstantExpr>(a.replaceSymbols(values));
+    auto y = dyn_cast<AffineConstantExpr>(b.replaceSymbols(values));
+    if (!x || !y || x.getValue() != y.getValue())
+      return false;
+  }
+  return true;
+}
+
+bool sameShape(RankedTensorType a, RankedTensorType b) {
+  if (a.getRank() != b.getRank())
+    return false;
+  for (auto [x, y] : llvm::zip(dimExprs(a), dimExprs(b)))
+    if (!sameSize(x, y))
+      return false;
+  return true;
+}
+
 RankedTensorType withoutEncoding(RankedTensorType type) {
   return RankedTensorType::get(type.getShape(), type.getElementType());
 }

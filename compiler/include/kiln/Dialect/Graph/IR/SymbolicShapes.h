@@ -67,6 +67,14 @@ inline bool isParallelExtent(mlir::AffineExpr extent) {
 /// The number of elements as an expression.
 mlir::AffineExpr numElementsExpr(mlir::ShapedType type);
 
+/// Whether two sizes are equal for every value of the symbols: the same
+/// expression, or (for products written in another order) equal at a spread
+/// of sample values.
+bool sameSize(mlir::AffineExpr a, mlir::AffineExpr b);
+
+/// Whether two types have the same dims (element types aside).
+bool sameShape(mlir::RankedTensorType a, mlir::RankedTensorType b);
+
 /// The type without its encoding (what linalg and memrefs see).
 mlir::RankedTensorType withoutEncoding(mlir::RankedTensorType type);
 

@@ -1,0 +1,33 @@
+// RUN: kiln-opt %s -split-input-file -convert-kiln-graph-to-linalg | FileCheck %s
+
+// In a kernel with size symbols (its last `kiln.num_symbols` arguments),
+// symbolic dims become values computed from the symbols: tensor.empty takes
+// them, reshapes that group dims keep to one collapse or expand, and a mean
+// divides by its symbolic count. The graph's symbolic encodings leave the
+// types (linalg sees plain `?` dims).
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x8xf32>, %[[W:.*]]: tensor<8x4xf32>, %[[S0:.*]]: index, %[[S1:.*]]: index) -> (tensor<?x4xf32>, tensor<?xf32>)
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+// CHECK: %[[ROWS:.*]] = arith.muli %[[S0]], %[[S1]]
+// CHECK: %[[MM:.*]] = tensor.empty(%[[ROWS]]) : tensor<?x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[W]] : tensor<?x8xf32>, tensor<8x4xf32>) outs(%{{.*}} : tensor<?x4xf32>) attrs = {kiln.contraction = "ikj"}
+// Softmax's row maxima and sums get a unit dim back with one expand each.
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
+// The mean's count, s1 * 8, is a value converted to f32 once.
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: %[[COUNT:.*]] = arith.muli %[[S1]], %[[C8]]
+// CHECK: %[[COUNTI:.*]] = arith.index_cast %[[COUNT]] : index to i64
+// CHECK: %[[COUNTF:.*]] = arith.sitofp %[[COUNTI]] : i64 to f32
+// CHECK: tensor.empty(%[[S0]]) : tensor<?xf32>
+// CHECK: arith.divf %{{.*}}, %[[COUNTF]] : f32
+#s0 = affine_map<()[s0] -> (s0)>
+#bs = affine_map<()[s0, s1] -> (s0, s1)>
+#p = affine_map<()[s0, s1] -> (s0 * s1)>
+func.func @rows(%x: tensor<?x?x8xf32, #bs>, %w: tensor<8x4xf32>, %s0: index, %s1: index)
+    -> (tensor<?x4xf32, #p>, tensor<?xf32, #s0>) attributes {kiln.num_symbols = 2 : i64} {
+  %0 = kiln_graph.reshape %x : tensor<?x?x8xf32, #bs> -> tensor<?x8xf32, #p>
+  %1 = kiln_graph.matmul %0, %w : tensor<?x8xf32, #p>, tensor<8x4xf32> -> tensor<?x4xf32, #p>
+  %2 = kiln_graph.softmax %1 {dim = 1 : i64} : tensor<?x4xf32, #p> -> tensor<?x4xf32, #p>
+  %3 = kiln_graph.mean %x {dims = array<i64: 1, 2>} : tensor<?x?x8xf32, #bs> -> tensor<?xf32, #s0>
+  return %2, %3 : tensor<?x4xf32, #p>, tensor<?xf32, #s0>
+}

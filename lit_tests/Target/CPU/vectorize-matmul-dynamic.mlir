@@ -1,0 +1,39 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-vectorize-matmul{vector-bits=256}))' | FileCheck %s
+
+// M, N and K known only at run time: the same 6 x 16 register tiles run up
+// to M and N rounded down to the tile (computed from memref.dim), the k loop
+// runs to K, and the rows and columns past the last full tile are the ragged
+// edges, loops from those rounded bounds to M and N.
+// CHECK-LABEL: func.func @dynamic_ikj
+// CHECK-SAME: (%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[M:.*]] = memref.dim %[[C]], %{{.*}} : memref<?x?xf32>
+// CHECK-DAG: %[[N:.*]] = memref.dim %[[C]], %{{.*}} : memref<?x?xf32>
+// CHECK-DAG: %[[K:.*]] = memref.dim %[[A]], %{{.*}} : memref<?x?xf32>
+// CHECK: %[[MT:.*]] = arith.divui %[[M]], %[[C6:.*]] : index
+// CHECK-NEXT: %[[MFULL:.*]] = arith.muli %[[MT]], %[[C6]] : index
+// CHECK: %[[NT:.*]] = arith.divui %[[N]], %[[C16:.*]] : index
+// CHECK-NEXT: %[[NFULL:.*]] = arith.muli %[[NT]], %[[C16]] : index
+// CHECK: scf.for %[[IB:.*]] = %{{.*}} to %[[MFULL]] step %{{.*}} {
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[NFULL]] step %{{.*}} {
+// CHECK: scf.for %[[I:.*]] = %[[IB]] to %{{.*}} step %{{.*}} {
+// CHECK: %{{.*}}:12 = scf.for %{{.*}} = %{{.*}} to %[[K]] step %{{.*}} iter_args(
+// CHECK-COUNT-12: vector.fma
+// CHECK-COUNT-12: vector.store
+// The rows below the tiles, then the columns right of them.
+// CHECK: scf.for %{{.*}} = %[[MFULL]] to %[[M]] step
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[MFULL]] step
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[K]] step
+// CHECK: scf.for %{{.*}} = %[[NFULL]] to %[[N]] step
+#ikj = [affine_map<(i, k, j) -> (i, k)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>]
+func.func @dynamic_ikj(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = #ikj, iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<?x?xf32>, memref<?x?xf32>) outs(%c : memref<?x?xf32>)
+      attrs = {kiln.contraction = "ikj"} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
