@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import sympy
 import torch
 import torch.fx
 
@@ -222,6 +223,9 @@ class SerializedGraph:
     # Positions of the graph's SymInt placeholders: the caller passes them,
     # the executable does not take them (their values are input sizes).
     symint_inputs: list[int] = field(default_factory=list)
+    # Positions of SymInt placeholders whose symbol is no tensor input's size:
+    # the executable takes their values as 0-d int64 tensors.
+    symint_values: list[int] = field(default_factory=list)
 
     @property
     def is_symbolic(self) -> bool:
@@ -246,13 +250,26 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     layouts: list[OutputLayout | None] = []
     symbols = SymbolTable()
     symint_inputs: list[int] = []
+    symint_values: list[int] = []
     placeholders = 0
+    # Symbols that are a dim of a tensor input: the runtime reads them there.
+    in_shapes = {d.node.expr for n in gm.graph.nodes if n.op == "placeholder"
+                 and isinstance(n.meta.get("val"), torch.Tensor)
+                 for d in n.meta["val"].shape if isinstance(d, torch.SymInt)}
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             placeholders += 1
-            if isinstance(node.meta.get("val"), torch.SymInt):
-                symint_inputs.append(placeholders - 1)
+            value = node.meta.get("val")
+            if isinstance(value, torch.SymInt):
+                expr = value.node.expr
+                if isinstance(expr, sympy.Symbol) and expr not in in_shapes:
+                    # No tensor input has this size: its value travels as a 0-d int64.
+                    symint_values.append(placeholders - 1)
+                    inputs.append({"name": node.name, "shape": [], "dtype": "int64",
+                                   "symbol": symbols.index(expr, value.node.shape_env)})
+                else:
+                    symint_inputs.append(placeholders - 1)
                 continue
             spec = tensor_spec(node_value(node), f"input {node.name}", symbols)
             inputs.append({"name": node.name, **spec})
@@ -309,7 +326,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     }
     if symbols.names:
         graph["symbols"] = symbols.to_json()
-    return SerializedGraph(graph, constant_values, layouts, symint_inputs)
+    return SerializedGraph(graph, constant_values, layouts, symint_inputs, symint_values)
 
 
 def _in_storage_order(

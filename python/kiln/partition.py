@@ -22,7 +22,7 @@ from kiln.fx_serialize import (
     op_name,
     source_loc,
 )
-from kiln.symbolic import SymbolTable, has_symbolic_shape
+from kiln.symbolic import SymbolTable, dense_order, has_symbolic_shape
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8,
                     torch.uint8, torch.bool)
@@ -160,6 +160,15 @@ class KilnSupport(OperatorSupportBase):
             problem = self._check_value(what, value, symbolic)
             if problem:
                 return problem
+        result = node.meta["val"]
+        if (has_symbolic_shape(result) and dense_order(result) is None
+                and self._leaves_kiln(node)):
+            # Kiln returns symbolic results densely laid out; a view that is
+            # not (a broadcast, an offset) and is read outside Kiln is a free
+            # view in eager instead.
+            return (f"result is a view with a symbolic, non-dense layout "
+                    f"(stride={list(result.stride())}) read outside Kiln, which eager "
+                    "makes for free")
         try:
             for arg in node.all_input_nodes:
                 encode_ref(arg)
@@ -167,6 +176,17 @@ class KilnSupport(OperatorSupportBase):
         except SerializeError as err:
             return f"cannot encode its arguments: {err}"
         return None
+
+    def _leaves_kiln(self, node: torch.fx.Node) -> bool:
+        """Is the node's value read by the graph's output or an op Kiln does
+        not compile (so that it would be a Kiln partition's output)?"""
+        for user in node.users:
+            if user.op == "output":
+                return True
+            if user.op == "call_function" and not computes_symint(user) and \
+                    self.reason(user) is not None:
+                return True
+        return False
 
     def _check_value(self, what: str, value: Any, symbolic: bool) -> str | None:
         if isinstance(value, (tuple, list)):
@@ -195,6 +215,7 @@ class KilnSupport(OperatorSupportBase):
                     SymbolTable().size(dim, what)
             except SerializeError as err:
                 return str(err)
+
         # Inputs of any layout are read; a result must be laid out as eager's.
         stride = value.stride()
         if (what == "result" and all(type(s) is int for s in stride)

@@ -49,14 +49,16 @@ def executable_layouts(exe: Any, serialized: SerializedGraph) -> list[dict[str, 
 def boxed_runner(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]], Any]:
     """A boxed callable running exe; its per-call path is one run() call where possible."""
     run = exe.run
-    if serialized.symint_inputs:
-        # SymInt arguments are sizes of the tensor arguments; the executable
-        # reads them from those tensors' shapes.
+    if serialized.symint_inputs or serialized.symint_values:
+        # SymInt arguments that are sizes of tensor arguments are dropped (the
+        # executable reads those shapes); the others are passed as 0-d int64s.
         skip = frozenset(serialized.symint_inputs)
+        values = frozenset(serialized.symint_values)
         run_all = run
 
         def run(args: list[Any]) -> Any:
-            return run_all([a for i, a in enumerate(args) if i not in skip])
+            return run_all([torch.tensor(int(a)) if i in values else a
+                            for i, a in enumerate(args) if i not in skip])
     constants = serialized.constants
     fill = output_filler(exe, serialized)
     exe.set_output_layouts(executable_layouts(exe, serialized))

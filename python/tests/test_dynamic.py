@@ -205,3 +205,22 @@ def test_zoo_models_under_dynamic_sizes(name, sizes):
     calls = [_resized(template, b, s) for b, s in sizes]
     records = _sweep(model, calls, fallback="eager")
     assert _dynamic_records(records), records
+
+
+def test_an_int_argument_becomes_a_size_symbol_passed_by_value():
+    """arange(n) for an int n that Dynamo makes dynamic: no tensor has that
+    size, so the executable takes n itself (as a 0-d int64)."""
+
+    def fn(x: torch.Tensor, n: int) -> torch.Tensor:
+        return torch.arange(n) * 2 + x.sum()
+
+    calls = [(torch.randn(4), n) for n in (5, 9, 17, 3, 64)]
+    expected = _graphs_dynamo_compiles(fn, calls)
+    torch._dynamo.reset()
+    kiln.reset()
+    compiled = torch.compile(fn, backend="kiln", options={"fallback": "error"})
+    for x, n in calls:
+        torch.testing.assert_close(compiled(x, n), fn(x, n), rtol=RTOL, atol=ATOL)
+    records = kiln.compile_records()
+    assert len(records) == expected and any(r.symbols for r in records), records
+    assert all(r.status == "compiled" and r.kernel_count > 0 for r in records), records

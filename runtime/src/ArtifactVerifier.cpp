@@ -202,6 +202,15 @@ Status verifyArtifact(const Artifact &a) {
       return Status::error(what + " is bound to graph input " + str(symbol.input) +
                            ", but there are " + str(numInputs) + " inputs");
     const BufferDesc &input = a.buffers[bufferOfInput[symbol.input]];
+    if (symbol.dim == kSymbolValue) {
+      if (input.type.dtype != DType::I64 || !input.type.shape.empty())
+        return Status::error(what + " is the value of input " + str(symbol.input) + " (" +
+                             input.type.str() + "), which is not a 0-d int64");
+      if (symbol.min < 0 || symbol.min > symbol.max)
+        return Status::error(what + " has the empty range [" + std::to_string(symbol.min) +
+                             ", " + std::to_string(symbol.max) + "]");
+      continue;
+    }
     if (symbol.dim >= input.type.shape.size() || input.type.shape[symbol.dim] != -1)
       return Status::error(what + " is bound to dim " + str(symbol.dim) + " of input " +
                            str(symbol.input) + " (" + input.type.str() +

@@ -155,4 +155,34 @@ TEST(SymbolicShapesTest, InputsThatBreakTheGraphsRelationsAreNamed) {
   EXPECT_TRUE(r.status.ok()) << r.status.message();
 }
 
+TEST(SymbolicShapesTest, ASymbolThatIsNoInputsDimIsPassedAsAValue) {
+  // arange(n) for an int argument n: the plan reads s0 from the 0-d input.
+  rt::Artifact artifact = compile(R"mlir(
+    #s0 = affine_map<()[s0] -> (s0)>
+    func.func @g(%n: tensor<i64> {kiln_graph.symbol = 0 : i64}) -> tensor<?xi64, #s0>
+        attributes {kiln_graph.symbols = [{name = "s5", min = 2 : i64, max = 1000 : i64}]} {
+      %0 = kiln_graph.iota {start = 3 : i64, step = 2 : i64} : tensor<?xi64, #s0>
+      return %0 : tensor<?xi64, #s0>
+    })mlir");
+  ASSERT_EQ(artifact.symbols.size(), 1u);
+  EXPECT_EQ(artifact.symbols[0].dim, rt::kSymbolValue);
+  rt::CpuDevice device(1);
+  auto program = rt::Program::load(artifact, device);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  for (int64_t n : {2, 7, 100}) {
+    RunResult r = run(**program, {&n}, {{rt::DType::I64, {}}});
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    EXPECT_EQ(r.outputs[0].type.shape, (std::vector<int64_t>{n}));
+    const int64_t *out = static_cast<const int64_t *>(r.allocated[r.outputs[0].buffer]->data());
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], 3 + 2 * i);
+  }
+  int64_t tooBig = 1001;
+  RunResult r = run(**program, {&tooBig}, {{rt::DType::I64, {}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("is 1001, but the graph was compiled for s5 in [2, 1000]"),
+            std::string::npos)
+      << r.status.message();
+}
+
 } // namespace

@@ -265,6 +265,15 @@ private:
           }
         }
       }
+      // Else a 0-d int64 input that is the symbol's value.
+      for (BlockArgument arg : entry.getArguments()) {
+        auto value = entry.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), graph::kSymbolArgAttr);
+        if (!bound && value && value.getInt() == (int64_t)index) {
+          symbol.input = arg.getArgNumber();
+          symbol.dim = runtime::kSymbolValue;
+          bound = true;
+        }
+      }
       if (!bound)
         return entry.emitError("size symbol ")
                << symbol.name << " is not the size of any input dim; Kiln binds each "

@@ -268,7 +268,7 @@ public:
   void assertInRange(Value indices, int64_t size, bool negativeAllowed,
                      StringRef what = "index") {
     auto type = cast<RankedTensorType>(indices.getType());
-    if (type.getNumElements() == 0)
+    if (type.hasStaticShape() && type.getNumElements() == 0)
       return;
     auto boolType = type.clone(b.getI1Type());
     Type element = type.getElementType();
@@ -295,7 +295,7 @@ public:
   /// raises RuntimeError(`what`) naming this node (kiln_graph.assert).
   void assertNonZero(Value divisor, StringRef what) {
     auto type = cast<RankedTensorType>(divisor.getType());
-    if (type.getNumElements() == 0)
+    if (type.hasStaticShape() && type.getNumElements() == 0)
       return;
     auto boolType = type.clone(b.getI1Type());
     Value nonzero = graph::NeOp::create(b, nodeLoc, boolType, divisor,
@@ -955,6 +955,15 @@ LogicalResult slice(Importer &im) {
   if (!im.isNull(im.arg(2, "start")))
     if (auto s = im.arg(2, "start")->getAsInteger())
       start = *s;
+  if (type.isDynamicDim(dim)) {
+    // A symbolic dim: the start must be known and count from the front (the
+    // length is the node's).
+    if (!im.isNull(im.arg(2, "start")) && (!start || *start < 0))
+      return im.fail("slicing a symbolic dim needs a non-negative constant start");
+    return im.define(graph::SliceOp::create(im.builder(), im.loc(), im.outType(), *input, dim,
+                                            start.value_or(0), step)
+                         ->getResults());
+  }
   int64_t begin = sliceBound(start, type.getDimSize(dim), 0);
   if (begin >= type.getDimSize(dim))
     begin = 0; // the result is empty; any in-range start will do
@@ -1480,7 +1489,12 @@ const llvm::StringSet<> &symbolicTargets() {
       "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
       "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
       "aten.flatten.using_ints", "aten.alias.default", "aten.permute.default", "aten.t.default",
-      "aten.transpose.int", "aten.expand.default"};
+      "aten.transpose.int", "aten.expand.default", "aten.slice.Tensor", "aten.cat.default",
+      // Bitwise ops, gathers of rows and ranges.
+      "aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor",
+      "aten.bitwise_or.Scalar", "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
+      "aten.embedding.default", "aten.arange.default", "aten.arange.start",
+      "aten.arange.start_step"};
   return targets;
 }
 
@@ -1861,6 +1875,7 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
 
   SmallVector<Type> inputTypes;
   SmallVector<std::string> inputNames;
+  SmallVector<std::optional<int64_t>> symbolInputs; // "symbol": the input is its value
   if (const json::Array *inputs = graph->getArray("inputs")) {
     for (const json::Value &input : *inputs) {
       const json::Object *o = input.getAsObject();
@@ -1870,11 +1885,22 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
         return nullptr;
       inputTypes.push_back(meta->type());
       inputNames.push_back(inputName);
+      std::optional<int64_t> symbol = o ? o->getInteger("symbol") : std::nullopt;
+      if (symbol && (*symbol < 0 || *symbol >= numSymbols || !meta->shape.empty() ||
+                     !meta->element.isInteger(64))) {
+        emitError(NameLoc::get(b.getStringAttr(inputName)))
+            << "a symbol's value is a 0-d int64 input naming one of the graph's symbols";
+        return nullptr;
+      }
+      symbolInputs.push_back(symbol);
     }
   }
   auto func = func::FuncOp::create(b, fileLoc, name, b.getFunctionType(inputTypes, {}));
   if (failed(parseSymbols(*graph, func)))
     return nullptr;
+  for (auto [i, symbol] : llvm::enumerate(symbolInputs))
+    if (symbol)
+      func.setArgAttr(i, graph::kSymbolArgAttr, b.getI64IntegerAttr(*symbol));
   Block *entry = func.addEntryBlock();
   for (auto [i, inputName] : llvm::enumerate(inputNames))
     values[inputName] = {entry->getArgument(i)};

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -convert-kiln-graph-to-linalg | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -convert-kiln-graph-to-linalg -canonicalize | FileCheck %s
 
 // In a kernel with size symbols (its last `kiln.num_symbols` arguments),
 // symbolic dims become values computed from the symbols: tensor.empty takes
@@ -14,8 +14,7 @@
 // Softmax's row maxima and sums get a unit dim back with one expand each.
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%{{.*}}, 1] : tensor<?xf32> into tensor<?x1xf32>
 // The mean's count, s1 * 8, is a value converted to f32 once.
-// CHECK: %[[C8:.*]] = arith.constant 8 : index
-// CHECK: %[[COUNT:.*]] = arith.muli %[[S1]], %[[C8]]
+// CHECK: %[[COUNT:.*]] = arith.muli %[[S1]], %{{.*}}
 // CHECK: %[[COUNTI:.*]] = arith.index_cast %[[COUNT]] : index to i64
 // CHECK: %[[COUNTF:.*]] = arith.sitofp %[[COUNTI]] : i64 to f32
 // CHECK: tensor.empty(%[[S0]]) : tensor<?xf32>
@@ -30,4 +29,36 @@ func.func @rows(%x: tensor<?x?x8xf32, #bs>, %w: tensor<8x4xf32>, %s0: index, %s1
   %2 = kiln_graph.softmax %1 {dim = 1 : i64} : tensor<?x4xf32, #p> -> tensor<?x4xf32, #p>
   %3 = kiln_graph.mean %x {dims = array<i64: 1, 2>} : tensor<?x?x8xf32, #bs> -> tensor<?xf32, #s0>
   return %2, %3 : tensor<?x4xf32, #p>, tensor<?xf32, #s0>
+}
+
+// -----
+
+// Gathers of rows, concatenation, ranges and slices with symbolic sizes: the
+// rows of an embedding and a range are s0; the concatenation's second part
+// starts at s0 (the first one's clamped index stops at s0 - 1); a slice keeps
+// its constant start and step and takes its sizes from the symbols.
+// CHECK-LABEL: func.func @gathers
+// CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<?x8xf32>, %[[Y:[a-z0-9_]+]]: tensor<4x8xf32>, %[[S0:[a-z0-9_]+]]: index)
+// CHECK: tensor.empty(%[[S0]]) : tensor<?x8xf32>
+// CHECK: tensor.extract %{{.*}} : tensor<10x8xf32>
+// CHECK: %[[ROWS:.*]] = arith.addi %[[S0]], %{{.*}} : index
+// CHECK: tensor.empty(%[[ROWS]]) : tensor<?x8xf32>
+// CHECK: arith.subi %[[S0]], %{{.*}} : index
+// CHECK: tensor.extract %[[X]]
+// CHECK: arith.subi %{{.*}}, %[[S0]] : index
+// CHECK: tensor.extract %[[Y]]
+// CHECK: arith.cmpi sge, %{{.*}}, %[[S0]] : index
+// CHECK: tensor.empty(%[[S0]]) : tensor<?xi64>
+// CHECK: tensor.extract_slice %[[X]][0, 2] [%[[S0]], 2] [1, 3] : tensor<?x8xf32> to tensor<?x2xf32>
+#s0 = affine_map<()[s0] -> (s0)>
+#p1 = affine_map<()[s0] -> (s0 + 4)>
+func.func @gathers(%ids: tensor<?xi64, #s0>, %w: tensor<10x8xf32>, %x: tensor<?x8xf32, #s0>,
+                   %y: tensor<4x8xf32>, %s0: index)
+    -> (tensor<?x8xf32, #s0>, tensor<?x8xf32, #p1>, tensor<?xi64, #s0>, tensor<?x2xf32, #s0>)
+    attributes {kiln.num_symbols = 1 : i64} {
+  %0 = kiln_graph.embedding %w, %ids : tensor<10x8xf32>, tensor<?xi64, #s0> -> tensor<?x8xf32, #s0>
+  %1 = kiln_graph.concat %x, %y {dim = 0 : i64} : tensor<?x8xf32, #s0>, tensor<4x8xf32> -> tensor<?x8xf32, #p1>
+  %2 = kiln_graph.iota {start = 0 : i64, step = 1 : i64} : tensor<?xi64, #s0>
+  %3 = kiln_graph.slice %x {dim = 1 : i64, start = 2 : i64, step = 3 : i64} : tensor<?x8xf32, #s0> -> tensor<?x2xf32, #s0>
+  return %0, %1, %2, %3 : tensor<?x8xf32, #s0>, tensor<?x8xf32, #p1>, tensor<?xi64, #s0>, tensor<?x2xf32, #s0>
 }

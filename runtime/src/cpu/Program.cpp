@@ -76,16 +76,32 @@ std::vector<std::string> Program::symbolNames() const {
 
 /// The symbols' values from the input shapes they are bound to, each checked
 /// against its range; then every input dim against its expression.
-Status Program::bindSymbols(const std::vector<TensorDesc> &inputDescs,
+Status Program::bindSymbols(const std::vector<void *> &inputs,
+                            const std::vector<TensorDesc> &inputDescs,
                             std::vector<int64_t> &symbols) const {
   symbols.clear();
   for (const SymbolDesc &symbol : artifact_.symbols) {
     const TensorDesc &input = inputDescs[symbol.input];
     std::string where = "input " + std::to_string(symbol.input) + " (" + input.str() + ")";
+    int64_t value;
+    if (symbol.dim == kSymbolValue) { // a size passed as a 0-d int64
+      if (!inputs[symbol.input])
+        return Status::error(where + ", the value of " + symbol.name + ": null data pointer");
+      std::memcpy(&value, inputs[symbol.input], sizeof(value));
+      if (value < symbol.min || value > symbol.max)
+        return Status::error(where + " is " + std::to_string(value) +
+                             ", but the graph was compiled for " + symbol.name + " in [" +
+                             std::to_string(symbol.min) + ", " +
+                             (symbol.max == INT64_MAX ? std::string("inf")
+                                                      : std::to_string(symbol.max)) +
+                             "]");
+      symbols.push_back(value);
+      continue;
+    }
     if (symbol.dim >= input.shape.size())
       return Status::error(where + " has no dim " + std::to_string(symbol.dim) +
                            ", which gives the size " + symbol.name);
-    int64_t value = input.shape[symbol.dim];
+    value = input.shape[symbol.dim];
     if (value < symbol.min || value > symbol.max)
       return Status::error(
           where + " dim " + std::to_string(symbol.dim) + " is " + std::to_string(value) +
@@ -169,7 +185,7 @@ Status Program::checkInputs(const std::vector<void *> &inputs,
                            expected.str() + ", got " + inputDescs[i].str());
   }
   if (symbolic)
-    KILN_RETURN_IF_ERROR(bindSymbols(inputDescs, symbols));
+    KILN_RETURN_IF_ERROR(bindSymbols(inputs, inputDescs, symbols));
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i] && inputDescs[i].byteSize() != 0)
       return Status::error("input " + std::to_string(i) + " (" +

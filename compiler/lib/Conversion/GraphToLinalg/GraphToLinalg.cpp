@@ -289,6 +289,14 @@ Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
   return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, index, zero), high);
 }
 
+/// The same with a size known at run time (at least 1 where it is read).
+Value clampIndex(OpBuilder &b, Location loc, Value index, Value size) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value high = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, size, one), zero);
+  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, index, zero), high);
+}
+
 
 //===----------------------------------------------------------------------===//
 // Op lowerings
@@ -584,14 +592,17 @@ LogicalResult lowerExpand(RewriterBase &rewriter, ExpandOp op) {
 
 LogicalResult lowerSlice(RewriterBase &rewriter, SliceOp op) {
   auto in = tensorType(op.getInput()), out = tensorType(op.getResult());
-  SmallVector<OpFoldResult> offsets, sizes, strides;
+  Value input = op.getInput();
+  if (in.getEncoding())
+    input = tensor::CastOp::create(rewriter, op.getLoc(), withoutEncoding(in), input);
+  SmallVector<OpFoldResult> offsets, strides;
+  SmallVector<OpFoldResult> sizes = kiln::kernel::dimSizes(rewriter, op.getLoc(), dimExprs(out));
   for (int64_t i = 0; i < in.getRank(); ++i) {
     bool sliced = i == (int64_t)op.getDim();
     offsets.push_back(rewriter.getIndexAttr(sliced ? (int64_t)op.getStart() : 0));
-    sizes.push_back(rewriter.getIndexAttr(out.getDimSize(i)));
     strides.push_back(rewriter.getIndexAttr(sliced ? (int64_t)op.getStep() : 1));
   }
-  rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, out, op.getInput(),
+  rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, withoutEncoding(out), input,
                                                       offsets, sizes, strides);
   return success();
 }
@@ -602,31 +613,51 @@ LogicalResult lowerConcat(RewriterBase &rewriter, ConcatOp op) {
   Location loc = op.getLoc();
   auto type = tensorType(op.getResult());
   int64_t dim = (int64_t)op.getDim();
-  SmallVector<std::pair<Value, int64_t>> parts; // non-empty inputs, offsets
-  int64_t offset = 0;
+  // Non-empty inputs, each with its offset and size along `dim` (constants,
+  // or expressions over the size symbols computed before the loop).
+  struct Part { Value input; AffineExpr start, size; };
+  SmallVector<Part> parts;
+  AffineExpr offset = rewriter.getAffineConstantExpr(0);
   for (Value input : op.getInputs()) {
-    int64_t size = tensorType(input).getDimSize(dim);
-    if (size > 0)
-      parts.push_back({input, offset});
-    offset += size;
+    AffineExpr size = dimExpr(tensorType(input), dim);
+    auto constant = dyn_cast<AffineConstantExpr>(size);
+    if (!constant || constant.getValue() > 0)
+      parts.push_back({input, offset, size});
+    offset = offset + size;
   }
-  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  SmallVector<std::pair<Value, Value>> bounds; // symbolic parts' start and size
+  for (Part &part : parts)
+    bounds.push_back({isa<AffineConstantExpr>(part.start)
+                          ? Value()
+                          : kiln::kernel::sizeValue(rewriter, loc, part.start),
+                      isa<AffineConstantExpr>(part.size)
+                          ? Value()
+                          : kiln::kernel::sizeValue(rewriter, loc, part.size)});
+  Value init = emptyLike(rewriter, loc, type);
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(type.getRank(), rewriter.getContext())};
   SmallVector<IteratorType> iterators(type.getRank(), IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps,
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init}, maps,
       iterators, "", "", [&](OpBuilder &b, Location l, ValueRange) {
         SmallVector<Value> indices;
         for (int64_t i = 0; i < type.getRank(); ++i)
           indices.push_back(linalg::IndexOp::create(b, l, i));
         Value result;
         // Later parts win where their range starts: select forwards.
-        for (auto [input, start] : parts) {
-          int64_t size = tensorType(input).getDimSize(dim);
-          Value startValue = arith::ConstantIndexOp::create(b, l, start);
+        for (auto [part, bound] : llvm::zip(parts, bounds)) {
+          Value input = part.input;
+          if (auto inputType = tensorType(input); inputType.getEncoding())
+            input = tensor::CastOp::create(b, l, withoutEncoding(inputType), input);
+          Value startValue = bound.first
+                                 ? bound.first
+                                 : arith::ConstantIndexOp::create(
+                                       b, l, cast<AffineConstantExpr>(part.start).getValue())
+                                       .getResult();
           Value local = arith::SubIOp::create(b, l, indices[dim], startValue);
           SmallVector<Value> at(indices);
-          at[dim] = clampIndex(b, l, local, size);
+          at[dim] = bound.second
+                        ? clampIndex(b, l, local, bound.second)
+                        : clampIndex(b, l, local, cast<AffineConstantExpr>(part.size).getValue());
           Value element = tensor::ExtractOp::create(b, l, input, at);
           if (!result) {
             result = element;
@@ -651,7 +682,7 @@ LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
   int64_t rank = type.getRank();
   int64_t rows = tensorType(op.getWeight()).getDimSize(0);
   Value weight = op.getWeight();
-  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  Value init = emptyLike(rewriter, loc, type);
   SmallVector<AffineExpr> indexExprs;
   for (int64_t i = 0; i + 1 < rank; ++i)
     indexExprs.push_back(getAffineDimExpr(i, ctx));
@@ -659,7 +690,7 @@ LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
                               AffineMap::getMultiDimIdentityMap(rank, ctx)};
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{op.getIndices()}, ValueRange{init},
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getIndices()}, ValueRange{init},
       maps, iterators, "", "", [&](OpBuilder &b, Location l, ValueRange a) {
         Value row = clampIndex(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]),
                                rows);
@@ -684,10 +715,10 @@ LogicalResult lowerIota(RewriterBase &rewriter, IotaOp op) {
   auto type = tensorType(op.getResult());
   Type element = type.getElementType();
   Location loc = op.getLoc();
-  Value init = emptyTensor(rewriter, loc, type.getShape(), element);
+  Value init = emptyLike(rewriter, loc, type);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, rewriter.getContext());
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, ArrayRef<AffineMap>{identity},
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init}, ArrayRef<AffineMap>{identity},
       ArrayRef<IteratorType>{IteratorType::parallel}, "", "",
       [&](OpBuilder &b, Location l, ValueRange) {
         Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 0));
@@ -995,7 +1026,7 @@ bool lowersSymbolicShapes(Operation *op) {
   return isElementwise(op) ||
          isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
              ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ExpandOp,
-             ConstantOp>(op);
+             SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp>(op);
 }
 
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {

@@ -127,9 +127,12 @@ struct OutlineKernelsPass
                                      builder.getFunctionType(argTypes, resultTypes));
     plan->setAttr(plan::kEntryAttr, builder.getUnitAttr());
     Block *planBlock = plan.addEntryBlock();
-    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       if (AffineMapAttr dims = dimsAttr(type))
         plan.setArgAttr(i, plan::kDimsAttr, dims);
+      if (Attribute symbol = func.getArgAttr(i, graph::kSymbolArgAttr))
+        plan.setArgAttr(i, graph::kSymbolArgAttr, symbol);
+    }
     IRMapping buffers; // graph tensor value -> plan buffer
     for (auto [tensor, buffer] : llvm::zip(block.getArguments(), planBlock->getArguments()))
       buffers.map(tensor, buffer);

@@ -55,7 +55,9 @@ struct KernelInfo {
 };
 
 /// A size symbol of a graph compiled with symbolic shapes: its value is dim
-/// `dim` of graph input `input`, and must lie in [min, max].
+/// `dim` of graph input `input` (or, with dim kSymbolValue, the value of that
+/// input, a 0-d int64), and must lie in [min, max].
+inline constexpr uint32_t kSymbolValue = UINT32_MAX;
 struct SymbolDesc {
   std::string name; // as Dynamo named it, e.g. "s77"
   uint32_t input = 0;

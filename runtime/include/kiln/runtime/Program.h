@@ -82,7 +82,8 @@ private:
   Status checkInputs(const std::vector<void *> &inputs,
                      const std::vector<TensorDesc> &inputDescs,
                      std::vector<int64_t> &symbols) const;
-  Status bindSymbols(const std::vector<TensorDesc> &inputDescs,
+  Status bindSymbols(const std::vector<void *> &inputs,
+                     const std::vector<TensorDesc> &inputDescs,
                      std::vector<int64_t> &symbols) const;
   Status resolveShapes(const std::vector<int64_t> &symbols,
                        std::vector<TensorDesc> &types) const;

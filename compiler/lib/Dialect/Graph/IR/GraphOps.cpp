@@ -504,11 +504,14 @@ LogicalResult SliceOp::verify() {
   if (step < 1)
     return emitOpError("step must be positive");
   int64_t size = result.getDimSize(dim), start = (int64_t)getStart();
-  if (start < 0 || start > input.getDimSize(dim) ||
-      (size > 0 && start + (size - 1) * step >= input.getDimSize(dim)))
+  // (With a symbolic size in the sliced dim, the bounds hold by Dynamo's
+  // shapes; the plan's sizes come from the same expressions.)
+  bool symbolic = input.isDynamicDim(dim) || result.isDynamicDim(dim);
+  if (start < 0 || (!symbolic && (start > input.getDimSize(dim) ||
+                                  (size > 0 && start + (size - 1) * step >= input.getDimSize(dim)))))
     return emitOpError("slice reads past the end of dim ") << dim;
   for (int64_t i = 0; i < input.getRank(); ++i)
-    if (i != dim && input.getDimSize(i) != result.getDimSize(i))
+    if (i != dim && !sameSize(dimExpr(input, i), dimExpr(result, i)))
       return emitOpError("only dim ") << dim << " may change size";
   return success();
 }
@@ -520,18 +523,18 @@ LogicalResult ConcatOp::verify() {
   int64_t dim = (int64_t)getDim();
   if (dim < 0 || dim >= result.getRank())
     return emitOpError("dim out of range");
-  int64_t total = 0;
+  AffineExpr total = getAffineConstantExpr(0, getContext());
   for (Value input : getInputs()) {
     auto type = tensorType(input);
     if (type.getRank() != result.getRank() ||
         type.getElementType() != result.getElementType())
       return emitOpError("inputs must match the result rank and element type");
     for (int64_t i = 0; i < result.getRank(); ++i)
-      if (i != dim && type.getDimSize(i) != result.getDimSize(i))
+      if (i != dim && !sameSize(dimExpr(type, i), dimExpr(result, i)))
         return emitOpError("inputs differ from the result outside dim ") << dim;
-    total += type.getDimSize(dim);
+    total = total + dimExpr(type, dim);
   }
-  if (total != result.getDimSize(dim))
+  if (!sameSize(total, dimExpr(result, dim)))
     return emitOpError("result dim ") << dim << " must be the sum of the inputs'";
   return success();
 }
@@ -706,10 +709,12 @@ LogicalResult EmbeddingOp::verify() {
     return emitOpError("weight must be rank 2");
   if (!indices.getElementType().isInteger(64))
     return emitOpError("indices must be i64");
-  SmallVector<int64_t> expected(indices.getShape());
-  expected.push_back(weight.getDimSize(1));
+  SmallVector<AffineExpr> expected = dimExprs(indices);
+  expected.push_back(dimExpr(weight, 1));
   auto result = tensorType(getResult());
-  if (result.getShape() != ArrayRef<int64_t>(expected) ||
+  if (dimExprs(result).size() != expected.size() ||
+      !llvm::all_of(llvm::zip(dimExprs(result), expected),
+                    [](auto pair) { return sameSize(std::get<0>(pair), std::get<1>(pair)); }) ||
       result.getElementType() != weight.getElementType())
     return emitOpError("result must be indices shape + [embedding dim]");
   return success();

@@ -100,7 +100,7 @@ private:
       return true;
     LeadingDim info = leadingDimOf(op);
     return !info.aligned[0] ||
-           kernels[kernelOf[producer]].extent != *info.extent;
+           !sameSize(kernels[kernelOf[producer]].extent, *info.extent);
   }
 
   /// The kernel a value comes from, looking through boundary reshapes;
@@ -225,7 +225,7 @@ private:
     bool parallelOp = info.extent && isParallelExtent(*info.extent);
     bool singleWorkgroup = candidate >= 0 && !kernels[candidate].extent && !parallelOp;
     bool join = candidate >= 0 && !isa<MatmulOp>(op) &&
-                (singleWorkgroup || (parallelOp && kernels[candidate].extent == *info.extent));
+                (singleWorkgroup || (parallelOp && sameSize(kernels[candidate].extent, *info.extent)));
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
       if (!join || sourceKernel(operand) != candidate)
         continue;

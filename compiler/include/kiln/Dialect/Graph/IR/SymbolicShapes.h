@@ -28,6 +28,9 @@ namespace kiln::graph {
 /// The name of the graph function attribute listing its size symbols:
 /// an array of dictionaries {name, min, max}.
 inline constexpr llvm::StringLiteral kSymbolsAttr = "kiln_graph.symbols";
+/// The argument attribute of a 0-d int64 graph input whose value is a size
+/// symbol (its index), for a symbol that is no input's dim.
+inline constexpr llvm::StringLiteral kSymbolArgAttr = "kiln_graph.symbol";
 
 /// Every dim of `type` as an expression (constants for static dims).
 llvm::SmallVector<mlir::AffineExpr> dimExprs(mlir::ShapedType type);
