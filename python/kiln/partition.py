@@ -156,6 +156,13 @@ class KilnSupport(OperatorSupportBase):
         for arg in node.all_input_nodes:
             values.append((f"input {arg.name}", arg.meta.get("val")))
         symbolic = str(node.target) in self.symbolic_ops
+        operand = _symint_operand(node)
+        if operand:
+            return (f"{operand} is a symbolic integer used as a value (Kiln computes "
+                    "symbolic sizes, not scalars from them)")
+        if (node.target is torch.ops.aten.embedding.default
+                and type(node.args[0].meta["val"].shape[0]) is not int):
+            return "the table's rows are a symbolic size (indices are checked against static ones)"
         for what, value in values:
             problem = self._check_value(what, value, symbolic)
             if problem:
@@ -225,6 +232,33 @@ class KilnSupport(OperatorSupportBase):
         if value.device.type != self.target:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
+
+
+def _symint_operand(node: torch.fx.Node) -> str | None:
+    """The name of an argument that holds a symbolic integer but is not a size
+    (its schema type is not SymInt), e.g. a scalar operand computed from a
+    shape; None if there is none."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return None
+    def symbolic(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(symbolic(v) for v in value)
+        if isinstance(value, torch.fx.Node):
+            value = value.meta.get("val")
+        return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+    bound = list(zip(schema.arguments, node.args)) + [
+        (a, node.kwargs[a.name]) for a in schema.arguments if a.name in node.kwargs]
+    for argument, value in bound:
+        # Integer arguments (SymInt, SymInt[], SymInt? in the schema, which
+        # Python shows as int) are sizes, dims and bounds; Scalars and
+        # Tensors are values. (arange's end is a Scalar, but Kiln takes the
+        # length from the result's size, so a symbolic end is a size too.)
+        size = "int" in str(argument.type) or (schema.name == "aten::arange"
+                                                and argument.name == "end")
+        if symbolic(value) and not size:
+            return f"argument {argument.name}"
+    return None
 
 
 # What remains of a sort after Kiln's decompositions (kiln/decompositions.py

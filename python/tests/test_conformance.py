@@ -219,3 +219,34 @@ def test_a_hanging_sample_is_a_crash():
         assert worker.run("fine", "float32", 3).category == "compiled"
     finally:
         worker.close()
+
+
+@pytest.fixture(scope="module")
+def dynamic_worker(request: pytest.FixtureRequest):
+    """A worker that compiles every sample with dynamic=True."""
+    if request.config.getoption("--kiln-fake-ext"):
+        pytest.skip("conformance runs the real kiln._C in worker processes")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(conformance.DYNAMIC_ENV, "1")
+        w = conformance.Worker()
+        yield w
+        w.close()
+
+
+DYNAMIC_PAIRS = [(op, "float32") for op in CI_SELECTED if "float32" in op.dtypes]
+
+
+@pytest.mark.parametrize(
+    "op", [pytest.param(op, id=op.name) for op, _ in DYNAMIC_PAIRS]
+)
+def test_opinfo_with_symbolic_sizes(dynamic_worker, op):
+    """The CI subset with dynamic=True: an op either compiles with symbolic
+    sizes and matches eager, or falls back with its reason; never a wrong
+    answer or a crash."""
+    result = dynamic_worker.run(op.name, "float32", 2, op.compare, op.core)
+    detail = f"\nwithout Kiln's compiler: {result.without_kiln}" if result.without_kiln else ""
+    if result.category == "crash" and "fails too" in result.without_kiln:
+        pytest.skip(f"PyTorch fails this sample with symbolic sizes too: {result.reason[:200]}")
+    assert result.category not in ("mismatch", "crash"), (
+        f"{result.key} sample {result.sample} ({result.desc}): {result.category}: "
+        f"{result.reason}{detail}\n{result.detail}")

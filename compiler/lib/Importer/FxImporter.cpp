@@ -1023,6 +1023,9 @@ LogicalResult embedding(Importer &im) {
   auto weight = im.tensor(0), indices = im.tensor(1);
   if (failed(weight) || failed(indices))
     return failure();
+  if (cast<RankedTensorType>(weight->getType()).isDynamicDim(0))
+    return im.fail("the table's rows are a symbolic size (indices are checked against "
+                   "static ones)");
   Value rows = im.convert(*indices, im.builder().getI64Type());
   im.assertInRange(rows, cast<RankedTensorType>(weight->getType()).getDimSize(0),
                    /*negativeAllowed=*/false);

@@ -553,8 +553,8 @@ class _Case:
         x, args, kwargs = self.inputs()
         torch._dynamo.reset()
         counters.clear()
-        compiled = torch.compile(self.fn, backend=backend, options=options, dynamic=False,
-                                 fullgraph=False)
+        compiled = torch.compile(self.fn, backend=backend, options=options,
+                                 dynamic=dynamic_mode(), fullgraph=False)
         torch.manual_seed(SEED)
         out = compiled(x, *args, **kwargs)
         records = kiln.compile_records()  # before the next reset clears them
@@ -654,6 +654,15 @@ def _plain_seed_wrapper() -> None:
         return op(*args, **kwargs)
 
     cmi.wrapper_set_seed = wrapper_set_seed
+
+
+# Set by --dynamic (and inherited by the workers): compile every sample with
+# dynamic=True, so that every size Dynamo does not specialize is symbolic.
+DYNAMIC_ENV = "KILN_CONFORMANCE_DYNAMIC"
+
+
+def dynamic_mode() -> bool:
+    return os.environ.get(DYNAMIC_ENV) == "1"
 
 
 def iter_pair(name: str, dtype: str, max_samples: int, compare_mode: str | None = None,
@@ -1370,6 +1379,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="exit 1 on a failure not in the known failures, or a listed one "
                         "that now passes")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="compile with dynamic=True (symbolic sizes): ops without symbolic "
+                        "lowerings fall back, and mismatches and crashes are what to look "
+                        "for; the known failures are for static shapes and are not compared")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -1390,9 +1403,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     if args.reference_inputs and args.update_known_failures:
         parser.error("--update-known-failures records sample inputs; drop --reference-inputs")
+    if args.dynamic and (args.update_known_failures or args.check):
+        parser.error("the known failures are for static shapes; --dynamic does not use them")
+    if args.dynamic:
+        os.environ[DYNAMIC_ENV] = "1"  # the workers inherit it
     jobs = [Job(op, dtype, max_samples, args.reference_inputs)
             for op in selected for dtype in op.dtypes]
-    print(f"kiln OpInfo conformance: {len(selected)} OpInfos ({sum(s.core for s in selected)} "
+    print(f"kiln OpInfo conformance{' (dynamic=True)' if args.dynamic else ''}: "
+          f"{len(selected)} OpInfos ({sum(s.core for s in selected)} "
           f"Core ATen), {len(jobs)} (OpInfo, dtype) pairs, up to {max_samples} samples each, "
           f"{args.jobs} worker(s), on {cpu_name()}", flush=True)
 
@@ -1420,7 +1438,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
 
     known = load_known(args.known_failures)
-    problems = check_known(results, known)
+    problems = [] if args.dynamic else check_known(results, known)
     core = [r for r in results if r.core]
     print()
     for line in _totals_table(core):
