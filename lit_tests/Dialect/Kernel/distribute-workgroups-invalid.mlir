@@ -50,13 +50,16 @@ func.func @misaligned_start(%wg: index, %wgc: index, %out: memref<10xf32>) attri
 
 // With a symbolic extent, a loop whose step is not 1 must start at a constant
 // multiple of it, so that chunk boundaries fall on its iterations.
-func.func @symbolic_unaligned(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: index, %lb: index)
+func.func @symbolic_unaligned(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: index)
     attributes {kiln.kernel = "k", kiln.num_symbols = 1 : i64,
                 kiln.workgroup_extent = affine_map<()[s0] -> (s0)>} {
   %c2 = arith.constant 2 : index
   %f = arith.constant 1.0 : f32
+  %lb = memref.load %out[%c2] : memref<?xf32>
+  %lbi = arith.fptoui %lb : f32 to i64
+  %lbx = arith.index_cast %lbi : i64 to index
   // expected-error @+1 {{top-level loop of a kernel with a symbolic workgroup extent must have a constant step, and a constant lower bound that is a multiple of it unless the step is 1}}
-  scf.for %i = %lb to %s0 step %c2 {
+  scf.for %i = %lbx to %s0 step %c2 {
     memref.store %f, %out[%i] : memref<?xf32>
   }
   return
