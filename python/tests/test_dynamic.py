@@ -143,6 +143,11 @@ OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "permute_expand": lambda x: x.unsqueeze(0).expand(3, *x.shape).permute(1, 0, 2).sin(),
     "dtype_cast": lambda x: (x * 10).to(torch.int64).to(torch.float32) / 10,
     "any_all": lambda x: (x > 0).any(-1).float() + (x > -5).all(-1).float(),
+    "fills": lambda x: torch.zeros_like(x) + torch.full_like(x, 2.0) * torch.ones_like(x) + x,
+    "int_division": lambda x: ((x * 10).to(torch.int64) // 3
+                               + torch.remainder((x * 10).to(torch.int64), 4)
+                               + torch.fmod((x * 10).to(torch.int64), (x.abs() * 5 + 1).to(torch.int64))
+                               ).float() + torch.fmod(x, 0.3),
 }
 
 

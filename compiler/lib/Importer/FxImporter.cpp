@@ -234,6 +234,13 @@ public:
       scalar = b.getIntegerAttr(element, (int64_t)value);
     return graph::ConstantOp::create(b, nodeLoc, DenseElementsAttr::get(type, scalar));
   }
+  /// The node's result filled with `value`: a constant, or for a symbolic
+  /// shape the scalar expanded to it.
+  Value splatOut(double value) {
+    if (outputs[0].dims.empty())
+      return splat(outputs[0].shape, outputs[0].element, value);
+    return graph::ExpandOp::create(b, nodeLoc, outType(), splat({}, outputs[0].element, value));
+  }
   Value reshape(Value v, RankedTensorType type) {
     if (v.getType() == type)
       return v;
@@ -1038,7 +1045,7 @@ LogicalResult full(Importer &im, unsigned valueIndex, StringRef name) {
   auto value = im.number(im.arg(valueIndex, name), name);
   if (failed(value))
     return failure();
-  return im.define(im.splat(im.out().shape, im.out().element, *value));
+  return im.define(im.splatOut(*value));
 }
 
 /// aten.arange (.default: end; .start: start, end; .start_step: start, end,
@@ -1373,7 +1380,7 @@ LogicalResult gather(Importer &im) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   rowsType = cast<RankedTensorType>(rows.getType());
   if (rowsType.getNumElements() == 0) // nothing to gather (ATen accepts any rank then)
-    return im.define(im.splat(im.out().shape, im.out().element, 0.0));
+    return im.define(im.splatOut(0.0));
   if (rowsType.getRank() != sourceType.getRank())
     return im.fail("index must have the input's rank");
   im.assertInRange(rows, sourceType.getDimSize(*dim), /*negativeAllowed=*/false);
@@ -1497,7 +1504,14 @@ const llvm::StringSet<> &symbolicTargets() {
       "aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor",
       "aten.bitwise_or.Scalar", "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
       "aten.embedding.default", "aten.arange.default", "aten.arange.start",
-      "aten.arange.start_step"};
+      "aten.arange.start_step",
+      // Fills (a scalar expanded to the symbolic shape) and integer division
+      // (its divisor assert is symbolic too).
+      "aten.full.default", "aten.full_like.default", "aten.zeros_like.default",
+      "aten.ones_like.default", "aten.empty.memory_format", "aten.empty_like.default",
+      "aten.div.Tensor_mode", "aten.div.Scalar_mode", "aten.floor_divide.default",
+      "aten.floor_divide.Scalar", "aten.fmod.Tensor", "aten.fmod.Scalar",
+      "aten.remainder.Tensor", "aten.remainder.Scalar"};
   return targets;
 }
 
@@ -1673,12 +1687,12 @@ const llvm::StringMap<Handler> &handlers() {
     // Uninitialized memory in ATen; zeros here, which is one valid content.
     add({"aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_like.default",
          "aten.new_empty.default", "aten.new_empty_strided.default"},
-        [](Importer &im) { return im.define(im.splat(im.out().shape, im.out().element, 0.0)); });
+        [](Importer &im) { return im.define(im.splatOut(0.0)); });
     t["aten.zeros_like.default"] = [](Importer &im) {
-      return im.define(im.splat(im.out().shape, im.out().element, 0.0));
+      return im.define(im.splatOut(0.0));
     };
     t["aten.ones_like.default"] = [](Importer &im) {
-      return im.define(im.splat(im.out().shape, im.out().element, 1.0));
+      return im.define(im.splatOut(1.0));
     };
     return t;
   }();
