@@ -959,11 +959,14 @@ class Worker:
         self.pairs += 1
         result = PairResult(op, dtype, core=core)
         started = time.perf_counter()
+        # Where this pair's stderr starts, taken before the worker can write
+        # any of it (it may print and die as soon as it reads the job).
+        offset = self.log_path.stat().st_size
         self.proc.stdin.write(json.dumps({"op": op, "dtype": dtype, "max_samples": max_samples,
                                           "mode": mode, "reference_inputs": reference_inputs})
                               + "\n")
         self.proc.stdin.flush()
-        index, desc, offset = 0, "", self.log_path.stat().st_size
+        index, desc = 0, ""
         while True:
             try:
                 message = self._next(self.case_timeout)
