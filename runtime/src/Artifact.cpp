@@ -26,6 +26,23 @@ uint32_t Artifact::numInputs() const {
   return count;
 }
 
+StatusOr<TensorDesc> resolveBufferDesc(const BufferDesc &buffer,
+                                       const std::vector<int64_t> &symbols) {
+  TensorDesc desc = buffer.type;
+  size_t nth = 0;
+  for (int64_t &dim : desc.shape) {
+    if (dim != -1)
+      continue;
+    if (nth >= buffer.dims.size())
+      return Status::error("a symbolic dim without its expression");
+    StatusOr<int64_t> value = evaluateSizeExpr(buffer.dims[nth++], symbols);
+    if (!value.ok())
+      return value.status();
+    dim = *value;
+  }
+  return desc;
+}
+
 uint64_t artifactChecksum(const uint8_t *data, size_t size) {
   uint64_t hash = 14695981039346656037ull;
   for (size_t i = 0; i < size; ++i) {

@@ -304,16 +304,10 @@ Status randomInputDescs(const Options &options, const Program &program,
   for (const BufferDesc &buffer : graph.buffers) {
     if (buffer.kind != BufferKind::Input)
       continue;
-    TensorDesc &desc = descs[buffer.source];
-    size_t nth = 0;
-    for (int64_t &dim : desc.shape) {
-      if (dim != -1)
-        continue;
-      StatusOr<int64_t> size = evaluateSizeExpr(buffer.dims[nth++], values);
-      if (!size.ok())
-        return size.status().withContext("input " + std::to_string(buffer.source));
-      dim = *size;
-    }
+    StatusOr<TensorDesc> desc = resolveBufferDesc(buffer, values);
+    if (!desc.ok())
+      return desc.status().withContext("input " + std::to_string(buffer.source));
+    descs[buffer.source] = std::move(*desc);
   }
   return Status::OK();
 }

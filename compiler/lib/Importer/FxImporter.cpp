@@ -234,13 +234,15 @@ public:
       scalar = b.getIntegerAttr(element, (int64_t)value);
     return graph::ConstantOp::create(b, nodeLoc, DenseElementsAttr::get(type, scalar));
   }
-  /// The node's result filled with `value`: a constant, or for a symbolic
-  /// shape the scalar expanded to it.
-  Value splatOut(double value) {
-    if (outputs[0].dims.empty())
-      return splat(outputs[0].shape, outputs[0].element, value);
-    return graph::ExpandOp::create(b, nodeLoc, outType(), splat({}, outputs[0].element, value));
+  /// `type` filled with `value`: a constant, or for a symbolic shape the
+  /// scalar expanded to it.
+  Value splat(RankedTensorType type, double value) {
+    if (!graph::isSymbolic(type))
+      return splat(type.getShape(), type.getElementType(), value);
+    return graph::ExpandOp::create(b, nodeLoc, type, splat({}, type.getElementType(), value));
   }
+  /// The node's result filled with `value`.
+  Value splatOut(double value) { return splat(outType(), value); }
   Value reshape(Value v, RankedTensorType type) {
     if (v.getType() == type)
       return v;
@@ -743,12 +745,8 @@ LogicalResult layerNorm(Importer &im) {
       if (failed(t))
         return failure();
       affine[i] = *t;
-    } else if (graph::isSymbolic(affineType)) {
-      // No weight (bias): ones (zeros) of the normalized dims, symbolic ones too.
-      affine[i] = graph::ExpandOp::create(im.builder(), im.loc(), affineType,
-                                          im.splat({}, element, i ? 0.0 : 1.0));
-    } else {
-      affine[i] = im.splat(affineType.getShape(), element, i ? 0.0 : 1.0);
+    } else { // no weight (bias): ones (zeros) of the normalized dims
+      affine[i] = im.splat(affineType, i ? 0.0 : 1.0);
     }
   }
   auto op = graph::LayerNormOp::create(

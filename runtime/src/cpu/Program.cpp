@@ -111,24 +111,25 @@ Status Program::bindSymbols(const std::vector<void *> &inputs,
           "] (Dynamo specializes the sizes 0 and 1, and mark_dynamic may set bounds)");
     symbols.push_back(value);
   }
-  std::vector<std::string> names = symbolNames();
   for (size_t i = 0; i < inputDescs.size(); ++i) {
     const BufferDesc &buffer = artifact_.buffers[inputBuffers_[i]];
     const TensorDesc &actual = inputDescs[i];
-    size_t nth = 0;
-    for (size_t d = 0; d < actual.shape.size(); ++d) {
+    StatusOr<TensorDesc> expected = resolveBufferDesc(buffer, symbols);
+    if (!expected.ok())
+      return expected.status().withContext("input " + std::to_string(i));
+    if (expected->shape == actual.shape)
+      continue;
+    // Name the first dim that differs, with its relation (the static dims
+    // matched in checkInputs, so it is a symbolic one).
+    for (size_t d = 0, nth = 0; d < actual.shape.size(); ++d) {
       if (buffer.type.shape[d] != -1)
         continue;
       const SizeExpr &expr = buffer.dims[nth++];
-      StatusOr<int64_t> expected = evaluateSizeExpr(expr, symbols);
-      if (!expected.ok())
-        return expected.status().withContext("input " + std::to_string(i) + " dim " +
-                                             std::to_string(d));
-      if (*expected != actual.shape[d])
+      if (expected->shape[d] != actual.shape[d])
         return Status::error("input " + std::to_string(i) + " (" + actual.str() + ") dim " +
                              std::to_string(d) + " is " + std::to_string(actual.shape[d]) +
-                             ", but the graph requires it to equal " + expr.str(names) + " = " +
-                             std::to_string(*expected));
+                             ", but the graph requires it to equal " + expr.str(symbolNames()) +
+                             " = " + std::to_string(expected->shape[d]));
     }
   }
   return Status::OK();
@@ -141,17 +142,11 @@ Status Program::resolveShapes(const std::vector<int64_t> &symbols,
   types.resize(buffers.size());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferDesc &buffer = buffers[id];
+    StatusOr<TensorDesc> resolved = resolveBufferDesc(buffer, symbols);
+    if (!resolved.ok())
+      return resolved.status().withContext("buffer " + std::to_string(id));
     TensorDesc &type = types[id];
-    type = buffer.type;
-    size_t nth = 0;
-    for (int64_t &dim : type.shape) {
-      if (dim != -1)
-        continue;
-      StatusOr<int64_t> value = evaluateSizeExpr(buffer.dims[nth++], symbols);
-      if (!value.ok())
-        return value.status().withContext("buffer " + std::to_string(id));
-      dim = *value;
-    }
+    type = std::move(*resolved);
     KILN_RETURN_IF_ERROR(validateTensorDesc(type).withContext("buffer " + std::to_string(id)));
     if (buffer.kind == BufferKind::View &&
         type.byteSize() > types[buffer.source].byteSize())

@@ -119,6 +119,11 @@ struct Artifact {
   uint32_t numInputs() const;
 };
 
+/// A buffer's desc with its symbolic (-1) dims evaluated for these symbol
+/// values (the desc itself for a static buffer).
+StatusOr<TensorDesc> resolveBufferDesc(const BufferDesc &buffer,
+                                       const std::vector<int64_t> &symbols);
+
 /// FNV-1a-64, the payload checksum stored in the header.
 uint64_t artifactChecksum(const uint8_t *data, size_t size);
 
