@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Iterable, Mapping
 
+import sympy
 import torch
 import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
@@ -163,6 +164,16 @@ class KilnSupport(OperatorSupportBase):
         if (node.target is torch.ops.aten.embedding.default
                 and type(node.args[0].meta["val"].shape[0]) is not int):
             return "the table's rows are a symbolic size (indices are checked against static ones)"
+        if (node.target is torch.ops.aten.select.int and isinstance(node.args[2], int)
+                and node.args[2] < 0):
+            shape = node.args[0].meta["val"].shape
+            if type(shape[node.args[1]]) is not int:
+                return ("a negative index into a symbolic dim (Kiln slices at constant "
+                        "offsets from the start)")
+        if node.target is torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default:
+            problem = _attention_sizes_problem(node)
+            if problem:
+                return problem
         for what, value in values:
             problem = self._check_value(what, value, symbolic)
             if problem:
@@ -232,6 +243,43 @@ class KilnSupport(OperatorSupportBase):
         if value.device.type != self.target:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
+
+
+def _same_size(a: Any, b: Any) -> bool:
+    """Are two sizes (ints or SymInts) equal for every value of the symbols?"""
+    if type(a) is int and type(b) is int:
+        return a == b
+    expr = lambda x: x.node.expr if isinstance(x, torch.SymInt) else x
+    return sympy.simplify(expr(a) - expr(b)) == 0
+
+
+def _attention_sizes_problem(node: torch.fx.Node) -> str | None:
+    """Why Kiln's fused attention cannot take this call's symbolic sizes:
+    heads and head sizes must be static, and the sizes that must agree must be
+    the same symbol (Dynamo does not prove that a key and a value marked
+    dynamic separately have one length; eager checks it at run time)."""
+    shapes = [arg.meta["val"].shape if isinstance(arg, torch.fx.Node) else ()
+              for arg in node.args[:3]]
+    if any(len(shape) != 4 for shape in shapes):
+        return None  # the importer names the rank problem
+    q, k, v = shapes
+    if not all(type(shape[1]) is int and type(shape[3]) is int for shape in shapes):
+        return ("symbolic head count or head size (only the batch and the sequence "
+                "lengths of attention may be symbolic)")
+    if not (_same_size(q[0], k[0]) and _same_size(q[0], v[0])):
+        return (f"query, key and value batch sizes {q[0]}, {k[0]}, {v[0]} are symbols "
+                "that Dynamo did not prove equal")
+    if not _same_size(k[2], v[2]):
+        return f"key and value lengths {k[2]} and {v[2]} are symbols that Dynamo did not prove equal"
+    mask = node.kwargs.get("attn_mask")
+    if isinstance(mask, torch.fx.Node):
+        shape = list(mask.meta["val"].shape)
+        shape = [1] * (4 - len(shape)) + shape
+        for d, full in enumerate((q[0], q[1], q[2], k[2])):
+            if not (type(shape[d]) is int and shape[d] == 1) and not _same_size(shape[d], full):
+                return (f"attn_mask dim {d} has size {shape[d]}, which Dynamo did not prove "
+                        f"equal to {full}")
+    return None
 
 
 def _symint_operand(node: torch.fx.Node) -> str | None:

@@ -141,6 +141,7 @@ OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "matmul": lambda x: (x @ x.transpose(-2, -1)).relu() @ x,
     "views": lambda x: x.reshape(-1).view(x.shape[0], -1).unsqueeze(1).squeeze(1).t().exp(),
     "permute_expand": lambda x: x.unsqueeze(0).expand(3, *x.shape).permute(1, 0, 2).sin(),
+    "select": lambda x: (x[1] + x[0]).sum() + x[:, 2] * x[1, 1],
     "dtype_cast": lambda x: (x * 10).to(torch.int64).to(torch.float32) / 10,
     "any_all": lambda x: (x > 0).any(-1).float() + (x > -5).all(-1).float(),
     "fills": lambda x: torch.zeros_like(x) + torch.full_like(x, 2.0) * torch.ones_like(x) + x,
@@ -168,6 +169,46 @@ def test_linear_stack_with_symbolic_batch_and_features():
     _sweep(fn, calls, dynamic=True)
 
 
+_QKV = torch.randn(64, 192) / 8
+
+
+def _attention(x: torch.Tensor, causal: bool, masked: bool) -> torch.Tensor:
+    """Multi-head attention as models write it: q, k and v from one
+    projection (which pins the width), heads split by views with static head
+    counts, so only the batch and the length are symbolic."""
+    b, s, _ = x.shape
+    q, k, v = (x @ _QKV).view(b, s, 3, 4, 16).permute(2, 0, 3, 1, 4)
+    mask = None
+    if masked:  # a padding-style mask over the keys, built in the graph
+        mask = torch.where(x[:, None, None, :, 0] > 1.5, float("-inf"), 0.0)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+    return out.transpose(1, 2).reshape(b, s, 64)
+
+
+@pytest.mark.parametrize("causal, masked", [(False, False), (True, False), (False, True)])
+def test_fused_attention_under_symbolic_batch_and_length(causal, masked):
+    """The fused attention kernel takes symbolic batch and lengths: ragged
+    blocks of queries (192 rows) and tiles of keys (64) are sized at run
+    time."""
+    calls = _sizes((2, 7, 64), (3, 64, 64), (1, 193, 64), (2, 100, 64), (4, 1, 64))
+    records = _sweep(lambda x: _attention(x, causal, masked), calls, dynamic=True)
+    assert any(r.symbols for r in records), records
+
+
+def test_attention_with_symbolic_heads_runs_in_eager_with_a_reason():
+    """Raw q, k, v under dynamic=True make every dim symbolic, heads and head
+    size too: attention stays in eager, saying why, and the rest compiles."""
+
+    def fn(q: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q.relu(), q, q).exp()
+
+    calls = _sizes((2, 4, 9, 16), (3, 4, 17, 16))
+    (record,) = _sweep(fn, calls, fallback="eager", dynamic=True)
+    assert [f["op"] for f in record.fallbacks] == [
+        "aten._scaled_dot_product_flash_attention_for_cpu.default"]
+    assert "head count or head size" in record.fallbacks[0]["reason"]
+
+
 def test_ops_without_symbolic_lowering_fall_back_per_op():
     """cumsum needs static shapes: it runs in eager, named in the records, and
     the rest of the graph still runs in Kiln kernels."""
@@ -180,6 +221,15 @@ def test_ops_without_symbolic_lowering_fall_back_per_op():
     assert record.status == "partitioned"
     assert [f["op"] for f in record.fallbacks] == ["aten.cumsum.default"]
     assert "static shapes" in record.fallbacks[0]["reason"]
+
+
+def test_negative_index_into_a_symbolic_dim_runs_in_eager_with_a_reason():
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return x[-1].exp() + 1
+
+    (record,) = _sweep(fn, _sizes((5, 8), (9, 8)), fallback="eager", dynamic=True)
+    assert [f["op"] for f in record.fallbacks] == ["aten.select.int"]
+    assert "negative index" in record.fallbacks[0]["reason"]
 
 
 def _resized(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> tuple[torch.Tensor, ...]:

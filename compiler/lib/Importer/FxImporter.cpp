@@ -777,9 +777,14 @@ LogicalResult attention(Importer &im) {
   auto vType = cast<RankedTensorType>(v->getType());
   if (qType.getRank() != 4 || kType.getRank() != 4 || vType.getRank() != 4)
     return im.fail("query, key and value must be 4-D ([batch, heads, length, head size])");
-  for (RankedTensorType t : {qType, kType, vType})
-    if (t.getNumElements() == 0)
+  for (RankedTensorType t : {qType, kType, vType}) {
+    // Heads and head sizes shape the kernel; batch and lengths may be symbolic.
+    if (t.isDynamicDim(1) || t.isDynamicDim(3))
+      return im.fail("symbolic head counts or head sizes are not supported (only the batch "
+                     "and the sequence lengths may be symbolic)");
+    if (t.hasStaticShape() && t.getNumElements() == 0)
       return im.fail("empty query, key or value");
+  }
   Type element = qType.getElementType();
   double scale = 1.0 / std::sqrt((double)qType.getDimSize(3));
   const json::Value *scaleArg = im.arg(6, "scale");
@@ -801,20 +806,20 @@ LogicalResult attention(Importer &im) {
     // A boolean mask keeps the keys where it is true: 0 there, -inf elsewhere.
     if (type.getElementType().isInteger(1)) {
       OpBuilder &b = im.builder();
-      *t = graph::WhereOp::create(b, im.loc(), type.clone(element), *t,
+      *t = graph::WhereOp::create(b, im.loc(), graph::withElementType(type, element), *t,
                                   im.splat({}, element, 0.0),
                                   im.splat({}, element, -INFINITY));
     }
-    SmallVector<int64_t> shape(4 - type.getRank(), 1);
-    llvm::append_range(shape, type.getShape());
-    int64_t full[] = {qType.getDimSize(0), qType.getDimSize(1), qType.getDimSize(2),
-                      kType.getDimSize(2)};
+    MLIRContext *context = im.builder().getContext();
+    SmallVector<AffineExpr> shape(4 - type.getRank(), getAffineConstantExpr(1, context));
+    llvm::append_range(shape, graph::dimExprs(type));
+    AffineExpr full[] = {graph::dimExpr(qType, 0), graph::dimExpr(qType, 1),
+                         graph::dimExpr(qType, 2), graph::dimExpr(kType, 2)};
     for (int64_t d = 0; d < 4; ++d)
-      if (shape[d] != 1 && shape[d] != full[d])
-        return im.fail("attn_mask dim " + std::to_string(d) + " has size " +
-                       std::to_string(shape[d]) + ", which does not broadcast to " +
-                       std::to_string(full[d]));
-    mask = im.reshape(im.convert(*t, element), RankedTensorType::get(shape, element));
+      if (shape[d] != getAffineConstantExpr(1, context) && !graph::sameSize(shape[d], full[d]))
+        return im.fail("attn_mask dim " + std::to_string(d) + " has size " + graph::describeSize(shape[d]) +
+                       ", which does not broadcast to " + graph::describeSize(full[d]));
+    mask = im.reshape(im.convert(*t, element), graph::symbolicTensorType(shape, element));
   }
   OpBuilder &b = im.builder();
   auto op = graph::AttentionOp::create(b, im.loc(), TypeRange{im.outType(0), im.outType(1)},
@@ -989,13 +994,21 @@ LogicalResult select(Importer &im) {
   if (failed(dimArg) || failed(indexArg))
     return failure();
   int64_t dim = *dimArg;
-  int64_t index = *indexArg < 0 ? *indexArg + type.getDimSize(dim) : *indexArg;
-  if (index < 0 || index >= type.getDimSize(dim))
-    return im.fail("index out of range");
-  SmallVector<int64_t> shape(type.getShape());
-  shape[dim] = 1;
-  Value slice = graph::SliceOp::create(im.builder(), im.loc(), type.clone(shape), *input,
-                                       dim, index, 1);
+  int64_t index = *indexArg;
+  if (type.isDynamicDim(dim)) {
+    // Dynamo guarded the index against the symbolic size when it traced.
+    if (index < 0)
+      return im.fail("a negative index into a symbolic dim is not supported");
+  } else {
+    index = index < 0 ? index + type.getDimSize(dim) : index;
+    if (index < 0 || index >= type.getDimSize(dim))
+      return im.fail("index out of range");
+  }
+  SmallVector<AffineExpr> shape = graph::dimExprs(type);
+  shape[dim] = getAffineConstantExpr(1, im.builder().getContext());
+  Value slice = graph::SliceOp::create(im.builder(), im.loc(),
+                                       graph::symbolicTensorType(shape, type.getElementType()),
+                                       *input, dim, index, 1);
   return im.define(im.reshape(slice, im.outType()));
 }
 
@@ -1469,6 +1482,7 @@ const llvm::StringSet<> &symbolicTargets() {
       // Elementwise arithmetic, comparisons, selection and casts.
       "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
       "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
+      "aten.true_divide.Tensor", "prims.convert_element_type.default",
       "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.maximum.default",
       "aten.minimum.default", "aten.atan2.default", "aten.clamp.default", "aten.clamp.Tensor",
       "aten.clamp_min.default", "aten.clamp_min.Tensor", "aten.clamp_max.default",
@@ -1498,10 +1512,12 @@ const llvm::StringSet<> &symbolicTargets() {
       "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
       "aten.flatten.using_ints", "aten.alias.default", "aten.permute.default", "aten.t.default",
       "aten.transpose.int", "aten.expand.default", "aten.slice.Tensor", "aten.cat.default",
+      "aten.select.int",
       // Bitwise ops, gathers of rows and ranges.
       "aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar", "aten.bitwise_or.Tensor",
       "aten.bitwise_or.Scalar", "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
       "aten.embedding.default", "aten.arange.default", "aten.arange.start",
+      "aten._scaled_dot_product_flash_attention_for_cpu.default",
       "aten.arange.start_step",
       // Fills (a scalar expanded to the symbolic shape) and integer division
       // (its divisor assert is symbolic too).
@@ -1524,7 +1540,9 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.add.Tensor", "aten.add.Scalar"}, binaryAlpha<AddOp>);
     add({"aten.sub.Tensor", "aten.sub.Scalar"}, binaryAlpha<SubOp>);
     add({"aten.mul.Tensor", "aten.mul.Scalar"}, binary<MulOp>);
-    add({"aten.div.Tensor", "aten.div.Scalar"}, binary<DivOp>);
+    // true_divide and prims.convert_element_type come from Dynamo's SymFloat
+    // arithmetic (a float it made dynamic, as a 0-d float64 input).
+    add({"aten.div.Tensor", "aten.div.Scalar", "aten.true_divide.Tensor"}, binary<DivOp>);
     add({"aten.div.Tensor_mode", "aten.div.Scalar_mode"}, [](Importer &im) { return divide(im); });
     add({"aten.floor_divide.default", "aten.floor_divide.Scalar"},
         [](Importer &im) { return divide(im, StringRef("floor")); });
@@ -1618,7 +1636,8 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.trunc.default"}, rounding<TruncOp>);
     add({"aten.round.default"}, rounding<RoundOp>);
     add({"aten.gelu.default"}, gelu);
-    add({"aten.clone.default", "aten._to_copy.default", "aten.lift_fresh_copy.default"},
+    add({"aten.clone.default", "aten._to_copy.default", "aten.lift_fresh_copy.default",
+         "prims.convert_element_type.default"},
         convert);
     add({"aten.mm.default", "aten.bmm.default"}, matmul);
     add({"aten.addmm.default"}, addmm);

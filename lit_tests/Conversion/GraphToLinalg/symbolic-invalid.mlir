@@ -8,16 +8,3 @@ func.func @cumsum(%x: tensor<?x4xf32, #s0>, %s0: index) -> tensor<?x4xf32, #s0>
   %0 = kiln_graph.cumsum %x {dim = 0 : i64} : tensor<?x4xf32, #s0> -> tensor<?x4xf32, #s0>
   return %0 : tensor<?x4xf32, #s0>
 }
-
-// -----
-
-// A reshape whose dims do not group and whose result has two symbolic dims
-// has no lowering yet.
-#a = affine_map<()[s0, s1] -> (s0 * 6, s1)>
-#b = affine_map<()[s0, s1] -> (s0 * 4, s1)>
-func.func @ungrouped_reshape(%x: tensor<?x?x2xf32, #a>, %s0: index, %s1: index) -> tensor<?x?x3xf32, #b>
-    attributes {kiln.num_symbols = 2 : i64} {
-  // expected-error @+1 {{cannot reshape}}
-  %0 = kiln_graph.reshape %x : tensor<?x?x2xf32, #a> -> tensor<?x?x3xf32, #b>
-  return %0 : tensor<?x?x3xf32, #b>
-}

@@ -62,3 +62,43 @@ func.func @gathers(%ids: tensor<?xi64, #s0>, %w: tensor<10x8xf32>, %x: tensor<?x
   %3 = kiln_graph.slice %x {dim = 1 : i64, start = 2 : i64, step = 3 : i64} : tensor<?x8xf32, #s0> -> tensor<?x2xf32, #s0>
   return %0, %1, %2, %3 : tensor<?x8xf32, #s0>, tensor<?x8xf32, #p1>, tensor<?xi64, #s0>, tensor<?x2xf32, #s0>
 }
+
+// -----
+
+// Attention with a symbolic batch (s0) and length (s1) stays one op, its
+// destinations sized from the symbols.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: %[[Q:[a-z0-9_]+]]: tensor<?x2x?x16xf32>, %[[S0:[a-z0-9_]+]]: index, %[[S1:[a-z0-9_]+]]: index)
+// CHECK-DAG: %[[OUT:.*]] = tensor.empty(%[[S0]], %[[S1]]) : tensor<?x2x?x16xf32>
+// CHECK-DAG: %[[LSE:.*]] = tensor.empty(%[[S0]], %[[S1]]) : tensor<?x2x?xf32>
+// CHECK: kiln_kernel.attention %[[Q]], %[[Q]], %[[Q]] into %[[OUT]], %[[LSE]] {is_causal = true, scale = 2.500000e-01 : f64} : tensor<?x2x?x16xf32>
+#bl = affine_map<()[s0, s1] -> (s0, s1)>
+func.func @attention(%q: tensor<?x2x?x16xf32, #bl>, %s0: index, %s1: index) -> tensor<?x2x?x16xf32, #bl>
+    attributes {kiln.num_symbols = 2 : i64} {
+  %0:2 = kiln_graph.attention %q, %q, %q {scale = 0.25 : f64, is_causal = true} : tensor<?x2x?x16xf32, #bl>, tensor<?x2x?x16xf32, #bl>, tensor<?x2x?x16xf32, #bl> -> tensor<?x2x?x16xf32, #bl>, tensor<?x2x?xf32, #bl>
+  return %0#0 : tensor<?x2x?x16xf32, #bl>
+}
+
+// -----
+
+// A reshape whose dims do not group and whose result has two symbolic dims:
+// the input collapses to 1-D and the result copies from it at the row-major
+// offset of each element (memref lowering cannot expand one dim into several
+// dynamic ones).
+// CHECK-LABEL: func.func @ungrouped_reshape
+// CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x?x2xf32>, %[[S0:[a-z0-9_]+]]: index, %[[S1:[a-z0-9_]+]]: index)
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1, 2]] : tensor<?x?x2xf32> into tensor<?xf32>
+// CHECK: %[[ROWS:.*]] = arith.muli %[[S0]], %c4
+// CHECK: %[[STRIDE0:.*]] = arith.muli %[[S1]], %c3
+// CHECK: tensor.empty(%[[ROWS]], %[[S1]]) : tensor<?x?x3xf32>
+// CHECK: linalg.generic
+// CHECK: %[[I0:.*]] = linalg.index 0
+// CHECK: arith.muli %[[I0]], %[[STRIDE0]]
+// CHECK: tensor.extract %[[FLAT]]
+#a = affine_map<()[s0, s1] -> (s0 * 6, s1)>
+#b = affine_map<()[s0, s1] -> (s0 * 4, s1)>
+func.func @ungrouped_reshape(%x: tensor<?x?x2xf32, #a>, %s0: index, %s1: index) -> tensor<?x?x3xf32, #b>
+    attributes {kiln.num_symbols = 2 : i64} {
+  %0 = kiln_graph.reshape %x : tensor<?x?x2xf32, #a> -> tensor<?x?x3xf32, #b>
+  return %0 : tensor<?x?x3xf32, #b>
+}

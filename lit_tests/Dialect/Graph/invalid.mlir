@@ -755,3 +755,25 @@ func.func @symbolic_count_changes(%x: tensor<?xf32, #s0>) {
   %0 = kiln_graph.reshape %x : tensor<?xf32, #s0> -> tensor<?xf32, #s1>
   return
 }
+
+// -----
+
+// Symbolic lengths compare as symbols: keys of length s1 and values of
+// length s2 are not known to agree.
+#bl = affine_map<()[s0, s1] -> (s0, s1)>
+#bv = affine_map<()[s0, s1, s2] -> (s0, s2)>
+func.func @attention_symbolic_lengths(%q: tensor<?x2x?x8xf32, #bl>, %v: tensor<?x2x?x8xf32, #bv>) {
+  // expected-error @+1 {{key and value lengths differ: s1 vs s2}}
+  %0:2 = kiln_graph.attention %q, %q, %v {scale = 1.0 : f64} : tensor<?x2x?x8xf32, #bl>, tensor<?x2x?x8xf32, #bl>, tensor<?x2x?x8xf32, #bv> -> tensor<?x2x?x8xf32, #bl>, tensor<?x2x?xf32, #bl>
+  return
+}
+
+// -----
+
+#m0 = affine_map<()[s0] -> (s0)>
+#m1 = affine_map<()[s0, s1] -> (s1)>
+func.func @matmul_symbolic_contraction(%a: tensor<4x?xf32, #m0>, %b: tensor<?x3xf32, #m1>) {
+  // expected-error @+1 {{contraction sizes differ: s0 vs s1}}
+  %0 = kiln_graph.matmul %a, %b : tensor<4x?xf32, #m0>, tensor<?x3xf32, #m1> -> tensor<4x3xf32>
+  return
+}

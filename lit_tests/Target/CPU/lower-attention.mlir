@@ -52,3 +52,36 @@ func.func private @kernel_0_attention(%wg: index, %wgc: index, %q: memref<1x2x20
   kiln_kernel.attention %q, %k, %v mask %m into %out, %lse {scale = 0.25 : f64, is_causal = true} : memref<1x2x200x16xf32>, memref<1x1x70x16xf32>, memref<1x1x70x32xf32>, memref<1x1x1x70xf32> into memref<1x2x200x32xf32>, memref<1x2x200xf32>
   return
 }
+
+// Symbolic batch and lengths: the scratch is one whole block (192 rows, 64
+// keys); the (batch, head) loop, the full blocks and tiles run to bounds read
+// from the buffers; the ragged block of rows and the ragged tile of keys are
+// sized at run time and run only when not empty; rows stay vectorized.
+// CHECK-LABEL: func.func private @kernel_1_attention
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x2x?x16xf32>, %[[K:[a-z0-9]+]]: memref<?x1x?x16xf32>
+// CHECK-DAG: memref.alloc() : memref<192x64xf32>
+// CHECK-DAG: memref.alloc() : memref<192x32xf32>
+// CHECK-DAG: %[[BATCH:[a-z0-9_]+]] = memref.dim %[[Q]], %c0
+// CHECK-DAG: %[[QUERIES:[a-z0-9_]+]] = memref.dim %[[Q]], %c2
+// CHECK-DAG: %[[KEYS:[a-z0-9_]+]] = memref.dim %[[K]], %c2
+// CHECK: %[[PAIRS:[a-z0-9_]+]] = arith.muli %[[BATCH]], %c2
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[PAIRS]] step %c1 {
+// CHECK: %[[BLOCKS:[a-z0-9_]+]] = arith.divui %[[QUERIES]], %c192
+// CHECK: %[[FULL:[a-z0-9_]+]] = arith.muli %[[BLOCKS]], %c192
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[FULL]] step %c192
+// CHECK: memref.subview %[[Q]]{{.*}} [1, 1, 192, 16]
+// CHECK: scf.for %{{.*}} step %c64
+// CHECK: vector.reduction <maximumf>
+// CHECK: vector.reduction <add>
+// CHECK: scf.if
+// CHECK: memref.subview %[[K]]{{.*}} [1, 1, %{{.*}}, 16]
+// The ragged block of rows: queries - full rows of them.
+// CHECK: %[[RAGGED:[a-z0-9_]+]] = arith.cmpi ult, %[[FULL]], %[[QUERIES]]
+// CHECK: scf.if %[[RAGGED]]
+// CHECK: %[[REST:[a-z0-9_]+]] = arith.subi %[[QUERIES]], %[[FULL]]
+// CHECK: memref.subview %[[Q]]{{.*}} [1, 1, %[[REST]], 16]
+func.func private @kernel_1_attention(%wg: index, %wgc: index, %q: memref<?x2x?x16xf32>, %k: memref<?x1x?x16xf32>, %v: memref<?x1x?x32xf32>, %out: memref<?x2x?x32xf32>, %lse: memref<?x2x?xf32>)
+    attributes {kiln.kernel = "kernel_1_attention"} {
+  kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.25 : f64, is_causal = true} : memref<?x2x?x16xf32>, memref<?x1x?x16xf32>, memref<?x1x?x32xf32> into memref<?x2x?x32xf32>, memref<?x2x?xf32>
+  return
+}

@@ -10,6 +10,7 @@
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -206,9 +207,43 @@ FailureOr<SmallVector<ReassociationIndices>> symbolicReassociation(ArrayRef<Affi
   return groups;
 }
 
+/// The reshape of a 1-D tensor to `dims` as a copy: element i of the result
+/// is flat[row-major offset of i]. Taken for results with several symbolic
+/// dims that do not group with the input's: memref lowering cannot expand
+/// one dim into several dynamic ones, and a copy can always be fused. The
+/// innermost index walks consecutive elements, so the loads stay contiguous.
+Value copyFromFlat(OpBuilder &b, Location loc, Value flat, ArrayRef<AffineExpr> dims,
+                   RankedTensorType plain) {
+  int64_t rank = plain.getRank();
+  SmallVector<OpFoldResult> sizes = kiln::kernel::dimSizes(b, loc, dims);
+  // Row-major strides, computed once before the loop.
+  SmallVector<Value> strides(rank);
+  Value stride = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride = arith::MulIOp::create(b, loc, stride,
+                                   getValueOrCreateConstantIndexOp(b, loc, sizes[d]));
+  }
+  Value init = tensor::EmptyOp::create(b, loc, sizes, plain.getElementType());
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+      ArrayRef<AffineMap>{identity}, iterators, "", "",
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value offset = linalg::IndexOp::create(nb, l, rank - 1);
+        for (int64_t d = rank - 2; d >= 0; --d)
+          offset = arith::AddIOp::create(
+              nb, l, offset,
+              arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, d), strides[d]));
+        linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, flat, offset).getResult());
+      });
+  return generic.getResult(0);
+}
+
 /// A reshape between shapes with symbolic dims: one collapse or expand when
 /// the dims group, else a collapse to 1-D and an expand with at most one
-/// symbolic dim (what memref lowering handles).
+/// symbolic dim (what memref lowering handles), or a copy for more.
 FailureOr<Value> reshapeSymbolic(OpBuilder &b, Location loc, Value value,
                                  RankedTensorType to, RankedTensorType symbolicFrom) {
   RankedTensorType plain = withoutEncoding(to);
@@ -226,7 +261,7 @@ FailureOr<Value> reshapeSymbolic(OpBuilder &b, Location loc, Value value,
       return (Value)tensor::ExpandShapeOp::create(b, loc, plain, value, *groups,
                                                   kiln::kernel::dimSizes(b, loc, toDims));
   }
-  if (plain.getNumDynamicDims() > 1 || fromDims.empty() || toDims.empty())
+  if (fromDims.empty() || toDims.empty())
     return failure();
   auto from = tensorType(value);
   SmallVector<ReassociationIndices> all(1);
@@ -235,6 +270,8 @@ FailureOr<Value> reshapeSymbolic(OpBuilder &b, Location loc, Value value,
   auto flatType = RankedTensorType::get({ShapedType::kDynamic}, from.getElementType());
   if (from.getRank() > 1)
     value = tensor::CollapseShapeOp::create(b, loc, flatType, value, all);
+  if (plain.getNumDynamicDims() > 1)
+    return copyFromFlat(b, loc, value, toDims, plain);
   all[0].clear();
   for (int64_t d = 0; d < plain.getRank(); ++d)
     all[0].push_back(d);
@@ -567,9 +604,8 @@ LogicalResult lowerReshape(RewriterBase &rewriter, ReshapeOp op) {
   }
   auto reshaped = reshapeSymbolic(rewriter, op.getLoc(), op.getInput(), to, from);
   if (failed(reshaped))
-    return op.emitOpError("cannot reshape ")
-           << from << " to " << to << " with symbolic sizes yet (the dims do not group, "
-           << "and more than one result dim is symbolic)";
+    return op.emitOpError("cannot reshape ") << from << " to " << to
+                                             << " with symbolic sizes (a rank-0 side)";
   rewriter.replaceOp(op, *reshaped);
   return success();
 }
@@ -992,14 +1028,13 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
 /// Attention stays one op, in destination style: the CPU target lowers its
 /// buffer form to fused loops (kiln-lower-attention).
 LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
-  auto type = tensorType(op.getResult());
-  auto logsumexpType = tensorType(op.getLogsumexp());
-  Value empty = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
-  Value logsumexp = emptyTensor(rewriter, op.getLoc(), logsumexpType.getShape(),
-                                type.getElementType());
-  rewriter.replaceOpWithNewOp<kiln::kernel::AttentionOp>(
-      op, TypeRange{type, logsumexpType}, op.getQ(), op.getK(), op.getV(), op.getMask(),
-      empty, logsumexp, op.getScaleAttr(), op.getIsCausalAttr());
+  Value empty = emptyLike(rewriter, op.getLoc(), tensorType(op.getResult()));
+  Value logsumexp = emptyLike(rewriter, op.getLoc(), tensorType(op.getLogsumexp()));
+  auto attention = kiln::kernel::AttentionOp::create(
+      rewriter, op.getLoc(), TypeRange{empty.getType(), logsumexp.getType()}, op.getQ(),
+      op.getK(), op.getV(), op.getMask(), empty, logsumexp, op.getScaleAttr(),
+      op.getIsCausalAttr());
+  rewriter.replaceOp(op, attention);
   return success();
 }
 
@@ -1026,7 +1061,7 @@ bool lowersSymbolicShapes(Operation *op) {
   return isElementwise(op) ||
          isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
              ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ExpandOp,
-             SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp>(op);
+             SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp, AttentionOp>(op);
 }
 
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {

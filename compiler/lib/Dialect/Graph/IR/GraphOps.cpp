@@ -345,17 +345,19 @@ LogicalResult MatmulOp::verify() {
   if ((rank != 2 && rank != 3) || rhs.getRank() != rank ||
       result.getRank() != rank)
     return emitOpError("operands and result must all be rank 2 (mm) or rank 3 (bmm)");
+  // Sizes compare as expressions, so symbolic dims must agree symbolically.
   bool transposed = getTransposeRhs();
-  int64_t rhsK = rhs.getDimSize(transposed ? rank - 1 : rank - 2);
-  int64_t rhsN = rhs.getDimSize(transposed ? rank - 2 : rank - 1);
-  if (lhs.getDimSize(rank - 1) != rhsK)
+  auto size = [](RankedTensorType t, int64_t d) { return dimExpr(t, d); };
+  AffineExpr rhsK = size(rhs, transposed ? rank - 1 : rank - 2);
+  AffineExpr rhsN = size(rhs, transposed ? rank - 2 : rank - 1);
+  if (!sameSize(size(lhs, rank - 1), rhsK))
     return emitOpError("contraction sizes differ: ")
-           << lhs.getDimSize(rank - 1) << " vs " << rhsK;
-  if (rank == 3 && (lhs.getDimSize(0) != rhs.getDimSize(0) ||
-                    result.getDimSize(0) != lhs.getDimSize(0)))
+           << describeSize(size(lhs, rank - 1)) << " vs " << describeSize(rhsK);
+  if (rank == 3 && (!sameSize(size(lhs, 0), size(rhs, 0)) ||
+                    !sameSize(size(result, 0), size(lhs, 0))))
     return emitOpError("batch sizes differ");
-  if (result.getDimSize(rank - 2) != lhs.getDimSize(rank - 2) ||
-      result.getDimSize(rank - 1) != rhsN)
+  if (!sameSize(size(result, rank - 2), size(lhs, rank - 2)) ||
+      !sameSize(size(result, rank - 1), rhsN))
     return emitOpError("result shape must be [..., M, N]");
   if (lhs.getElementType() != rhs.getElementType() ||
       lhs.getElementType() != result.getElementType())
@@ -374,33 +376,45 @@ LogicalResult AttentionOp::verify() {
   for (RankedTensorType t : {k, v, result})
     if (t.getElementType() != element)
       return emitOpError("element types must match");
-  int64_t batch = q.getDimSize(0), heads = q.getDimSize(1), queries = q.getDimSize(2);
-  int64_t kvHeads = k.getDimSize(1), keys = k.getDimSize(2);
-  if (k.getDimSize(0) != batch || v.getDimSize(0) != batch)
+  // Sizes compare as expressions: a symbolic batch or length must be the
+  // same symbol (or an equal expression) wherever it appears.
+  auto size = [](RankedTensorType t, unsigned d) { return dimExpr(t, d); };
+  auto same = [](AffineExpr a, AffineExpr b) { return sameSize(a, b); };
+  AffineExpr batch = size(q, 0), heads = size(q, 1), queries = size(q, 2);
+  AffineExpr keys = size(k, 2);
+  if (!same(size(k, 0), batch) || !same(size(v, 0), batch))
     return emitOpError("batch sizes differ");
-  if (v.getDimSize(1) != kvHeads || kvHeads < 1 || heads % kvHeads)
+  if (q.isDynamicDim(1) || k.isDynamicDim(1) || v.isDynamicDim(1))
+    return emitOpError("head counts must be static");
+  if (v.getDimSize(1) != k.getDimSize(1) || k.getDimSize(1) < 1 ||
+      q.getDimSize(1) % k.getDimSize(1))
     return emitOpError("key and value heads must be equal and divide the query heads (")
-           << heads << " query heads, " << kvHeads << " key, " << v.getDimSize(1) << " value)";
-  if (k.getDimSize(3) != q.getDimSize(3))
-    return emitOpError("query and key head sizes differ: ")
-           << q.getDimSize(3) << " vs " << k.getDimSize(3);
-  if (v.getDimSize(2) != keys)
-    return emitOpError("key and value lengths differ: ") << keys << " vs " << v.getDimSize(2);
-  if (result.getShape() != ArrayRef<int64_t>{batch, heads, queries, v.getDimSize(3)})
+           << q.getDimSize(1) << " query heads, " << k.getDimSize(1) << " key, "
+           << v.getDimSize(1) << " value)";
+  if (!same(size(k, 3), size(q, 3)))
+    return emitOpError("query and key head sizes differ: ") << describeSize(size(q, 3)) << " vs "
+                                                            << describeSize(size(k, 3));
+  if (!same(size(v, 2), keys))
+    return emitOpError("key and value lengths differ: ") << describeSize(keys) << " vs " << describeSize(size(v, 2));
+  AffineExpr expected[] = {batch, heads, queries, size(v, 3)};
+  if (!llvm::all_of(llvm::zip(dimExprs(result), expected),
+                    [&](auto pair) { return same(std::get<0>(pair), std::get<1>(pair)); }))
     return emitOpError("result must be [B, H, L, Ev]");
   auto logsumexp = tensorType(getLogsumexp());
-  if (logsumexp.getShape() != ArrayRef<int64_t>{batch, heads, queries} ||
+  if (logsumexp.getRank() != 3 ||
+      !llvm::all_of(llvm::zip(dimExprs(logsumexp), expected),
+                    [&](auto pair) { return same(std::get<0>(pair), std::get<1>(pair)); }) ||
       logsumexp.getElementType() != element)
     return emitOpError("logsumexp must be [B, H, L] of the query's element type");
   if (Value maskValue = getMask()) {
     auto mask = tensorType(maskValue);
-    int64_t full[] = {batch, heads, queries, keys};
+    AffineExpr full[] = {batch, heads, queries, keys};
     if (mask.getRank() != 4 || mask.getElementType() != element)
       return emitOpError("mask must be rank 4 with the query's element type");
     for (int64_t i = 0; i < 4; ++i)
-      if (mask.getDimSize(i) != 1 && mask.getDimSize(i) != full[i])
-        return emitOpError("mask dim ") << i << " must be 1 or " << full[i] << ", got "
-                                        << mask.getDimSize(i);
+      if (mask.getDimSize(i) != 1 && !same(size(mask, i), full[i]))
+        return emitOpError("mask dim ") << i << " must be 1 or " << describeSize(full[i]) << ", got "
+                                        << describeSize(size(mask, i));
   }
   return success();
 }

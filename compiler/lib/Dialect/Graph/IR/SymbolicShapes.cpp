@@ -127,3 +127,9 @@ RankedTensorType withoutEncoding(RankedTensorType type) {
 }
 
 } // namespace kiln::graph
+
+std::string kiln::graph::describeSize(AffineExpr size) {
+  std::string text;
+  llvm::raw_string_ostream(text) << size;
+  return text;
+}

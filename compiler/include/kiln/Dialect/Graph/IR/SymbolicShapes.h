@@ -75,6 +75,9 @@ mlir::AffineExpr numElementsExpr(mlir::ShapedType type);
 /// of sample values.
 bool sameSize(mlir::AffineExpr a, mlir::AffineExpr b);
 
+/// A size for a diagnostic: `8`, `s0`, `s0 * 4`.
+std::string describeSize(mlir::AffineExpr size);
+
 /// Whether two types have the same dims (element types aside).
 bool sameShape(mlir::RankedTensorType a, mlir::RankedTensorType b);
 
