@@ -2,6 +2,7 @@
 // RUN: kiln-import-fx %t/graph.json | FileCheck %s
 // RUN: not kiln-import-fx %t/unsupported.json 2>&1 | FileCheck %s --check-prefix=REFUSED
 // RUN: not kiln-import-fx %t/bad-size.json 2>&1 | FileCheck %s --check-prefix=BAD-SIZE
+// RUN: kiln-import-fx %t/values.json | FileCheck %s --check-prefix=VALUES
 
 // Dynamo's symbolic sizes: shapes hold size expressions over the graph's
 // symbols (["s", i], sums, products, floor division by constants), and the
@@ -16,7 +17,20 @@
 // CHECK: kiln_graph.relu %[[MM]] : tensor<?x4xf32, #[[P]]> -> tensor<?x4xf32, #[[P]]>
 
 // An op whose lowering needs static shapes is refused at the node, naming it.
-// REFUSED: error: aten.cumsum.default: symbolic sizes are not supported for this op yet
+// REFUSED: error: aten.scatter_add.default: symbolic sizes are not supported for this op yet
+
+// SymInts as values: the bound of an index check on a symbolic dim, and a
+// scalar operand, are kiln_graph.size ops (0-d i64) over the symbols; the
+// check's message names Dynamo's symbol.
+// VALUES-DAG: #[[S0:.*]] = affine_map<()[s0] -> (s0)>
+// VALUES-DAG: #[[TWICE:.*]] = affine_map<()[s0] -> (s0 * 2)>
+// VALUES-LABEL: func.func @values
+// VALUES: %[[N:.*]] = kiln_graph.size #[[S0]] : tensor<i64>
+// VALUES: kiln_graph.lt %{{.*}}, %[[N]]
+// VALUES: kiln_graph.assert {{.*}} {kind = "index", message = "index out of range in aten.index_select.default (node index_select) at {{.*}}: every index must be in [0, s77)"}
+// VALUES: kiln_graph.index
+// VALUES: %[[F:.*]] = kiln_graph.size #[[TWICE]] : tensor<f32>
+// VALUES: kiln_graph.mul %{{.*}}, %[[F]]
 
 // BAD-SIZE: a dim must be a non-negative integer or a size expression over the graph's symbols
 
@@ -40,11 +54,25 @@
 {"version": 1, "name": "unsupported", "symbols": [{"name": "s0", "min": 2}],
  "inputs": [{"name": "x", "shape": [["s", 0], 4], "dtype": "float32"}],
  "nodes": [
-  {"name": "cumsum", "target": "aten.cumsum.default", "args": [{"ref": "x", "index": 0}, 0],
+  {"name": "scatter_add", "target": "aten.scatter_add.default",
+   "args": [{"ref": "x", "index": 0}, 0, {"ref": "x", "index": 0}, {"ref": "x", "index": 0}],
    "kwargs": {}, "outputs": [{"shape": [["s", 0], 4], "dtype": "float32"}]}],
- "outputs": [{"ref": "cumsum", "index": 0}]}
+ "outputs": [{"ref": "scatter_add", "index": 0}]}
 
 //--- bad-size.json
 {"version": 1, "name": "bad", "symbols": [{"name": "s0"}],
  "inputs": [{"name": "x", "shape": [["//", ["s", 0], ["s", 0]]], "dtype": "float32"}],
  "nodes": [], "outputs": [{"ref": "x", "index": 0}]}
+
+//--- values.json
+{"version": 1, "name": "values", "symbols": [{"name": "s77", "min": 2}],
+ "inputs": [{"name": "x", "shape": [["s", 0], 4], "dtype": "float32"},
+            {"name": "i", "shape": [3], "dtype": "int64"}],
+ "nodes": [
+  {"name": "index_select", "target": "aten.index_select.default",
+   "args": [{"ref": "x", "index": 0}, 0, {"ref": "i", "index": 0}],
+   "kwargs": {}, "outputs": [{"shape": [3, 4], "dtype": "float32"}]},
+  {"name": "mul", "target": "aten.mul.Tensor",
+   "args": [{"ref": "index_select", "index": 0}, {"size": ["*", ["s", 0], 2]}],
+   "kwargs": {}, "outputs": [{"shape": [3, 4], "dtype": "float32"}]}],
+ "outputs": [{"ref": "mul", "index": 0}]}

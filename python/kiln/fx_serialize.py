@@ -253,9 +253,15 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     symint_values: list[int] = []
     placeholders = 0
     # Symbols that are a dim of a tensor input: the runtime reads them there.
-    in_shapes = {d.node.expr for n in gm.graph.nodes if n.op == "placeholder"
-                 and isinstance(n.meta.get("val"), torch.Tensor)
-                 for d in n.meta["val"].shape if isinstance(d, torch.SymInt)}
+    input_dims = [d for n in gm.graph.nodes if n.op == "placeholder"
+                  and isinstance(n.meta.get("val"), torch.Tensor)
+                  for d in n.meta["val"].shape if isinstance(d, torch.SymInt)]
+    in_shapes = {d.node.expr for d in input_dims}
+    if input_dims:
+        symint_placeholders = {n.meta["val"].node.expr for n in gm.graph.nodes
+                               if n.op == "placeholder"
+                               and isinstance(n.meta.get("val"), torch.SymInt)}
+        symbols.bind_offsets(in_shapes, symint_placeholders, input_dims[0].node.shape_env)
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":

@@ -159,8 +159,8 @@ class KilnSupport(OperatorSupportBase):
         symbolic = str(node.target) in self.symbolic_ops
         operand = _symint_operand(node)
         if operand:
-            return (f"{operand} is a symbolic integer used as a value (Kiln computes "
-                    "symbolic sizes, not scalars from them)")
+            return (f"{operand} is a symbolic value Kiln cannot take here (it takes "
+                    "symbolic integers as sizes and as scalar operands)")
         if (node.target is torch.ops.aten.embedding.default
                 and type(node.args[0].meta["val"].shape[0]) is not int):
             return "the table's rows are a symbolic size (indices are checked against static ones)"
@@ -283,18 +283,21 @@ def _attention_sizes_problem(node: torch.fx.Node) -> str | None:
 
 
 def _symint_operand(node: torch.fx.Node) -> str | None:
-    """The name of an argument that holds a symbolic integer but is not a size
-    (its schema type is not SymInt), e.g. a scalar operand computed from a
-    shape; None if there is none."""
+    """The name of an argument that holds a symbolic value Kiln cannot take:
+    a SymFloat or SymBool anywhere but a size, or a SymInt in a list of
+    scalars; None if there is none. A SymInt scalar operand (`x * s0`) is
+    a value the graph computes from the size symbols (kiln_graph.size)."""
     schema = getattr(node.target, "_schema", None)
     if schema is None:
         return None
-    def symbolic(value: Any) -> bool:
+    def symbolic(value: Any, scalar_ok: bool) -> bool:
         if isinstance(value, (list, tuple)):
-            return any(symbolic(v) for v in value)
+            return any(symbolic(v, False) for v in value)
         if isinstance(value, torch.fx.Node):
             value = value.meta.get("val")
-        return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+        if isinstance(value, torch.SymInt):
+            return not scalar_ok
+        return isinstance(value, (torch.SymFloat, torch.SymBool))
     bound = list(zip(schema.arguments, node.args)) + [
         (a, node.kwargs[a.name]) for a in schema.arguments if a.name in node.kwargs]
     for argument, value in bound:
@@ -304,7 +307,8 @@ def _symint_operand(node: torch.fx.Node) -> str | None:
         # length from the result's size, so a symbolic end is a size too.)
         size = "int" in str(argument.type) or (schema.name == "aten::arange"
                                                 and argument.name == "end")
-        if symbolic(value) and not size:
+        scalar = str(argument.type) in ("number", "Tensor")  # "number": a Scalar
+        if symbolic(value, scalar) and not size:
             return f"argument {argument.name}"
     return None
 

@@ -50,13 +50,38 @@ class SymbolTable:
     names: list[str] = field(default_factory=list)
     ranges: list[tuple[int, int]] = field(default_factory=list)
     _index: dict[Any, int] = field(default_factory=dict)
+    # Dynamo symbols rewritten over stand-ins (see bind_offsets), and the
+    # stand-ins' ranges.
+    _rebind: dict[Any, Any] = field(default_factory=dict)
+    _stand_in_ranges: dict[Any, tuple[int, int]] = field(default_factory=dict)
 
     def index(self, symbol: sympy.Symbol, shape_env: Any) -> int:
         if symbol not in self._index:
             self._index[symbol] = len(self.names)
             self.names.append(str(symbol))
-            self.ranges.append(_range(symbol, shape_env))
+            self.ranges.append(self._stand_in_ranges.get(symbol) or _range(symbol, shape_env))
         return self._index[symbol]
+
+    def bind_offsets(self, input_dims: set[Any], keep: set[Any], shape_env: Any) -> None:
+        """Kiln binds each size symbol to an input dim equal to it. A graph
+        (a partition, say) may see a symbol only offset, as a dim s53 - 2 (a
+        convolution's output length). Such a symbol is rewritten over a
+        stand-in symbol for that dim: s53 = (s53 - 2) + 2. Symbols that are
+        some input's dim, or in `keep`, stay as they are."""
+        direct = {e for e in input_dims if isinstance(e, sympy.Symbol)}
+        for dim in sorted(input_dims, key=str):
+            if not isinstance(dim, sympy.Add) or len(dim.free_symbols) != 1:
+                continue
+            (symbol,) = dim.free_symbols
+            offset = sympy.expand(dim - symbol)
+            if (symbol in direct or symbol in keep or symbol in self._rebind
+                    or not isinstance(offset, sympy.Integer)):
+                continue
+            stand_in = sympy.Symbol(str(dim), integer=True)
+            self._rebind[symbol] = stand_in - offset
+            lo, hi = _range(symbol, shape_env)
+            self._stand_in_ranges[stand_in] = (
+                max(0, lo + int(offset)), hi if hi >= _INT64_MAX - abs(int(offset)) else hi + int(offset))
 
     def size(self, dim: Any, what: str) -> Any:
         """One dim (int or SymInt) as size JSON."""
@@ -67,6 +92,8 @@ class SymbolTable:
         expr = dim.node.expr
         if isinstance(expr, sympy.Integer):
             return int(expr)
+        if self._rebind:
+            expr = expr.xreplace(self._rebind)
         return self._encode(sympy.expand(expr), dim.node.shape_env, what)
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -143,10 +170,23 @@ def dense_order(value: torch.Tensor) -> tuple[int, ...] | None:
     order = physical_order(hinted_sizes, hinted_strides)
     if order is None:
         return None
+    size_exprs = {sympy.sympify(_expr(d)) for d in sizes}
+
+    def at_least_one(expr: sympy.Expr) -> sympy.Expr:
+        # Contiguous strides are products of Max(1, size) (PyTorch's formula,
+        # e.g. for a convolution's output length): that is the size itself
+        # unless the size is 0, and then the tensor is empty and its strides
+        # do not matter.
+        def is_max_one(e: sympy.Expr) -> bool:
+            return (type(e).__name__ == "Max" and len(e.args) == 2 and sympy.Integer(1) in e.args
+                    and next(a for a in e.args if a != 1) in size_exprs)
+        return expr.replace(is_max_one, lambda e: next(a for a in e.args if a != 1))
+
     expected = sympy.Integer(1)
     for d in reversed(order):
         size = sympy.sympify(_expr(sizes[d]))
-        if size != 1 and sympy.expand(sympy.sympify(_expr(strides[d])) - expected) != 0:
+        stride = at_least_one(sympy.sympify(_expr(strides[d])))
+        if size != 1 and sympy.expand(stride - expected) != 0:
             return None
         expected = expected * size
     return order

@@ -145,6 +145,14 @@ OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "dtype_cast": lambda x: (x * 10).to(torch.int64).to(torch.float32) / 10,
     "any_all": lambda x: (x > 0).any(-1).float() + (x > -5).all(-1).float(),
     "fills": lambda x: torch.zeros_like(x) + torch.full_like(x, 2.0) * torch.ones_like(x) + x,
+    "cumsum": lambda x: torch.cumsum(x, 0) + torch.cumsum(x * 2, -1),
+    "pad": lambda x: F.pad(x, (1, 2)).sum(-1) + F.pad(x, (0, 0, 2, 0), value=1.5)[2:].sum(-1),
+    "gather": lambda x: torch.gather(x, 1, (x.abs() * 3).long() % x.shape[1]) * 2,
+    "index": lambda x: x[torch.arange(x.shape[0]) % 3] + x[:, torch.tensor([0, 2, 1])].sum(-1, True)
+    + x[torch.arange(x.shape[0])[:, None], torch.arange(x.shape[1])[None, :]],
+    "index_select": lambda x: torch.index_select(x, 0, torch.arange(x.shape[0]).flip(0)).exp(),
+    "symint_values": lambda x: x * x.shape[0] + (x > x.shape[1] // 4).float() - x.shape[1]
+    + torch.remainder((x * 10).long(), x.shape[0]).float(),
     "int_division": lambda x: ((x * 10).to(torch.int64) // 3
                                + torch.remainder((x * 10).to(torch.int64), 4)
                                + torch.fmod((x * 10).to(torch.int64), (x.abs() * 5 + 1).to(torch.int64))
@@ -210,17 +218,41 @@ def test_attention_with_symbolic_heads_runs_in_eager_with_a_reason():
 
 
 def test_ops_without_symbolic_lowering_fall_back_per_op():
-    """cumsum needs static shapes: it runs in eager, named in the records, and
-    the rest of the graph still runs in Kiln kernels."""
+    """Convolutions need static shapes: they run in eager, named in the
+    records, and the rest of the graph still runs in Kiln kernels, even the
+    partition after the convolution, which sees the image size only as a
+    convolution's output size (s - 2)."""
+    conv = torch.nn.Conv2d(8, 16, 3)
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(x.exp(), dim=0).relu() + 1
+        return conv(x.exp()).relu() + 1
 
-    records = _sweep(fn, _sizes((5, 8), (9, 8), (12, 8)), fallback="eager", dynamic=True)
-    (record,) = records
+    calls = _sizes((5, 8, 10, 10), (9, 8, 10, 10), (3, 8, 13, 13))
+    (record,) = _sweep(fn, calls, fallback="eager", dynamic=True)
     assert record.status == "partitioned"
-    assert [f["op"] for f in record.fallbacks] == ["aten.cumsum.default"]
+    assert [f["op"] for f in record.fallbacks] == ["aten.convolution.default"]
     assert "static shapes" in record.fallbacks[0]["reason"]
+    assert any(s["name"].endswith(" - 2") for s in record.symbols), record.symbols
+
+
+def test_index_checks_compare_with_the_symbolic_size_at_run_time():
+    """An index into a symbolic dim is checked against that call's size; the
+    error names Dynamo's symbol, the op and the source line."""
+
+    def fn(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return x[i].exp()
+
+    kiln.reset()
+    compiled = torch.compile(fn, backend="kiln", dynamic=True, options={"fallback": "error"})
+    for rows in (5, 9):
+        x, i = torch.randn(rows, 3), torch.tensor([0, rows - 1, -rows])
+        torch.testing.assert_close(compiled(x, i), fn(x, i))
+    (record,) = kiln.compile_records()
+    assert record.symbols and record.status == "compiled", record
+    symbol = record.symbols[0]["name"]
+    with pytest.raises(IndexError, match=rf"aten\.index\.Tensor.*test_dynamic\.py:\d+.*"
+                                         rf"every index must be in \[-{symbol}, {symbol}\)"):
+        compiled(torch.randn(7, 3), torch.tensor([7]))
 
 
 def test_negative_index_into_a_symbolic_dim_runs_in_eager_with_a_reason():
@@ -244,21 +276,23 @@ def _resized(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> t
     return tuple(out)
 
 
-@pytest.mark.parametrize("name, sizes", [
-    ("gpt2", [(2, 24), (3, 24), (2, 17), (4, 40), (5, 9)]),
-    ("bert", [(2, 24), (3, 24), (2, 17), (4, 40)]),
-    ("cnn", [(2, None), (3, None), (5, None), (8, None)]),
+@pytest.mark.parametrize("name, sizes, fallback", [
+    ("gpt2", [(2, 24), (3, 24), (2, 17), (4, 40), (5, 9), (1, 63)], "error"),
+    ("bert", [(2, 24), (3, 24), (2, 17), (4, 40), (3, 1)], "error"),
+    # Convolutions still need static shapes: they run in eager, per op.
+    ("cnn", [(2, None), (3, None), (5, None), (8, None)], "eager"),
 ])
-def test_zoo_models_under_dynamic_sizes(name, sizes):
+def test_zoo_models_under_dynamic_sizes(name, sizes, fallback):
     """Zoo models across batch sizes and sequence lengths: every call matches
     eager, Kiln compiles what Dynamo asks for, and each graph runs Kiln
-    kernels (ops without symbolic lowerings run in eager, per op)."""
+    kernels (with fallback="error": every op of them, mask building, fused
+    attention and SymFloat arithmetic included)."""
     from kiln.testing.zoo import build
 
     model, make_inputs = build(name)
     template = make_inputs("large")
     calls = [_resized(template, b, s) for b, s in sizes]
-    records = _sweep(model, calls, fallback="eager")
+    records = _sweep(model, calls, fallback=fallback)
     assert _dynamic_records(records), records
 
 

@@ -97,6 +97,9 @@ public:
           if (*s == "-inf") return -INFINITY;
           if (*s == "nan") return NAN;
         }
+      if (sizeArg(v))
+        return fail(what.str() + " is a symbolic integer, which this op takes only as a "
+                                 "constant (compile with static shapes)");
     }
     return fail(what.str() + " must be a number");
   }
@@ -183,10 +186,21 @@ public:
         return failure();
       return convert(*t, element);
     }
+    if (const json::Value *size = sizeArg(v)) { // a SymInt operand: s0 * 2
+      auto expr = parseSize(*size, nodeLoc);
+      if (failed(expr))
+        return failure();
+      return sizeValue(*expr, element);
+    }
     auto n = number(v, "argument " + std::to_string(i));
     if (failed(n))
       return failure();
     return splat({}, element, *n);
+  }
+  /// The expression of a SymInt argument ({"size": EXPR}), else null.
+  static const json::Value *sizeArg(const json::Value *v) {
+    const json::Object *o = v ? v->getAsObject() : nullptr;
+    return o ? o->get("size") : nullptr;
   }
   /// The element type two operands are compared in.
   FailureOr<Type> commonType(unsigned i, unsigned j) {
@@ -209,7 +223,7 @@ public:
       } else if (v && v->kind() == json::Value::Number && !v->getAsInteger()) {
         rank = 2;
       } else if (v && (v->getAsObject() || (v->getAsInteger() && !v->getAsBoolean()))) {
-        rank = std::max(rank, v->getAsObject() ? 2 : 1);
+        rank = std::max(rank, v->getAsObject() && !sizeArg(v) ? 2 : 1); // SymInts: int
       }
     }
     if (rank == 2)
@@ -270,19 +284,56 @@ public:
     return failure();
   }
 
+  /// A size as a value (a 0-d tensor of `element`): a constant, or for a
+  /// symbolic size a kiln_graph.size (i64 converted for other types).
+  Value sizeValue(AffineExpr size, Type element) {
+    if (auto constant = dyn_cast<AffineConstantExpr>(size))
+      return splat({}, element, (double)constant.getValue());
+    bool direct = isa<FloatType>(element) || element.isInteger(64) || element.isInteger(32);
+    Value value = graph::SizeOp::create(
+        b, nodeLoc, RankedTensorType::get({}, direct ? element : b.getI64Type()),
+        AffineMapAttr::get(graph::symbolMap(b.getContext(), {size})));
+    return convert(value, element);
+  }
+
+  /// A size for a message, with Dynamo's names for the symbols: `s77 * 4`.
+  std::string describe(AffineExpr size) {
+    if (auto constant = dyn_cast<AffineConstantExpr>(size))
+      return std::to_string(constant.getValue());
+    if (auto symbol = dyn_cast<AffineSymbolExpr>(size))
+      return symbol.getPosition() < symbolNames.size() ? symbolNames[symbol.getPosition()]
+                                                       : graph::describeSize(size);
+    auto binary = cast<AffineBinaryOpExpr>(size);
+    StringRef op = binary.getKind() == AffineExprKind::Add        ? " + "
+                   : binary.getKind() == AffineExprKind::Mul      ? " * "
+                   : binary.getKind() == AffineExprKind::FloorDiv ? " // "
+                   : binary.getKind() == AffineExprKind::CeilDiv  ? " ceildiv "
+                                                                  : " % ";
+    auto operand = [&](AffineExpr e) {
+      std::string text = describe(e);
+      return isa<AffineBinaryOpExpr>(e) ? "(" + text + ")" : text;
+    };
+    return operand(binary.getLHS()) + op.str() + operand(binary.getRHS());
+  }
+
   /// Guards an indexing op: at run time every element of `indices` (an
   /// integer tensor) must lie in [-size, size) when negative indices count
   /// from the back, else in [0, size); otherwise the run raises IndexError
-  /// naming this node's op and source line (kiln_graph.assert).
+  /// naming this node's op and source line (kiln_graph.assert). A symbolic
+  /// size is compared as the value of its symbols at run time.
   void assertInRange(Value indices, int64_t size, bool negativeAllowed,
+                     StringRef what = "index") {
+    assertInRange(indices, getAffineConstantExpr(size, b.getContext()), negativeAllowed, what);
+  }
+  void assertInRange(Value indices, AffineExpr size, bool negativeAllowed,
                      StringRef what = "index") {
     auto type = cast<RankedTensorType>(indices.getType());
     if (type.hasStaticShape() && type.getNumElements() == 0)
       return;
-    auto boolType = type.clone(b.getI1Type());
+    auto boolType = graph::withElementType(type, b.getI1Type());
     Type element = type.getElementType();
-    Value low = splat({}, element, negativeAllowed ? -size : 0);
-    Value high = splat({}, element, size);
+    Value low = negativeAllowed ? sizeValue(-size, element) : splat({}, element, 0);
+    Value high = sizeValue(size, element);
     Value aboveLow = graph::GeOp::create(b, nodeLoc, boolType, indices, low);
     Value belowHigh = graph::LtOp::create(b, nodeLoc, boolType, indices, high);
     Value inRange = graph::WhereOp::create(b, nodeLoc, boolType, aboveLow, belowHigh,
@@ -290,9 +341,11 @@ public:
     auto scalar = RankedTensorType::get({}, b.getI1Type());
     Value all = graph::AllOp::create(b, nodeLoc, scalar, inRange, b.getDenseI64ArrayAttr({}),
                                      false);
-    std::string range = negativeAllowed
-                            ? "[" + std::to_string(-size) + ", " + std::to_string(size) + ")"
-                            : "[0, " + std::to_string(size) + ")";
+    std::string bound = describe(size);
+    std::string range =
+        negativeAllowed
+            ? "[-" + (isa<AffineBinaryOpExpr>(size) ? "(" + bound + ")" : bound) + ", " + bound + ")"
+            : "[0, " + bound + ")";
     std::string message = what.str() + " out of range in " + target + " (node " + nodeName +
                           ") at " + sourceLine() + ": every " + what.str() +
                           " must be in " + range;
@@ -352,6 +405,7 @@ private:
   const json::Object *kwargs = nullptr;
   SmallVector<TensorMeta> outputs;
   int64_t numSymbols = 0; // size symbols of the graph
+  SmallVector<std::string> symbolNames; // Dynamo's, for messages
 };
 
 //===----------------------------------------------------------------------===//
@@ -371,7 +425,8 @@ LogicalResult binary(Importer &im) {
 /// refused here (the op then runs in eager, which raises), a tensor divisor
 /// gets an assert.
 LogicalResult checkIntegerDivisor(Importer &im, Value divisor) {
-  if (im.isTensor(im.arg(1))) {
+  // A tensor or a symbolic size (positive, unless its expression can be 0).
+  if (im.isTensor(im.arg(1)) || Importer::sizeArg(im.arg(1))) {
     im.assertNonZero(divisor, "ZeroDivisionError");
     return success();
   }
@@ -1129,8 +1184,20 @@ LogicalResult constantPad(Importer &im) {
 /// shape, and each as i64 guarded by an assert (negative indices count from
 /// the back).
 struct AdvancedIndices {
-  SmallVector<int64_t> dims, broadcastShape;
+  SmallVector<int64_t> dims;
+  SmallVector<AffineExpr> broadcastShape; // symbolic dims as expressions
   SmallVector<Value> indices;
+  /// The broadcast shape when it is static, else failure.
+  FailureOr<SmallVector<int64_t>> staticBroadcastShape() const {
+    SmallVector<int64_t> shape;
+    for (AffineExpr d : broadcastShape) {
+      auto constant = dyn_cast<AffineConstantExpr>(d);
+      if (!constant)
+        return failure();
+      shape.push_back(constant.getValue());
+    }
+    return shape;
+  }
 };
 
 FailureOr<AdvancedIndices> advancedIndices(Importer &im, unsigned arg, RankedTensorType inputType) {
@@ -1152,7 +1219,7 @@ FailureOr<AdvancedIndices> advancedIndices(Importer &im, unsigned arg, RankedTen
     if ((int64_t)d >= inputType.getRank())
       return im.fail("too many indices for a tensor of rank " +
                      std::to_string(inputType.getRank()));
-    auto next = graph::broadcastShapes(result.broadcastShape, type.getShape());
+    auto next = graph::broadcastDims(result.broadcastShape, graph::dimExprs(type));
     if (failed(next))
       return im.fail("index shapes are not broadcast-compatible");
     result.broadcastShape = *next;
@@ -1162,7 +1229,7 @@ FailureOr<AdvancedIndices> advancedIndices(Importer &im, unsigned arg, RankedTen
   if (result.indices.empty())
     return im.fail("needs at least one index tensor");
   for (size_t k = 0; k < result.indices.size(); ++k)
-    im.assertInRange(result.indices[k], inputType.getDimSize(result.dims[k]),
+    im.assertInRange(result.indices[k], graph::dimExpr(inputType, result.dims[k]),
                      /*negativeAllowed=*/true);
   return result;
 }
@@ -1318,8 +1385,10 @@ LogicalResult indexPut(Importer &im) {
     positionDim[d] = j < start ? j : j + broadcastRank;
     positions.push_back(type.getDimSize(d));
   }
-  positions.insert(positions.begin() + start, index->broadcastShape.begin(),
-                   index->broadcastShape.end());
+  auto broadcastShape = index->staticBroadcastShape();
+  if (failed(broadcastShape) || !type.hasStaticShape())
+    return im.fail("index_put needs static shapes");
+  positions.insert(positions.begin() + start, broadcastShape->begin(), broadcastShape->end());
   auto i64 = b.getI64Type();
   auto positionsType = RankedTensorType::get(positions, i64);
   int64_t count = positionsType.getNumElements();
@@ -1385,18 +1454,30 @@ LogicalResult gather(Importer &im) {
   Value rows = im.convert(*index, b.getI64Type());
   auto rowsType = cast<RankedTensorType>(rows.getType());
   if (inputType.getRank() == 0) { // ATen treats the scalar as a 1-element vector
+    if (!rowsType.hasStaticShape())
+      return im.fail("gathering from a 0-d tensor needs a static index shape");
     source = im.reshape(source, RankedTensorType::get({1}, inputType.getElementType()));
     rows = im.reshape(rows, RankedTensorType::get({rowsType.getNumElements()}, b.getI64Type()));
   }
   auto sourceType = cast<RankedTensorType>(source.getType());
   rowsType = cast<RankedTensorType>(rows.getType());
-  if (rowsType.getNumElements() == 0) // nothing to gather (ATen accepts any rank then)
-    return im.define(im.splatOut(0.0));
+  if (rowsType.hasStaticShape() && rowsType.getNumElements() == 0)
+    return im.define(im.splatOut(0.0)); // nothing to gather (ATen accepts any rank then)
   if (rowsType.getRank() != sourceType.getRank())
     return im.fail("index must have the input's rank");
-  im.assertInRange(rows, sourceType.getDimSize(*dim), /*negativeAllowed=*/false);
-  Value result = graph::GatherOp::create(b, im.loc(), rowsType.clone(sourceType.getElementType()),
-                                         source, rows, *dim);
+  // The other dims are read at the index's position: ATen checks at run time
+  // that the index is no larger; symbolic sizes must be the same to be sure.
+  for (int64_t d = 0; d < rowsType.getRank(); ++d)
+    if (d != *dim && (rowsType.isDynamicDim(d) || sourceType.isDynamicDim(d)) &&
+        !graph::sameSize(graph::dimExpr(rowsType, d), graph::dimExpr(sourceType, d)))
+      return im.fail("index dim " + std::to_string(d) + " (" +
+                     im.describe(graph::dimExpr(rowsType, d)) +
+                     ") is not known to fit the input's (" +
+                     im.describe(graph::dimExpr(sourceType, d)) + ")");
+  im.assertInRange(rows, graph::dimExpr(sourceType, *dim), /*negativeAllowed=*/false);
+  Value result = graph::GatherOp::create(
+      b, im.loc(), graph::withElementType(rowsType, sourceType.getElementType()), source, rows,
+      *dim);
   return im.define(im.reshape(result, im.outType()));
 }
 
@@ -1421,12 +1502,12 @@ LogicalResult indexSelect(Importer &im) {
   Value rows = im.convert(*index, b.getI64Type());
   if (indexType.getRank() == 0)
     rows = im.reshape(rows, RankedTensorType::get({1}, b.getI64Type()));
-  im.assertInRange(rows, sourceType.getDimSize(*dim), /*negativeAllowed=*/false);
-  SmallVector<int64_t> shape(sourceType.getShape());
-  shape[*dim] = cast<RankedTensorType>(rows.getType()).getDimSize(0);
-  Value result = graph::IndexOp::create(b, im.loc(),
-                                        RankedTensorType::get(shape, sourceType.getElementType()),
-                                        source, rows, b.getDenseI64ArrayAttr({*dim}));
+  im.assertInRange(rows, graph::dimExpr(sourceType, *dim), /*negativeAllowed=*/false);
+  SmallVector<AffineExpr> shape = graph::dimExprs(sourceType);
+  shape[*dim] = graph::dimExpr(cast<RankedTensorType>(rows.getType()), 0);
+  Value result = graph::IndexOp::create(
+      b, im.loc(), graph::symbolicTensorType(shape, sourceType.getElementType()), source, rows,
+      b.getDenseI64ArrayAttr({*dim}));
   return im.define(im.reshape(result, im.outType()));
 }
 
@@ -1518,6 +1599,9 @@ const llvm::StringSet<> &symbolicTargets() {
       "aten.bitwise_or.Scalar", "aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar",
       "aten.embedding.default", "aten.arange.default", "aten.arange.start",
       "aten._scaled_dot_product_flash_attention_for_cpu.default",
+      // Gathers and scans: index checks compare with the symbols' values.
+      "aten.index.Tensor", "aten.index_select.default", "aten.gather.default",
+      "aten.cumsum.default", "aten.constant_pad_nd.default",
       "aten.arange.start_step",
       // Fills (a scalar expanded to the symbolic shape) and integer division
       // (its divisor assert is symbolic too).
@@ -1847,6 +1931,7 @@ LogicalResult Importer::parseSymbols(const json::Object &graph, func::FuncOp fun
                                << ", " << max << "]";
       return failure();
     }
+    symbolNames.push_back(name->str());
     entries.push_back(b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(*name)),
                                            b.getNamedAttr("min", b.getI64IntegerAttr(min)),
                                            b.getNamedAttr("max", b.getI64IntegerAttr(max))}));

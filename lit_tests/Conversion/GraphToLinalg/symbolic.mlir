@@ -102,3 +102,39 @@ func.func @ungrouped_reshape(%x: tensor<?x?x2xf32, #a>, %s0: index, %s1: index) 
   %0 = kiln_graph.reshape %x : tensor<?x?x2xf32, #a> -> tensor<?x?x3xf32, #b>
   return %0 : tensor<?x?x3xf32, #b>
 }
+
+// -----
+
+// Gathers, scans, pads and sizes as values with symbolic sizes: index
+// bounds, scan lengths and pad bounds are values computed from the symbols
+// before the loops.
+// CHECK-LABEL: func.func @gathers_and_scans
+// CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x4xf32>, %[[I:[a-z0-9_]+]]: tensor<3xi64>, %[[S0:[a-z0-9_]+]]: index)
+// kiln_graph.size: s0 * 2 as an f32 scalar.
+// CHECK: %[[TWICE:.*]] = arith.muli %[[S0]], %c2
+// CHECK: %[[TWICEI:.*]] = arith.index_cast %[[TWICE]] : index to i64
+// CHECK: arith.sitofp %[[TWICEI]] : i64 to f32
+// Index: wraps negative indices by s0 and clamps to s0 - 1.
+// CHECK: linalg.generic
+// CHECK: arith.addi %{{.*}}, %[[S0]] : index
+// CHECK: tensor.extract %[[X]]
+// Cumsum along the symbolic dim: a loop to s0.
+// CHECK: tensor.empty(%[[S0]]) : tensor<?x4xf32>
+// CHECK: scf.for %{{.*}} = %c1 to %[[S0]] step %c1
+// Pad: the result has s0 + 3 rows; the input's s0 bounds the reads.
+// CHECK: %[[ROWS:.*]] = arith.addi %[[S0]], %c3
+// CHECK: tensor.empty(%[[ROWS]]) : tensor<?x4xf32>
+// CHECK: arith.cmpi slt, %{{.*}}, %[[S0]] : index
+#s0 = affine_map<()[s0] -> (s0)>
+#twice = affine_map<()[s0] -> (s0 * 2)>
+#p3 = affine_map<()[s0] -> (s0 + 3)>
+func.func @gathers_and_scans(%x: tensor<?x4xf32, #s0>, %i: tensor<3xi64>, %s0: index)
+    -> (tensor<3x4xf32>, tensor<?x4xf32, #s0>, tensor<?x4xf32, #p3>)
+    attributes {kiln.num_symbols = 1 : i64} {
+  %n = kiln_graph.size #twice : tensor<f32>
+  %0 = kiln_graph.index %x[%i] {indexed_dims = array<i64: 0>} : tensor<?x4xf32, #s0>, tensor<3xi64> -> tensor<3x4xf32>
+  %1 = kiln_graph.mul %0, %n : tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
+  %2 = kiln_graph.cumsum %x {dim = 0 : i64} : tensor<?x4xf32, #s0> -> tensor<?x4xf32, #s0>
+  %3 = kiln_graph.pad %x {low = array<i64: 1, 0>, high = array<i64: 2, 0>, value = 0.0 : f64} : tensor<?x4xf32, #s0> -> tensor<?x4xf32, #p3>
+  return %1, %2, %3 : tensor<3x4xf32>, tensor<?x4xf32, #s0>, tensor<?x4xf32, #p3>
+}

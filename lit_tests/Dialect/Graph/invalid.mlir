@@ -777,3 +777,11 @@ func.func @matmul_symbolic_contraction(%a: tensor<4x?xf32, #m0>, %b: tensor<?x3x
   %0 = kiln_graph.matmul %a, %b : tensor<4x?xf32, #m0>, tensor<?x3xf32, #m1> -> tensor<4x3xf32>
   return
 }
+
+// -----
+
+func.func @size_with_dims() -> tensor<i64> {
+  // expected-error @+1 {{size must be one expression over the size symbols (no dims)}}
+  %0 = kiln_graph.size affine_map<(d0)[s0] -> (s0 + d0)> : tensor<i64>
+  return %0 : tensor<i64>
+}

@@ -42,3 +42,16 @@ func.func @sink_reshape(%x: tensor<?x?x4xf32, #bs>) -> tensor<?x4xf32, #p>
   %1 = kiln_graph.exp %0 : tensor<?x4xf32, #p> -> tensor<?x4xf32, #p>
   return %1 : tensor<?x4xf32, #p>
 }
+
+// -----
+
+// A size as a value: kiln_graph.size names its expression over the symbols.
+// (The maps print as aliases; the importer's and fusion's tests check them.)
+// CHECK-LABEL: func.func @size_value
+// CHECK: kiln_graph.size #{{[a-z0-9]+}} : tensor<i64>
+// CHECK: kiln_graph.size #{{[a-z0-9]+}} : tensor<f32>
+func.func @size_value() -> (tensor<i64>, tensor<f32>) {
+  %0 = kiln_graph.size affine_map<()[s0, s1] -> (s0 * s1)> : tensor<i64>
+  %1 = kiln_graph.size affine_map<()[s0] -> (s0 + 2)> : tensor<f32>
+  return %0, %1 : tensor<i64>, tensor<f32>
+}

@@ -39,3 +39,26 @@ func.func @different_rows(%x: tensor<?x8xf32, #p>) -> tensor<?x8xf32, #b>
   %2 = kiln_graph.sum %1 {dims = array<i64: 1>} : tensor<?x?x8xf32, #bs> -> tensor<?x8xf32, #b>
   return %2 : tensor<?x8xf32, #b>
 }
+
+// -----
+
+// A size as a value (kiln_graph.size) is rematerialized, like a constant, in
+// each kernel that reads it: both kernels compute s0 * 2 from their symbols.
+// CHECK-LABEL: func.func @size_values
+// CHECK: kiln_kernel.kernel "kernel_0_mul"
+// CHECK: kiln_graph.size
+// CHECK: kiln_graph.mul
+// CHECK: kiln_kernel.kernel "kernel_1_sum"
+// CHECK: kiln_kernel.kernel "kernel_2_add"
+// CHECK: kiln_graph.size
+// CHECK: kiln_graph.add
+#s0 = affine_map<()[s0] -> (s0)>
+#twice = affine_map<()[s0] -> (s0 * 2)>
+func.func @size_values(%x: tensor<?x8xf32, #s0>) -> (tensor<?x8xf32, #s0>, tensor<8xf32>)
+    attributes {kiln_graph.symbols = [{name = "s77"}]} {
+  %f = kiln_graph.size #twice : tensor<f32>
+  %0 = kiln_graph.mul %x, %f : tensor<?x8xf32, #s0>, tensor<f32> -> tensor<?x8xf32, #s0>
+  %1 = kiln_graph.sum %0 {dims = array<i64: 0>} : tensor<?x8xf32, #s0> -> tensor<8xf32>
+  %2 = kiln_graph.add %1, %f : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+  return %0, %2 : tensor<?x8xf32, #s0>, tensor<8xf32>
+}

@@ -742,7 +742,7 @@ LogicalResult lowerEmbedding(RewriterBase &rewriter, EmbeddingOp op) {
 /// can still have elements only if nothing is read) yields 0 instead.
 Value extractOrZero(OpBuilder &b, Location loc, Value input, ValueRange source) {
   auto type = tensorType(input);
-  if (type.getNumElements() == 0)
+  if (type.hasStaticShape() && type.getNumElements() == 0)
     return scalarConstant(b, loc, type.getElementType(), 0);
   return tensor::ExtractOp::create(b, loc, input, source);
 }
@@ -783,29 +783,33 @@ LogicalResult lowerPad(RewriterBase &rewriter, PadOp op) {
   int64_t rank = type.getRank();
   Location loc = op.getLoc();
   Value input = op.getInput();
-  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  Value init = emptyLike(rewriter, loc, type);
+  // The input's sizes, computed before the loop when symbolic.
+  SmallVector<Value> inputSizes;
+  for (int64_t d = 0; d < rank; ++d)
+    inputSizes.push_back(kiln::kernel::sizeValue(rewriter, loc, dimExpr(inputType, d)));
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext());
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, ArrayRef<AffineMap>{identity},
-      iterators, "", "", [&](OpBuilder &b, Location l, ValueRange) {
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+      ArrayRef<AffineMap>{identity}, iterators, "", "", [&](OpBuilder &b, Location l, ValueRange) {
         // Source index i - low per dim; outside the input, the pad value.
         SmallVector<Value> source;
         Value inside = arith::ConstantIntOp::create(b, l, 1, 1);
         for (int64_t d = 0; d < rank; ++d) {
           Value i = arith::SubIOp::create(b, l, linalg::IndexOp::create(b, l, d),
                                           arith::ConstantIndexOp::create(b, l, op.getLow()[d]));
-          Value size = arith::ConstantIndexOp::create(b, l, inputType.getDimSize(d));
+          Value size = inputSizes[d];
           Value zero = arith::ConstantIndexOp::create(b, l, 0);
           Value ok = arith::AndIOp::create(
               b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, zero),
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, size));
           inside = arith::AndIOp::create(b, l, inside, ok);
-          source.push_back(clampIndex(b, l, i, inputType.getDimSize(d)));
+          source.push_back(clampIndex(b, l, i, size));
         }
         Value pad = scalarConstant(b, l, type.getElementType(), op.getValue().convertToDouble());
         Value result = pad;
-        if (inputType.getNumElements() > 0) {
+        if (!inputType.hasStaticShape() || inputType.getNumElements() > 0) {
           Value element = tensor::ExtractOp::create(b, l, input, source);
           result = arith::SelectOp::create(b, l, inside, element, pad);
         }
@@ -840,10 +844,15 @@ LogicalResult lowerIndex(RewriterBase &rewriter, IndexOp op) {
     maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
   }
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  Value init = emptyLike(rewriter, loc, type);
+  // The indexed dims' sizes, computed before the loop when symbolic.
+  SmallVector<Value> indexedSizes;
+  for (int64_t d : indexed)
+    indexedSizes.push_back(kiln::kernel::sizeValue(rewriter, loc, dimExpr(inputType, d)));
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, op.getIndices(), ValueRange{init}, maps, iterators, "", "",
+      rewriter, loc, TypeRange{init.getType()}, op.getIndices(), ValueRange{init}, maps,
+      iterators, "", "",
       [&](OpBuilder &b, Location l, ValueRange args) {
         // Result dims outside the broadcast block walk the non-indexed input
         // dims in order.
@@ -856,9 +865,9 @@ LogicalResult lowerIndex(RewriterBase &rewriter, IndexOp op) {
             source[d] = linalg::IndexOp::create(b, l, resultDim++);
         }
         for (auto [k, d] : llvm::enumerate(indexed)) {
-          int64_t size = inputType.getDimSize(d);
+          Value size = indexedSizes[k];
           Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[k]);
-          Value wrapped = arith::AddIOp::create(b, l, i, arith::ConstantIndexOp::create(b, l, size));
+          Value wrapped = arith::AddIOp::create(b, l, i, size);
           Value negative = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i,
                                                  arith::ConstantIndexOp::create(b, l, 0));
           source[d] = clampIndex(b, l, arith::SelectOp::create(b, l, negative, wrapped, i), size);
@@ -878,18 +887,18 @@ LogicalResult lowerGather(RewriterBase &rewriter, GatherOp op) {
   Location loc = op.getLoc();
   Value input = op.getInput();
   SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, ctx));
-  Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  Value init = emptyLike(rewriter, loc, type);
+  Value size = kiln::kernel::sizeValue(rewriter, loc, dimExpr(inputType, dim));
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{type}, ValueRange{op.getIndex()}, ValueRange{init}, maps,
-      iterators, "", "", [&](OpBuilder &b, Location l, ValueRange args) {
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{op.getIndex()}, ValueRange{init},
+      maps, iterators, "", "", [&](OpBuilder &b, Location l, ValueRange args) {
         SmallVector<Value> source;
         for (int64_t d = 0; d < rank; ++d)
-          source.push_back(d == dim ? clampIndex(b, l,
-                                                 arith::IndexCastOp::create(
-                                                     b, l, b.getIndexType(), args[0]),
-                                                 inputType.getDimSize(d))
-                                    : Value(linalg::IndexOp::create(b, l, d)));
+          source.push_back(
+              d == dim ? clampIndex(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]),
+                                    size)
+                       : Value(linalg::IndexOp::create(b, l, d)));
         linalg::YieldOp::create(b, l, extractOrZero(b, l, input, source));
       });
   rewriter.replaceOp(op, generic.getResult(0));
@@ -903,38 +912,43 @@ LogicalResult lowerCumsum(RewriterBase &rewriter, CumsumOp op) {
   auto type = tensorType(op.getResult());
   int64_t rank = type.getRank();
   Location loc = op.getLoc();
-  if (rank == 0 || type.getNumElements() == 0) {
+  if (rank == 0 || (type.hasStaticShape() && type.getNumElements() == 0)) {
     rewriter.replaceOp(op, op.getInput());
     return success();
   }
   int64_t dim = op.getDim();
-  int64_t length = type.getDimSize(dim);
   MLIRContext *ctx = rewriter.getContext();
+  Value input = op.getInput();
+  if (auto inputType = tensorType(input); inputType.getEncoding())
+    input = tensor::CastOp::create(rewriter, loc, withoutEncoding(inputType), input);
   SmallVector<int64_t> sliceShape(type.getShape());
   sliceShape[dim] = 1;
   auto sliceType = RankedTensorType::get(sliceShape, type.getElementType());
-  auto sliceAt = [&](OpBuilder &b, Value tensor, OpFoldResult k) {
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes, strides(rank, b.getIndexAttr(1));
+  // The slice sizes (symbolic ones computed once, before the loop).
+  SmallVector<AffineExpr> sliceDims = dimExprs(type);
+  sliceDims[dim] = getAffineConstantExpr(1, ctx);
+  SmallVector<OpFoldResult> sizes = kiln::kernel::dimSizes(rewriter, loc, sliceDims);
+  SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+  auto offsetsAt = [&](OpBuilder &b, OpFoldResult k) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
     offsets[dim] = k;
-    for (int64_t s : sliceShape)
-      sizes.push_back(b.getIndexAttr(s));
-    return std::make_tuple(offsets, sizes, strides);
+    return offsets;
   };
-  auto [offsets0, sizes, strides] = sliceAt(rewriter, op.getInput(), rewriter.getIndexAttr(0));
-  Value first = tensor::ExtractSliceOp::create(rewriter, loc, sliceType, op.getInput(), offsets0,
+  SmallVector<OpFoldResult> offsets0 = offsetsAt(rewriter, rewriter.getIndexAttr(0));
+  Value first = tensor::ExtractSliceOp::create(rewriter, loc, sliceType, input, offsets0,
                                                sizes, strides);
-  Value out = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+  Value out = emptyLike(rewriter, loc, type);
   out = tensor::InsertSliceOp::create(rewriter, loc, first, out, offsets0, sizes, strides);
   Value lower = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  Value upper = arith::ConstantIndexOp::create(rewriter, loc, length);
+  Value upper = kiln::kernel::sizeValue(rewriter, loc, dimExpr(type, dim));
   Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   auto loop = scf::ForOp::create(
       rewriter, loc, lower, upper, step, ValueRange{out, first},
       [&](OpBuilder &b, Location l, Value k, ValueRange carried) {
-        auto [offsets, sizes, strides] = sliceAt(b, carried[0], k);
-        Value slice = tensor::ExtractSliceOp::create(b, l, sliceType, op.getInput(), offsets,
+        SmallVector<OpFoldResult> offsets = offsetsAt(b, k);
+        Value slice = tensor::ExtractSliceOp::create(b, l, sliceType, input, offsets,
                                                      sizes, strides);
         // running += slice, written over the running slice.
         auto add = linalg::GenericOp::create(
@@ -1049,6 +1063,21 @@ LogicalResult lowerConv2d(RewriterBase &rewriter, Conv2dOp op) {
   return success();
 }
 
+/// A size as a 0-d tensor, computed from the kernel's size symbols.
+LogicalResult lowerSize(RewriterBase &rewriter, SizeOp op) {
+  Location loc = op.getLoc();
+  auto type = tensorType(op.getResult());
+  Type element = type.getElementType();
+  Value size = kiln::kernel::sizeValue(rewriter, loc, op.getSize().getResult(0));
+  Value value = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), size);
+  if (isa<FloatType>(element))
+    value = arith::SIToFPOp::create(rewriter, loc, element, value);
+  else if (element != value.getType())
+    value = arith::TruncIOp::create(rewriter, loc, element, value);
+  rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, type, ValueRange{value});
+  return success();
+}
+
 LogicalResult lowerConstant(RewriterBase &rewriter, ConstantOp op) {
   rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue().getType(),
                                                  cast<TypedAttr>(op.getValue()));
@@ -1061,7 +1090,8 @@ bool lowersSymbolicShapes(Operation *op) {
   return isElementwise(op) ||
          isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
              ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ExpandOp,
-             SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp, AttentionOp>(op);
+             SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp, AttentionOp, SizeOp, IndexOp,
+             GatherOp, CumsumOp, PadOp>(op);
 }
 
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
@@ -1094,6 +1124,7 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<AttentionOp>([&](auto o) { return lowerAttention(rewriter, o); })
       .Case<Conv2dOp>([&](auto o) { return lowerConv2d(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
+      .Case<SizeOp>([&](auto o) { return lowerSize(rewriter, o); })
       .Default([](Operation *o) {
         return o->emitOpError("has no lowering to linalg");
       });

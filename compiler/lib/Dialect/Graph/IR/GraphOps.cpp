@@ -97,15 +97,18 @@ static RankedTensorType tensorType(Value v) {
 /// Elementwise ops: the result shape is the broadcast of the operand shapes;
 /// arithmetic results share the operands' element type, comparisons give i1.
 LogicalResult kiln::graph::verifyElementwise(Operation *op) {
-  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> shape;
   for (Value operand : op->getOperands()) {
-    auto next = broadcastShapes(shape, tensorType(operand).getShape());
+    auto next = broadcastDims(shape, dimExprs(tensorType(operand)));
     if (failed(next))
       return op->emitOpError("operand shapes are not broadcast-compatible");
     shape = *next;
   }
   auto result = tensorType(op->getResult(0));
-  if (result.getShape() != ArrayRef<int64_t>(shape))
+  SmallVector<AffineExpr> resultDims = dimExprs(result);
+  if (resultDims.size() != shape.size() ||
+      !llvm::all_of(llvm::zip(resultDims, shape),
+                    [](auto pair) { return sameSize(std::get<0>(pair), std::get<1>(pair)); }))
     return op->emitOpError("result shape must be the broadcast operand shape");
 
   Type resultElement = result.getElementType();
@@ -335,6 +338,14 @@ LogicalResult LayerNormOp::verify() {
       return emitOpError("mean and rstd must keep the normalized dims as size 1");
   if (!isa<FloatType>(input.getElementType()))
     return emitOpError("requires a floating-point element type");
+  return success();
+}
+
+LogicalResult SizeOp::verify() {
+  AffineMap map = getSize();
+  if (map.getNumDims() != 0 || map.getNumResults() != 1)
+    return emitOpError("size must be one expression over the size symbols (no dims): ")
+           << AffineMapAttr::get(map);
   return success();
 }
 
@@ -571,10 +582,10 @@ LeadingDim IndexOp::getLeadingDim() {
   return info ? *info : notParallel(*this);
 }
 
-SmallVector<int64_t> IndexOp::getBroadcastShape() {
-  SmallVector<int64_t> shape;
+SmallVector<AffineExpr> IndexOp::getBroadcastShape() {
+  SmallVector<AffineExpr> shape;
   for (Value index : getIndices())
-    shape = broadcastShapes(shape, tensorType(index).getShape()).value_or(shape);
+    shape = broadcastDims(shape, dimExprs(tensorType(index))).value_or(shape);
   return shape;
 }
 
@@ -604,10 +615,12 @@ LogicalResult PadOp::verify() {
     return emitOpError("low and high need one entry per input dim");
   if (result.getElementType() != input.getElementType() || result.getRank() != rank)
     return emitOpError("result must have the input's rank and element type");
-  for (int64_t d = 0; d < rank; ++d)
-    if (result.getDimSize(d) != input.getDimSize(d) + getLow()[d] + getHigh()[d] ||
-        result.getDimSize(d) < 0)
+  for (int64_t d = 0; d < rank; ++d) {
+    AffineExpr expected = dimExpr(input, d) + getLow()[d] + getHigh()[d];
+    auto constant = dyn_cast<AffineConstantExpr>(expected);
+    if (!sameSize(dimExpr(result, d), expected) || (constant && constant.getValue() < 0))
       return emitOpError("result dim ") << d << " must be the input's plus low and high";
+  }
   return success();
 }
 
@@ -619,24 +632,28 @@ LogicalResult IndexOp::verify() {
   for (size_t k = 0; k < dims.size(); ++k)
     if (dims[k] < 0 || dims[k] >= input.getRank() || (k > 0 && dims[k] <= dims[k - 1]))
       return emitOpError("indexed dims must be sorted input dims");
-  SmallVector<int64_t> broadcast;
+  SmallVector<AffineExpr> broadcast;
   for (Value index : getIndices()) {
     if (!tensorType(index).getElementType().isInteger(64))
       return emitOpError("index tensors must be i64");
-    auto next = broadcastShapes(broadcast, tensorType(index).getShape());
+    auto next = broadcastDims(broadcast, dimExprs(tensorType(index)));
     if (failed(next))
       return emitOpError("index shapes are not broadcast-compatible");
     broadcast = *next;
   }
-  SmallVector<int64_t> expected;
+  SmallVector<AffineExpr> expected;
   for (int64_t d = 0; d < input.getRank(); ++d)
     if (!llvm::is_contained(dims, d))
-      expected.push_back(input.getDimSize(d));
+      expected.push_back(dimExpr(input, d));
   int64_t start = getBroadcastStart();
   expected.insert(expected.begin() + start, broadcast.begin(), broadcast.end());
-  if (result.getShape() != ArrayRef<int64_t>(expected) ||
+  SmallVector<AffineExpr> actual = dimExprs(result);
+  if (actual.size() != expected.size() ||
+      !llvm::all_of(llvm::zip(actual, expected),
+                    [](auto pair) { return sameSize(std::get<0>(pair), std::get<1>(pair)); }) ||
       result.getElementType() != input.getElementType())
-    return emitOpError("result must be ") << RankedTensorType::get(expected, input.getElementType());
+    return emitOpError("result must be ")
+           << symbolicTensorType(expected, input.getElementType());
   return success();
 }
 
@@ -663,12 +680,14 @@ LogicalResult GatherOp::verify() {
     return emitOpError("dim must be in [0, rank)");
   if (!index.getElementType().isInteger(64))
     return emitOpError("index must be i64");
-  if (index.getRank() != input.getRank() || result.getShape() != index.getShape() ||
+  if (index.getRank() != input.getRank() || !sameShape(result, index) ||
       result.getElementType() != input.getElementType())
     return emitOpError("result must have the index's shape and the input's element type, "
                        "and the index the input's rank");
+  // (Symbolic dims are checked where both are known.)
   for (int64_t d = 0; d < input.getRank(); ++d)
-    if (d != (int64_t)getDim() && index.getDimSize(d) > input.getDimSize(d))
+    if (d != (int64_t)getDim() && !index.isDynamicDim(d) && !input.isDynamicDim(d) &&
+        index.getDimSize(d) > input.getDimSize(d))
       return emitOpError("index dim ") << d << " is larger than the input's";
   return success();
 }

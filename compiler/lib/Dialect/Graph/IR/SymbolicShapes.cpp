@@ -133,3 +133,24 @@ std::string kiln::graph::describeSize(AffineExpr size) {
   llvm::raw_string_ostream(text) << size;
   return text;
 }
+
+FailureOr<SmallVector<AffineExpr>> kiln::graph::broadcastDims(ArrayRef<AffineExpr> a,
+                                                              ArrayRef<AffineExpr> b) {
+  size_t rank = std::max(a.size(), b.size());
+  auto isOne = [](AffineExpr e) {
+    auto constant = dyn_cast<AffineConstantExpr>(e);
+    return constant && constant.getValue() == 1;
+  };
+  SmallVector<AffineExpr> result;
+  for (size_t i = 0; i < rank; ++i) {
+    AffineExpr da = i < rank - a.size() ? AffineExpr() : a[i - (rank - a.size())];
+    AffineExpr db = i < rank - b.size() ? AffineExpr() : b[i - (rank - b.size())];
+    if (!da || isOne(da))
+      result.push_back(db ? db : da);
+    else if (!db || isOne(db) || sameSize(da, db))
+      result.push_back(da);
+    else
+      return failure();
+  }
+  return result;
+}

@@ -50,7 +50,7 @@ public:
     for (Operation &op : block.without_terminator()) {
       if (!isa<GraphDialect>(op.getDialect()))
         continue;
-      if (isa<ConstantOp>(op) && onlyUsedByGraphOps(&op))
+      if (isa<ConstantOp, SizeOp>(op) && onlyUsedByGraphOps(&op))
         continue; // rematerialized in every kernel that uses it
       if (isa<AssertOp>(op) || isBoundaryReshape(&op)) {
         boundary.insert(&op);
@@ -94,7 +94,7 @@ private:
     if (!reshape)
       return false;
     Operation *producer = reshape.getInput().getDefiningOp();
-    if (producer && isa<ConstantOp>(producer))
+    if (producer && isa<ConstantOp, SizeOp>(producer))
       return false; // stays with its constant in a kernel
     if (!producer || !kernelOf.count(producer))
       return true;
@@ -281,7 +281,7 @@ private:
         Operation *def = operand.getDefiningOp();
         if (def && members.contains(def))
           continue;
-        if (def && isa<ConstantOp>(def) && !kernelOf.count(def))
+        if (def && isa<ConstantOp, SizeOp>(def) && !kernelOf.count(def))
           constants.insert(def);
         else
           inputs.insert(operand);

@@ -20,6 +20,25 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure,
   let hasFolder = 1;
 }
 
+def Graph_SizeOp : Graph_Op<"size", [Pure]> {
+  let summary = "A size of the graph as a value: a 0-d integer or float tensor";
+  let description = [{
+    `size` is an expression over the graph's size symbols (an affine map with
+    no dims and one result), as in symbolic tensor types. It is how a SymInt
+    becomes a value: the bound of an index check on a symbolic dim, or a
+    SymInt used as a scalar operand, in the element type it is used in. Like
+    a constant, it is rematerialized in every kernel that reads it (kernels
+    take the size symbols as arguments).
+
+      %n = kiln_graph.size affine_map<()[s0, s1] -> (s0 * s1)> : tensor<i64>
+      %f = kiln_graph.size affine_map<()[s0] -> (s0)> : tensor<f32>
+  }];
+  let arguments = (ins AffineMapAttr:$size);
+  let results = (outs 0DTensorOf<[I64, I32, F32, F64]>:$result);
+  let assemblyFormat = "$size attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops (NumPy broadcasting between operands)
 //===----------------------------------------------------------------------===//
@@ -463,7 +482,8 @@ def Graph_IndexOp : Graph_Op<"index", [Pure, Graph_OwnLeadingDim]> {
     /// Result dim where B starts (0 unless the indexed dims are adjacent).
     int64_t getBroadcastStart();
     /// B, the broadcast shape of the indices.
-    llvm::SmallVector<int64_t> getBroadcastShape();
+    /// The index tensors' broadcast shape, symbolic dims as expressions.
+    llvm::SmallVector<mlir::AffineExpr> getBroadcastShape();
   }];
 }
 

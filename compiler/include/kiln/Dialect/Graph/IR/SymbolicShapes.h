@@ -22,6 +22,8 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/LogicalResult.h"
 
 namespace kiln::graph {
 
@@ -74,6 +76,12 @@ mlir::AffineExpr numElementsExpr(mlir::ShapedType type);
 /// expression, or (for products written in another order) equal at a spread
 /// of sample values.
 bool sameSize(mlir::AffineExpr a, mlir::AffineExpr b);
+
+/// The NumPy broadcast of two shapes given as dim expressions (trailing dims
+/// aligned; a dim of 1 takes the other's size); failure where two dims are
+/// neither 1 nor the same size.
+mlir::FailureOr<llvm::SmallVector<mlir::AffineExpr>>
+broadcastDims(llvm::ArrayRef<mlir::AffineExpr> a, llvm::ArrayRef<mlir::AffineExpr> b);
 
 /// A size for a diagnostic: `8`, `s0`, `s0 * 4`.
 std::string describeSize(mlir::AffineExpr size);
