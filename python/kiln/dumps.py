@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
+from kiln.fx_serialize import executable_args
 from kiln.options import KilnOptions
 
 log = logging.getLogger("kiln")
@@ -141,9 +142,11 @@ def write_replay(
     def array(value: Any) -> Any:  # C order: kiln-run reads no Fortran-order .npy
         if isinstance(value, torch.Tensor):
             value = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        return np.ascontiguousarray(value)
+        return np.asarray(value, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
 
-    inputs = [*args, *constants]
+    # What kiln-run takes: the executable's arguments (SymInts dropped or as
+    # 0-d int64s), then the constants.
+    inputs = [*executable_args(gm, args), *constants]
     with torch.no_grad():
         result = gm(*args)
     results = result if isinstance(result, (tuple, list)) else [result]

@@ -26,7 +26,7 @@ import operator
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import sympy
 import torch
@@ -238,6 +238,24 @@ class SerializedGraph:
     def output_is_ref(self) -> list[bool]:
         """Per graph output: does the compiled graph produce it (True) or is it a literal?"""
         return [isinstance(o, dict) and "ref" in o for o in self.graph["outputs"]]
+
+
+def executable_args(gm: torch.fx.GraphModule, args: Sequence[Any]) -> list[Any]:
+    """A call's arguments as the graph's executable takes them: SymInt
+    arguments that are sizes of tensor arguments dropped (the executable reads
+    those shapes), the others as 0-d int64 tensors (serialize_graph's
+    symint_inputs and symint_values)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    in_shapes = {d.node.expr for n in placeholders if isinstance(n.meta.get("val"), torch.Tensor)
+                 for d in n.meta["val"].shape if isinstance(d, torch.SymInt)}
+    result = []
+    for node, arg in zip(placeholders, args):
+        value = node.meta.get("val")
+        if not isinstance(value, torch.SymInt):
+            result.append(arg)
+        elif isinstance(value.node.expr, sympy.Symbol) and value.node.expr not in in_shapes:
+            result.append(torch.tensor(int(arg)))
+    return result
 
 
 def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> SerializedGraph:

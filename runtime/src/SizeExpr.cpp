@@ -1,6 +1,7 @@
 #include "kiln/runtime/SizeExpr.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace kiln::runtime {
 
@@ -50,24 +51,31 @@ static int64_t floorDiv(int64_t a, int64_t b) {
 }
 
 StatusOr<int64_t> evaluateSizeExpr(const SizeExpr &expr, const std::vector<int64_t> &symbols) {
-  std::vector<int64_t> stack;
-  stack.reserve(8);
+  // Runs for every symbolic buffer and launch on every call: the stack lives
+  // on the C++ stack unless the expression is unusually long.
+  int64_t inlineStack[32];
+  std::vector<int64_t> heapStack;
+  int64_t *stack = inlineStack;
+  if (expr.terms.size() > std::size(inlineStack)) {
+    heapStack.resize(expr.terms.size());
+    stack = heapStack.data();
+  }
+  size_t depth = 0;
   for (const SizeExpr::Term &term : expr.terms) {
     if (term.op == Op::Const) {
-      stack.push_back(term.value);
+      stack[depth++] = term.value;
       continue;
     }
     if (term.op == Op::Symbol) {
       if (term.value < 0 || (uint64_t)term.value >= symbols.size())
         return Status::error("size expression names an unknown symbol");
-      stack.push_back(symbols[term.value]);
+      stack[depth++] = symbols[term.value];
       continue;
     }
-    if (stack.size() < 2)
+    if (depth < 2)
       return Status::error("malformed size expression");
-    int64_t b = stack.back();
-    stack.pop_back();
-    int64_t a = stack.back(), r = 0;
+    int64_t b = stack[--depth];
+    int64_t a = stack[depth - 1], r = 0;
     bool overflow = false;
     switch (term.op) {
     case Op::Add: overflow = __builtin_add_overflow(a, b, &r); break;
@@ -89,11 +97,11 @@ StatusOr<int64_t> evaluateSizeExpr(const SizeExpr &expr, const std::vector<int64
     }
     if (overflow)
       return Status::error("size expression overflows int64");
-    stack.back() = r;
+    stack[depth - 1] = r;
   }
-  if (stack.size() != 1)
+  if (depth != 1)
     return Status::error("malformed size expression");
-  return stack.back();
+  return stack[0];
 }
 
 std::string SizeExpr::str(const std::vector<std::string> &names) const {

@@ -426,9 +426,13 @@ void printProfile(const Artifact &artifact,
               rows.size(), total);
   for (const Row &row : rows) {
     const LaunchCmd &launch = artifact.launches[row.launch];
-    std::printf("  launch %-3zu %-32s %4u workgroups  %9.4f ms  %5.1f%%\n",
-                row.launch, artifact.kernels[launch.kernel].name.c_str(),
-                launch.workgroups, row.ms, total > 0 ? 100 * row.ms / total : 0);
+    // A symbolic launch's count depends on the sizes of each run.
+    std::string workgroups = launch.symbolicWorkgroups.empty()
+                                 ? std::to_string(launch.workgroups) + " workgroups"
+                                 : "workgroups sized at launch";
+    std::printf("  launch %-3zu %-32s %-26s %9.4f ms  %5.1f%%\n", row.launch,
+                artifact.kernels[launch.kernel].name.c_str(), workgroups.c_str(), row.ms,
+                total > 0 ? 100 * row.ms / total : 0);
   }
 }
 

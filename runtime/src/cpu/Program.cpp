@@ -82,14 +82,15 @@ Status Program::bindSymbols(const std::vector<void *> &inputs,
   symbols.clear();
   for (const SymbolDesc &symbol : artifact_.symbols) {
     const TensorDesc &input = inputDescs[symbol.input];
-    std::string where = "input " + std::to_string(symbol.input) + " (" + input.str() + ")";
+    // (Messages are built only on failure: this runs on every call.)
+    auto where = [&] { return "input " + std::to_string(symbol.input) + " (" + input.str() + ")"; };
     int64_t value;
     if (symbol.dim == kSymbolValue) { // a size passed as a 0-d int64
       if (!inputs[symbol.input])
-        return Status::error(where + ", the value of " + symbol.name + ": null data pointer");
+        return Status::error(where() + ", the value of " + symbol.name + ": null data pointer");
       std::memcpy(&value, inputs[symbol.input], sizeof(value));
       if (value < symbol.min || value > symbol.max)
-        return Status::error(where + " is " + std::to_string(value) +
+        return Status::error(where() + " is " + std::to_string(value) +
                              ", but the graph was compiled for " + symbol.name + " in [" +
                              std::to_string(symbol.min) + ", " +
                              (symbol.max == INT64_MAX ? std::string("inf")
@@ -99,12 +100,12 @@ Status Program::bindSymbols(const std::vector<void *> &inputs,
       continue;
     }
     if (symbol.dim >= input.shape.size())
-      return Status::error(where + " has no dim " + std::to_string(symbol.dim) +
+      return Status::error(where() + " has no dim " + std::to_string(symbol.dim) +
                            ", which gives the size " + symbol.name);
     value = input.shape[symbol.dim];
     if (value < symbol.min || value > symbol.max)
       return Status::error(
-          where + " dim " + std::to_string(symbol.dim) + " is " + std::to_string(value) +
+          where() + " dim " + std::to_string(symbol.dim) + " is " + std::to_string(value) +
           ", but the graph was compiled for " + symbol.name + " in [" +
           std::to_string(symbol.min) + ", " +
           (symbol.max == INT64_MAX ? std::string("inf") : std::to_string(symbol.max)) +
@@ -113,6 +114,8 @@ Status Program::bindSymbols(const std::vector<void *> &inputs,
   }
   for (size_t i = 0; i < inputDescs.size(); ++i) {
     const BufferDesc &buffer = artifact_.buffers[inputBuffers_[i]];
+    if (buffer.dims.empty())
+      continue; // static: checkInputs compared it
     const TensorDesc &actual = inputDescs[i];
     StatusOr<TensorDesc> expected = resolveBufferDesc(buffer, symbols);
     if (!expected.ok())
@@ -136,17 +139,18 @@ Status Program::bindSymbols(const std::vector<void *> &inputs,
 }
 
 /// The concrete shape of every buffer for these symbol values.
-Status Program::resolveShapes(const std::vector<int64_t> &symbols,
-                              std::vector<TensorDesc> &types) const {
+Status Program::resolve(const std::vector<int64_t> &symbols, Resolved &resolved) const {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
+  resolved.symbols = symbols;
+  std::vector<TensorDesc> &types = resolved.types;
   types.resize(buffers.size());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferDesc &buffer = buffers[id];
-    StatusOr<TensorDesc> resolved = resolveBufferDesc(buffer, symbols);
-    if (!resolved.ok())
-      return resolved.status().withContext("buffer " + std::to_string(id));
+    StatusOr<TensorDesc> desc = resolveBufferDesc(buffer, symbols);
+    if (!desc.ok())
+      return desc.status().withContext("buffer " + std::to_string(id));
     TensorDesc &type = types[id];
-    type = std::move(*resolved);
+    type = std::move(*desc);
     KILN_RETURN_IF_ERROR(validateTensorDesc(type).withContext("buffer " + std::to_string(id)));
     if (buffer.kind == BufferKind::View &&
         type.byteSize() > types[buffer.source].byteSize())
@@ -154,7 +158,35 @@ Status Program::resolveShapes(const std::vector<int64_t> &symbols,
                            " in buffer " + std::to_string(buffer.source) + " (" +
                            types[buffer.source].str() + "), which is smaller");
   }
+  resolved.workgroups.resize(artifact_.launches.size());
+  for (size_t index = 0; index < artifact_.launches.size(); ++index) {
+    const LaunchCmd &launch = artifact_.launches[index];
+    int64_t count = launch.workgroups;
+    if (!launch.symbolicWorkgroups.empty()) {
+      StatusOr<int64_t> computed = evaluateSizeExpr(launch.symbolicWorkgroups, symbols);
+      if (!computed.ok())
+        return computed.status().withContext("the workgroup count of launch " +
+                                             std::to_string(index));
+      count = std::clamp<int64_t>(*computed, 0, kMaxWorkgroups);
+    }
+    resolved.workgroups[index] = count;
+  }
   return Status::OK();
+}
+
+StatusOr<std::shared_ptr<const Program::Resolved>>
+Program::resolvedFor(const std::vector<int64_t> &symbols) const {
+  {
+    std::lock_guard<std::mutex> lock(lastResolvedMutex_);
+    if (lastResolved_ && lastResolved_->symbols == symbols)
+      return lastResolved_;
+  }
+  auto fresh = std::make_shared<Resolved>();
+  KILN_RETURN_IF_ERROR(resolve(symbols, *fresh));
+  std::shared_ptr<const Resolved> result = std::move(fresh);
+  std::lock_guard<std::mutex> lock(lastResolvedMutex_);
+  lastResolved_ = result;
+  return result;
 }
 
 Status Program::checkInputs(const std::vector<void *> &inputs,
@@ -214,23 +246,26 @@ Status Program::runImpl(const std::vector<void *> &inputs,
                         std::vector<OutputRef> &outputs,
                         std::vector<double> *launchMs) const {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
-  // A symbolic graph's shapes for this call; a static graph's are its own.
-  std::vector<TensorDesc> resolved;
-  if (!artifact_.symbols.empty())
-    KILN_RETURN_IF_ERROR(resolveShapes(symbols, resolved));
+  // A symbolic graph's sizes for this call; a static graph's are its own.
+  std::shared_ptr<const Resolved> resolved;
+  if (!artifact_.symbols.empty()) {
+    StatusOr<std::shared_ptr<const Resolved>> sizes = resolvedFor(symbols);
+    if (!sizes.ok())
+      return sizes.status();
+    resolved = std::move(*sizes);
+  }
   auto typeOf = [&](size_t id) -> const TensorDesc & {
-    return resolved.empty() ? buffers[id].type : resolved[id];
+    return resolved ? resolved->types[id] : buffers[id].type;
   };
   allocated.reserve(allocBuffers_.size());
   for (uint32_t id : allocBuffers_) {
     const TensorDesc &type = typeOf(id);
-    std::string context =
-        "allocating buffer " + std::to_string(id) + " (" + type.str() + ")";
+    auto context = [&] { return "allocating buffer " + std::to_string(id) + " (" + type.str() + ")"; };
     StatusOr<std::shared_ptr<Buffer>> buffer = allocator.allocate(type);
     if (!buffer.ok())
-      return buffer.status().withContext(context);
+      return buffer.status().withContext(context());
     if (!*buffer || !(*buffer)->data())
-      return Status::error(context + ": the allocator returned no memory");
+      return Status::error(context() + ": the allocator returned no memory");
     allocated.push_back(std::move(*buffer));
   }
 
@@ -262,14 +297,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
     KILN_RETURN_IF_ERROR(runChecks(index));
     const LaunchCmd &launch = artifact_.launches[index];
-    int64_t count = launch.workgroups;
-    if (!launch.symbolicWorkgroups.empty()) {
-      StatusOr<int64_t> computed = evaluateSizeExpr(launch.symbolicWorkgroups, symbols);
-      if (!computed.ok())
-        return computed.status().withContext("the workgroup count of launch " +
-                                             std::to_string(index));
-      count = std::clamp<int64_t>(*computed, 0, kMaxWorkgroups);
-    }
+    int64_t count = resolved ? resolved->workgroups[index] : launch.workgroups;
     if (count == 0)
       continue;
     bindings.clear();

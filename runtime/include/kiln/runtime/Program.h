@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace kiln::runtime {
@@ -85,8 +86,17 @@ private:
   Status bindSymbols(const std::vector<void *> &inputs,
                      const std::vector<TensorDesc> &inputDescs,
                      std::vector<int64_t> &symbols) const;
-  Status resolveShapes(const std::vector<int64_t> &symbols,
-                       std::vector<TensorDesc> &types) const;
+  /// A symbolic graph's sizes for one set of symbol values: every buffer's
+  /// shape and every launch's workgroup count.
+  struct Resolved {
+    std::vector<int64_t> symbols;
+    std::vector<TensorDesc> types;      // by buffer id
+    std::vector<int64_t> workgroups;    // by launch
+  };
+  Status resolve(const std::vector<int64_t> &symbols, Resolved &resolved) const;
+  /// The sizes for `symbols`: those of the last call when its symbols were
+  /// the same (the usual case: resolving costs per buffer and launch).
+  StatusOr<std::shared_ptr<const Resolved>> resolvedFor(const std::vector<int64_t> &symbols) const;
   Status runImpl(const std::vector<void *> &inputs,
                  const std::vector<int64_t> &symbols, Allocator &allocator,
                  std::vector<std::shared_ptr<Buffer>> &allocated,
@@ -100,6 +110,8 @@ private:
   std::vector<uint32_t> allocBuffers_;  // buffer id of each Alloc slot
   std::vector<TensorDesc> inputDescs_;  // by graph input index
   std::vector<uint32_t> inputBuffers_;  // buffer id of each graph input
+  mutable std::mutex lastResolvedMutex_; // run() is const and may run concurrently
+  mutable std::shared_ptr<const Resolved> lastResolved_;
 };
 
 } // namespace kiln::runtime
