@@ -170,6 +170,12 @@ class KilnSupport(OperatorSupportBase):
             if type(shape[node.args[1]]) is not int:
                 return ("a negative index into a symbolic dim (Kiln slices at constant "
                         "offsets from the start)")
+        if node.target is torch.ops.aten.convolution.default:
+            shapes = [a.meta["val"].shape for a in node.args[:2] if isinstance(a, torch.fx.Node)]
+            if any(type(d) is not int for shape in shapes for d in shape[1:]) or (
+                    len(shapes) > 1 and any(type(d) is not int for d in shapes[1])):
+                return ("symbolic channels, image or kernel sizes (only the batch of a "
+                        "convolution may be symbolic)")
         if node.target is torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default:
             problem = _attention_sizes_problem(node)
             if problem:

@@ -218,10 +218,10 @@ def test_attention_with_symbolic_heads_runs_in_eager_with_a_reason():
 
 
 def test_ops_without_symbolic_lowering_fall_back_per_op():
-    """Convolutions need static shapes: they run in eager, named in the
-    records, and the rest of the graph still runs in Kiln kernels, even the
-    partition after the convolution, which sees the image size only as a
-    convolution's output size (s - 2)."""
+    """A convolution takes a symbolic batch only: with symbolic image sizes
+    it runs in eager, named in the records, and the rest of the graph still
+    runs in Kiln kernels, even the partition after the convolution, which
+    sees the image size only as a convolution's output size (s - 2)."""
     conv = torch.nn.Conv2d(8, 16, 3)
 
     def fn(x: torch.Tensor) -> torch.Tensor:
@@ -231,7 +231,7 @@ def test_ops_without_symbolic_lowering_fall_back_per_op():
     (record,) = _sweep(fn, calls, fallback="eager", dynamic=True)
     assert record.status == "partitioned"
     assert [f["op"] for f in record.fallbacks] == ["aten.convolution.default"]
-    assert "static shapes" in record.fallbacks[0]["reason"]
+    assert "only the batch" in record.fallbacks[0]["reason"]
     assert any(s["name"].endswith(" - 2") for s in record.symbols), record.symbols
 
 
@@ -253,6 +253,20 @@ def test_index_checks_compare_with_the_symbolic_size_at_run_time():
     with pytest.raises(IndexError, match=rf"aten\.index\.Tensor.*test_dynamic\.py:\d+.*"
                                          rf"every index must be in \[-{symbol}, {symbol}\)"):
         compiled(torch.randn(7, 3), torch.tensor([7]))
+
+
+def test_direct_convolution_with_a_symbolic_batch():
+    """A CNN block (convolution, batch norm, ReLU, residual) over batch sizes:
+    the direct convolution takes the symbolic batch, its epilogue fused."""
+    conv = torch.nn.Conv2d(8, 16, 3, padding=1)
+    bn = torch.nn.BatchNorm2d(16).eval()
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return F.relu(bn(conv(x))) + x.sum(1, keepdim=True)
+
+    calls = _sizes(*[(b, 8, 10, 12) for b in (4, 5, 2, 9, 3, 16, 31)])
+    records = _sweep(fn, calls)
+    assert _dynamic_records(records), records
 
 
 def test_negative_index_into_a_symbolic_dim_runs_in_eager_with_a_reason():
@@ -279,8 +293,8 @@ def _resized(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> t
 @pytest.mark.parametrize("name, sizes, fallback", [
     ("gpt2", [(2, 24), (3, 24), (2, 17), (4, 40), (5, 9), (1, 63)], "error"),
     ("bert", [(2, 24), (3, 24), (2, 17), (4, 40), (3, 1)], "error"),
-    # Convolutions still need static shapes: they run in eager, per op.
-    ("cnn", [(2, None), (3, None), (5, None), (8, None)], "eager"),
+    # Direct convolution with a symbolic batch (image sizes static).
+    ("cnn", [(2, None), (3, None), (5, None), (8, None), (17, None)], "error"),
 ])
 def test_zoo_models_under_dynamic_sizes(name, sizes, fallback):
     """Zoo models across batch sizes and sequence lengths: every call matches

@@ -904,8 +904,25 @@ LogicalResult convolution(Importer &im) {
   int64_t spatial = inputType.getRank() - 2;
   if ((spatial != 1 && spatial != 2) || weightType.getRank() != inputType.getRank())
     return im.fail("only 1-D and 2-D convolutions are imported");
-  if (inputType.getNumElements() == 0 || weightType.getNumElements() == 0)
+  // The batch may be symbolic; channels, image sizes and the kernel shape the
+  // loop nest and must be static.
+  for (int64_t d = 1; d < inputType.getRank(); ++d)
+    if (inputType.isDynamicDim(d))
+      return im.fail("symbolic channels or image sizes (only the batch of a convolution may "
+                     "be symbolic)");
+  if (!weightType.hasStaticShape())
+    return im.fail("a symbolic weight shape");
+  if ((inputType.hasStaticShape() && inputType.getNumElements() == 0) ||
+      weightType.getNumElements() == 0)
     return im.fail("empty input or weight");
+  AffineExpr batch = graph::dimExpr(inputType, 0);
+  // A type of the input's element with the input's batch and static `shape[1:]`.
+  auto batched = [&](ArrayRef<int64_t> shape) {
+    SmallVector<AffineExpr> dims{batch};
+    for (int64_t size : shape.drop_front())
+      dims.push_back(getAffineConstantExpr(size, im.builder().getContext()));
+    return graph::symbolicTensorType(dims, inputType.getElementType());
+  };
   // Per spatial dim, as lists of 2 (a 1-D convolution gets height 1).
   auto perDim = [&](SmallVector<int64_t> values, int64_t unit) {
     if (values.size() == 1)
@@ -919,15 +936,12 @@ LogicalResult convolution(Importer &im) {
   if (strides.size() != 2 || pads.size() != 2 || dilations.size() != 2)
     return im.fail("stride, padding and dilation need one value per spatial dim");
   OpBuilder &b = im.builder();
-  Type element = inputType.getElementType();
   Value x = *input, w = *weight;
   if (spatial == 1) {
-    auto lifted = [](RankedTensorType t) {
-      return RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), 1, t.getDimSize(2)},
-                                   t.getElementType());
-    };
-    x = im.reshape(x, lifted(inputType));
-    w = im.reshape(w, lifted(weightType));
+    x = im.reshape(x, batched({0, inputType.getDimSize(1), 1, inputType.getDimSize(2)}));
+    w = im.reshape(w, RankedTensorType::get({weightType.getDimSize(0), weightType.getDimSize(1),
+                                             1, weightType.getDimSize(2)},
+                                            weightType.getElementType()));
   }
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
@@ -935,7 +949,7 @@ LogicalResult convolution(Importer &im) {
     SmallVector<int64_t> shape(xType.getShape()), low{0, 0, pads[0], pads[1]};
     shape[2] += 2 * pads[0];
     shape[3] += 2 * pads[1];
-    x = graph::PadOp::create(b, im.loc(), RankedTensorType::get(shape, element), x,
+    x = graph::PadOp::create(b, im.loc(), batched(shape), x,
                              b.getDenseI64ArrayAttr(low), b.getDenseI64ArrayAttr(low),
                              b.getF64FloatAttr(0.0));
     xType = cast<RankedTensorType>(x.getType());
@@ -954,7 +968,7 @@ LogicalResult convolution(Importer &im) {
       return failure();
     bias = *t;
   }
-  Value result = graph::Conv2dOp::create(b, im.loc(), RankedTensorType::get(outShape, element),
+  Value result = graph::Conv2dOp::create(b, im.loc(), batched(outShape),
                                          x, w, bias, b.getDenseI64ArrayAttr(strides),
                                          b.getDenseI64ArrayAttr(dilations));
   return im.define(im.reshape(result, im.outType()));
@@ -1602,6 +1616,8 @@ const llvm::StringSet<> &symbolicTargets() {
       // Gathers and scans: index checks compare with the symbols' values.
       "aten.index.Tensor", "aten.index_select.default", "aten.gather.default",
       "aten.cumsum.default", "aten.constant_pad_nd.default",
+      // Direct convolution with a symbolic batch.
+      "aten.convolution.default",
       "aten.arange.start_step",
       // Fills (a scalar expanded to the symbolic shape) and integer division
       // (its divisor assert is symbolic too).

@@ -138,3 +138,18 @@ func.func @gathers_and_scans(%x: tensor<?x4xf32, #s0>, %i: tensor<3xi64>, %s0: i
   %3 = kiln_graph.pad %x {low = array<i64: 1, 0>, high = array<i64: 2, 0>, value = 0.0 : f64} : tensor<?x4xf32, #s0> -> tensor<?x4xf32, #p3>
   return %1, %2, %3 : tensor<3x4xf32>, tensor<?x4xf32, #s0>, tensor<?x4xf32, #p3>
 }
+
+// -----
+
+// A convolution with a symbolic batch stays one op, its destination sized
+// from the symbol.
+// CHECK-LABEL: func.func @conv2d_batch
+// CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x3x8x8xf32>, %[[W:[a-z0-9_]+]]: tensor<4x3x3x3xf32>, %[[S0:[a-z0-9_]+]]: index)
+// CHECK: %[[OUT:.*]] = tensor.empty(%[[S0]]) : tensor<?x4x6x6xf32>
+// CHECK: kiln_kernel.conv2d %[[X]], %[[W]] into %[[OUT]]
+#s0 = affine_map<()[s0] -> (s0)>
+func.func @conv2d_batch(%x: tensor<?x3x8x8xf32, #s0>, %w: tensor<4x3x3x3xf32>, %s0: index) -> tensor<?x4x6x6xf32, #s0>
+    attributes {kiln.num_symbols = 1 : i64} {
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<?x3x8x8xf32, #s0>, tensor<4x3x3x3xf32> -> tensor<?x4x6x6xf32, #s0>
+  return %0 : tensor<?x4x6x6xf32, #s0>
+}

@@ -785,3 +785,13 @@ func.func @size_with_dims() -> tensor<i64> {
   %0 = kiln_graph.size affine_map<(d0)[s0] -> (s0 + d0)> : tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+// Only a convolution's batch may be symbolic.
+#hw = affine_map<()[s0] -> (s0)>
+func.func @conv2d_symbolic_width(%x: tensor<1x3x8x?xf32, #hw>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{only the batch may be symbolic}}
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x?xf32, #hw>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
+  return
+}

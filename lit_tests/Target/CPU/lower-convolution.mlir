@@ -64,3 +64,19 @@ func.func private @kernel_0_conv2d_epilogue(%wg: index, %wgc: index, %x: memref<
   }
   return
 }
+
+// -----
+
+// A symbolic batch: the row loop ends at N * OH, N read from the result
+// buffer; the tiles inside are those of a static batch.
+// CHECK-LABEL: func.func private @kernel_0_conv2d_batch
+// CHECK-SAME: %[[OUT:[a-z0-9]+]]: memref<?x4x6x16xf32>
+// CHECK: %[[N:[a-z0-9_]+]] = memref.dim %[[OUT]], %c0
+// CHECK: %[[ROWS:[a-z0-9_]+]] = arith.muli %[[N]], %c6
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ROWS]] step %c1
+// CHECK: vector.fma
+func.func private @kernel_0_conv2d_batch(%wg: index, %wgc: index, %x: memref<?x4x8x18xf32>, %w: memref<4x4x3x3xf32>, %out: memref<?x4x6x16xf32>)
+    attributes {kiln.kernel = "kernel_0_conv2d_batch"} {
+  kiln_kernel.conv2d %x, %w into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : memref<?x4x8x18xf32>, memref<4x4x3x3xf32> into memref<?x4x6x16xf32>
+  return
+}

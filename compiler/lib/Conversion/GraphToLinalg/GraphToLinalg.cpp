@@ -56,11 +56,6 @@ AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> outShape,
   return AffineMap::get(outShape.size(), 0, exprs, ctx);
 }
 
-Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type element) {
-  assert(!ShapedType::isDynamicShape(shape) && "symbolic shapes take their dim expressions");
-  return tensor::EmptyOp::create(b, loc, shape, element);
-}
-
 /// An empty tensor with these dims: symbolic ones are computed from the
 /// kernel's size symbols. The tensor's type carries no encoding (linalg does
 /// not keep the graph's symbols; the sizes are values from here on).
@@ -1055,11 +1050,12 @@ LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
 /// Convolution stays one op too (kiln-lower-convolution); the elementwise ops
 /// after it in its kernel become its epilogue (kiln-fuse-elementwise).
 LogicalResult lowerConv2d(RewriterBase &rewriter, Conv2dOp op) {
-  auto type = tensorType(op.getResult());
-  Value empty = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
-  rewriter.replaceOpWithNewOp<kiln::kernel::Conv2dOp>(
-      op, TypeRange{type}, op.getInput(), op.getWeight(), op.getBias(), empty, ValueRange{},
-      op.getStridesAttr(), op.getDilationsAttr(), /*epilogue_maps=*/ArrayAttr());
+  Value empty = emptyLike(rewriter, op.getLoc(), tensorType(op.getResult()));
+  auto conv = kiln::kernel::Conv2dOp::create(
+      rewriter, op.getLoc(), TypeRange{empty.getType()}, op.getInput(), op.getWeight(),
+      op.getBias(), empty, ValueRange{}, op.getStridesAttr(), op.getDilationsAttr(),
+      /*epilogue_maps=*/ArrayAttr());
+  rewriter.replaceOp(op, conv);
   return success();
 }
 
@@ -1091,7 +1087,7 @@ bool lowersSymbolicShapes(Operation *op) {
          isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
              ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ExpandOp,
              SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp, AttentionOp, SizeOp, IndexOp,
-             GatherOp, CumsumOp, PadOp>(op);
+             GatherOp, CumsumOp, PadOp, Conv2dOp>(op);
 }
 
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {

@@ -11,6 +11,8 @@
 // columns use masked loads and stores, the ragged last channels a smaller MR.
 // The bias initializes the accumulators; the epilogue (batch norm,
 // activation, residual) is applied to them in registers before the store.
+// The batch may be symbolic (the row loop then ends at N * OH computed from
+// the buffer); channels, image and kernel sizes are static.
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/CPU/Passes.h"
 #include "MatmulEmitter.h"
@@ -44,7 +46,7 @@ public:
     kernelW = weight.getDimSize(3);
     outH = out.getDimSize(2);
     outW = out.getDimSize(3);
-    batch = out.getDimSize(0);
+    batch = memref::getMixedSize(b, loc, op.getInit(), 0); // may be symbolic
     strideH = op.getStrides()[0];
     strideW = op.getStrides()[1];
     dilationH = op.getDilations()[0];
@@ -54,7 +56,10 @@ public:
 
   void emit() {
     // One iteration per output row (n, y): the loop workgroups split.
-    forLoop(index(0), index(batch * outH), 1, [&](Value row) {
+    std::optional<int64_t> knownBatch = getConstantIntValue(batch);
+    Value rows = knownBatch ? index(*knownBatch * outH)
+                            : arith::MulIOp::create(b, loc, cast<Value>(batch), index(outH));
+    forLoop(index(0), rows, 1, [&](Value row) {
       n = arith::DivUIOp::create(b, loc, row, index(outH));
       y = arith::RemUIOp::create(b, loc, row, index(outH));
       int64_t fullChannels = outChannels - outChannels % kChannelTile;
@@ -250,8 +255,9 @@ private:
   int64_t vl;
   Type element;
   VectorType vector;
-  int64_t batch = 0, channels = 0, outChannels = 0, kernelH = 0, kernelW = 0, outH = 0,
-          outW = 0, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t channels = 0, outChannels = 0, kernelH = 0, kernelW = 0, outH = 0, outW = 0,
+          strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  OpFoldResult batch; // a symbolic batch is read from the result buffer
   Value n, y;
 };
 

@@ -443,6 +443,10 @@ LogicalResult Conv2dOp::verify() {
       llvm::any_of(getStrides(), [](int64_t s) { return s < 1; }) ||
       llvm::any_of(getDilations(), [](int64_t d) { return d < 1; }))
     return emitOpError("strides and dilations must be two positive integers");
+  // Only the batch may be symbolic (the same size in the input and result).
+  if (!weight.hasStaticShape() || input.isDynamicDim(1) || input.isDynamicDim(2) ||
+      input.isDynamicDim(3) || !sameSize(dimExpr(input, 0), dimExpr(result, 0)))
+    return emitOpError("only the batch may be symbolic, and the same in the input and result");
   if (weight.getDimSize(1) != input.getDimSize(1))
     return emitOpError("weight has ") << weight.getDimSize(1) << " input channels, input "
                                       << input.getDimSize(1);
@@ -454,7 +458,7 @@ LogicalResult Conv2dOp::verify() {
                                             << input.getDimSize(2 + d);
     expected.push_back((input.getDimSize(2 + d) - span) / getStrides()[d] + 1);
   }
-  if (result.getShape() != ArrayRef<int64_t>(expected))
+  if (result.getShape().drop_front() != ArrayRef<int64_t>(expected).drop_front())
     return emitOpError("result must be [N, O, OH, OW] = [")
            << expected[0] << ", " << expected[1] << ", " << expected[2] << ", " << expected[3]
            << "]";
