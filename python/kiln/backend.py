@@ -139,7 +139,8 @@ def _ext() -> Any:
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
     ext = _ext()
     support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager,
-                          symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)())
+                          symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)(),
+                          symint_scalar_ops=getattr(ext.compiler, "symint_scalar_ops", list)())
     unsupported = find_unsupported(gm, support)
     if opts.fallback == "error" and any(not u.forced for u in unsupported):
         raise UnsupportedOpError([u for u in unsupported if not u.forced])

@@ -93,9 +93,11 @@ class KilnSupport(OperatorSupportBase):
         force_eager: Collection[str] | Callable[[torch.fx.Node], bool] | None = None,
         failed: Mapping[str, str] | None = None,
         symbolic_ops: Iterable[str] = (),
+        symint_scalar_ops: Iterable[str] = (),
     ):
         self.supported_ops = frozenset(supported_ops)
         self.symbolic_ops = frozenset(symbolic_ops)
+        self.symint_scalar_ops = frozenset(symint_scalar_ops)
         self.target = target
         self.force_eager = force_eager
         self._forced = _forcing_predicate(force_eager)
@@ -106,7 +108,8 @@ class KilnSupport(OperatorSupportBase):
         """This support, with the named nodes unsupported for the given reasons
         (ops the compiler failed on)."""
         return KilnSupport(self.supported_ops, self.target, self.force_eager,
-                           {**self._failed, **failed}, self.symbolic_ops)
+                           {**self._failed, **failed}, self.symbolic_ops,
+                           self.symint_scalar_ops)
 
     def is_node_supported(
         self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node
@@ -157,7 +160,7 @@ class KilnSupport(OperatorSupportBase):
         for arg in node.all_input_nodes:
             values.append((f"input {arg.name}", arg.meta.get("val")))
         symbolic = str(node.target) in self.symbolic_ops
-        operand = _symint_operand(node)
+        operand = _symint_operand(node, str(node.target) in self.symint_scalar_ops)
         if operand:
             return (f"{operand} is a symbolic value Kiln cannot take here (it takes "
                     "symbolic integers as sizes and as scalar operands)")
@@ -288,11 +291,13 @@ def _attention_sizes_problem(node: torch.fx.Node) -> str | None:
     return None
 
 
-def _symint_operand(node: torch.fx.Node) -> str | None:
+def _symint_operand(node: torch.fx.Node, takes_symint_scalars: bool) -> str | None:
     """The name of an argument that holds a symbolic value Kiln cannot take:
-    a SymFloat or SymBool anywhere but a size, or a SymInt in a list of
-    scalars; None if there is none. A SymInt scalar operand (`x * s0`) is
-    a value the graph computes from the size symbols (kiln_graph.size)."""
+    a SymFloat or SymBool anywhere but a size, a SymInt in a list of scalars,
+    or a SymInt scalar of an op that takes scalars only as constants; None if
+    there is none. A SymInt scalar operand of the ops that take one (`x * s0`,
+    C.compiler.symint_scalar_ops()) is a value the graph computes from the
+    size symbols (kiln_graph.size)."""
     schema = getattr(node.target, "_schema", None)
     if schema is None:
         return None
@@ -313,7 +318,7 @@ def _symint_operand(node: torch.fx.Node) -> str | None:
         # length from the result's size, so a symbolic end is a size too.)
         size = "int" in str(argument.type) or (schema.name == "aten::arange"
                                                 and argument.name == "end")
-        scalar = str(argument.type) in ("number", "Tensor")  # "number": a Scalar
+        scalar = takes_symint_scalars and str(argument.type) in ("number", "Tensor")
         if symbolic(value, scalar) and not size:
             return f"argument {argument.name}"
     return None

@@ -89,6 +89,8 @@ void initCompiler(py::module_ &root, py::module_ m) {
         "ATen overloads the importer understands.");
   m.def("symbolic_ops", &symbolicFxTargets,
         "Those of the supported ATen overloads that compile with symbolic sizes.");
+  m.def("symint_scalar_ops", &symintScalarFxTargets,
+        "Those that take a SymInt as a scalar operand (x * s0).");
   m.def("supported_targets", [] { return std::vector<std::string>{"cpu"}; });
 }
 

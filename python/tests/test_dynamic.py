@@ -295,6 +295,10 @@ def _resized(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> t
     ("bert", [(2, 24), (3, 24), (2, 17), (4, 40), (3, 1)], "error"),
     # Direct convolution with a symbolic batch (image sizes static).
     ("cnn", [(2, None), (3, None), (5, None), (8, None), (17, None)], "error"),
+    # The rest of the zoo: a static first graph, then one dynamic graph.
+    *[(name, [(2, 16), (3, 16), (2, 11)], "error") for name in ("t5", "llama", "mistral")],
+    *[(name, [(2, None), (3, None), (5, None)], "error")
+      for name in ("vit", "swin", "resnet", "efficientnet", "wav2vec2", "unet")],
 ])
 def test_zoo_models_under_dynamic_sizes(name, sizes, fallback):
     """Zoo models across batch sizes and sequence lengths: every call matches

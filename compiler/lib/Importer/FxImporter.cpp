@@ -125,6 +125,28 @@ public:
     }
     return list;
   }
+  /// A list of sizes: integers, or SymInts ({"size": EXPR}) as expressions
+  /// over the graph's symbols.
+  FailureOr<SmallVector<AffineExpr>> sizeList(const json::Value *v, StringRef what) {
+    const json::Array *array = v ? v->getAsArray() : nullptr;
+    if (!array)
+      return fail(what.str() + " must be a list of sizes");
+    SmallVector<AffineExpr> list;
+    for (const json::Value &e : *array) {
+      if (auto i = e.getAsInteger()) {
+        list.push_back(getAffineConstantExpr(*i, b.getContext()));
+        continue;
+      }
+      const json::Value *size = sizeArg(&e);
+      if (!size)
+        return fail(what.str() + " must be a list of sizes");
+      auto expr = parseSize(*size, nodeLoc);
+      if (failed(expr))
+        return failure();
+      list.push_back(*expr);
+    }
+    return list;
+  }
   /// A dim argument normalized against `rank` (negative dims count from the
   /// back, as in ATen); `missing` when it is absent or None.
   FailureOr<int64_t> dim(unsigned i, StringRef name, int64_t rank,
@@ -1546,8 +1568,8 @@ LogicalResult cumsum(Importer &im) {
 /// and graph inputs may be views of larger storage: both are refused.
 LogicalResult asStrided(Importer &im) {
   auto input = im.tensor(0);
-  auto size = im.intList(im.arg(1, "size"), "size");
-  auto stride = im.intList(im.arg(2, "stride"), "stride");
+  auto size = im.sizeList(im.arg(1, "size"), "size");
+  auto stride = im.sizeList(im.arg(2, "stride"), "stride");
   if (failed(input) || failed(size) || failed(stride))
     return failure();
   if (isa<BlockArgument>(*input))
@@ -1559,15 +1581,35 @@ LogicalResult asStrided(Importer &im) {
   }
   if (size->size() != stride->size())
     return im.fail("size and stride differ in length");
-  int64_t expected = 1;
+  // Sizes and strides may be symbolic: compared as expressions.
+  MLIRContext *context = im.builder().getContext();
+  AffineExpr one = getAffineConstantExpr(1, context), expected = one;
   for (int64_t d = (int64_t)size->size() - 1; d >= 0; --d) {
-    if ((*size)[d] != 1 && (*stride)[d] != expected)
+    if ((*size)[d] != one && !graph::sameSize((*stride)[d], expected))
       return im.fail("only row-major as_strided layouts are supported");
-    expected *= (*size)[d];
+    expected = expected * (*size)[d];
   }
-  if (expected != cast<RankedTensorType>(input->getType()).getNumElements())
+  if (!graph::sameSize(expected,
+                       graph::numElementsExpr(cast<RankedTensorType>(input->getType()))))
     return im.fail("only as_strided views of every element are supported");
   return im.define(im.reshape(*input, im.outType()));
+}
+
+/// The ops whose handlers take a SymInt as a scalar operand (`x * s0`): they
+/// read their operands through Importer::operandAs, which makes it a
+/// kiln_graph.size. Other handlers read scalars as constants (alpha, beta).
+const llvm::StringSet<> &symintScalarTargets() {
+  static const llvm::StringSet<> targets = {
+      "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
+      "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar",
+      "aten.true_divide.Tensor", "aten.div.Tensor_mode", "aten.div.Scalar_mode",
+      "aten.remainder.Tensor", "aten.remainder.Scalar", "aten.fmod.Tensor", "aten.fmod.Scalar",
+      "aten.maximum.default", "aten.minimum.default", "aten.eq.Tensor", "aten.eq.Scalar",
+      "aten.ne.Tensor", "aten.ne.Scalar", "aten.lt.Tensor", "aten.lt.Scalar", "aten.le.Tensor",
+      "aten.le.Scalar", "aten.gt.Tensor", "aten.gt.Scalar", "aten.ge.Tensor", "aten.ge.Scalar",
+      "aten.where.self", "aten.clamp.default", "aten.clamp.Tensor", "aten.clamp_min.default",
+      "aten.clamp_min.Tensor", "aten.clamp_max.default", "aten.clamp_max.Tensor"};
+  return targets;
 }
 
 /// The ops whose handlers build from the node's (possibly symbolic) types and
@@ -1606,6 +1648,7 @@ const llvm::StringSet<> &symbolicTargets() {
       "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
       "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
       "aten.flatten.using_ints", "aten.alias.default", "aten.permute.default", "aten.t.default",
+      "aten.as_strided.default",
       "aten.transpose.int", "aten.expand.default", "aten.slice.Tensor", "aten.cat.default",
       "aten.select.int",
       // Bitwise ops, gathers of rows and ranges.
@@ -2089,6 +2132,14 @@ OwningOpRef<ModuleOp> kiln::importFxGraph(StringRef json, MLIRContext &context) 
 std::vector<std::string> kiln::symbolicFxTargets() {
   std::vector<std::string> names;
   for (const auto &entry : symbolicTargets())
+    names.push_back(entry.getKey().str());
+  llvm::sort(names);
+  return names;
+}
+
+std::vector<std::string> kiln::symintScalarFxTargets() {
+  std::vector<std::string> names;
+  for (const auto &entry : symintScalarTargets())
     names.push_back(entry.getKey().str());
   llvm::sort(names);
   return names;

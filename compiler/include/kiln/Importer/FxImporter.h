@@ -23,6 +23,10 @@ std::vector<std::string> supportedFxTargets();
 /// static shapes.
 std::vector<std::string> symbolicFxTargets();
 
+/// Those that take a SymInt as a scalar operand (`x * s0`), computed from the
+/// size symbols; others take scalars only as constants.
+std::vector<std::string> symintScalarFxTargets();
+
 } // namespace kiln
 
 #endif
