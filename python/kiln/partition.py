@@ -167,6 +167,9 @@ class KilnSupport(OperatorSupportBase):
         if (node.target is torch.ops.aten.embedding.default
                 and type(node.args[0].meta["val"].shape[0]) is not int):
             return "the table's rows are a symbolic size (indices are checked against static ones)"
+        symbolic_arg = _symbolic_int_args(node)
+        if symbolic_arg:
+            return symbolic_arg
         if (node.target is torch.ops.aten.select.int and isinstance(node.args[2], int)
                 and node.args[2] < 0):
             shape = node.args[0].meta["val"].shape
@@ -252,6 +255,29 @@ class KilnSupport(OperatorSupportBase):
         if value.device.type != self.target:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
+
+
+# Integer arguments that Kiln's importer takes only as constants: pad widths,
+# and the index of a select (a symbolic one moves the view's offset).
+_CONSTANT_INT_ARGS = {
+    torch.ops.aten.constant_pad_nd.default: ("pad",),
+    torch.ops.aten.select.int: ("index",),
+}
+
+
+def _symbolic_int_args(node: torch.fx.Node) -> str | None:
+    names = _CONSTANT_INT_ARGS.get(node.target)
+    if not names:
+        return None
+    schema = node.target._schema
+    for argument, value in zip(schema.arguments, node.args):
+        if argument.name not in names:
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, torch.fx.Node) or isinstance(v, torch.SymInt) for v in values):
+            return (f"argument {argument.name} is a symbolic integer (Kiln takes it only as a "
+                    "constant)")
+    return None
 
 
 def _same_size(a: Any, b: Any) -> bool:

@@ -133,11 +133,17 @@ class SymbolTable:
 
 
 def _range(symbol: sympy.Symbol, shape_env: Any) -> tuple[int, int]:
-    """The values Dynamo allows the symbol (its value range), within int64."""
+    """The values Dynamo allows the symbol (its value range), within int64.
+    Kiln's symbols are sizes: one that may be negative (an int argument such
+    as a negative index made dynamic) is refused."""
     lo, hi = 0, _INT64_MAX
     ranges = getattr(shape_env, "var_to_range", {}) if shape_env is not None else {}
     value_range = ranges.get(symbol)
     if value_range is not None:
+        lower = value_range.lower
+        if not isinstance(lower, (int, sympy.Integer)) or int(lower) < 0:
+            raise SerializeError(f"{symbol} may be negative (Dynamo's range for it starts at "
+                                 f"{lower}); Kiln's size symbols are sizes")
         # Bounds are sympy integers, or infinities (int_oo) that stay int64's.
         if isinstance(value_range.lower, (int, sympy.Integer)):
             lo = max(lo, int(value_range.lower))

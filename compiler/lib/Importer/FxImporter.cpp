@@ -2129,20 +2129,18 @@ OwningOpRef<ModuleOp> kiln::importFxGraph(StringRef json, MLIRContext &context) 
   return Importer(context).run(json);
 }
 
-std::vector<std::string> kiln::symbolicFxTargets() {
+static std::vector<std::string> sortedNames(const llvm::StringSet<> &set) {
   std::vector<std::string> names;
-  for (const auto &entry : symbolicTargets())
+  for (const auto &entry : set)
     names.push_back(entry.getKey().str());
   llvm::sort(names);
   return names;
 }
 
+std::vector<std::string> kiln::symbolicFxTargets() { return sortedNames(symbolicTargets()); }
+
 std::vector<std::string> kiln::symintScalarFxTargets() {
-  std::vector<std::string> names;
-  for (const auto &entry : symintScalarTargets())
-    names.push_back(entry.getKey().str());
-  llvm::sort(names);
-  return names;
+  return sortedNames(symintScalarTargets());
 }
 
 std::vector<std::string> kiln::supportedFxTargets() {

@@ -1246,7 +1246,9 @@ def render_report(results: list[PairResult], skipped: dict[str, str], known: dic
     out = [
         "# OpInfo conformance report",
         "",
-        "Regenerate (from the repository root; also rewrites known_failures.json):",
+        "Regenerate (from the repository root"
+        + ("):" if "--update-known-failures" not in command
+           else "; also rewrites known_failures.json):"),
         "",
         "```bash",
         command,
@@ -1259,10 +1261,10 @@ def render_report(results: list[PairResult], skipped: dict[str, str], known: dic
         f"- Samples: the first {max_samples} OpInfo sample inputs per (OpInfo, dtype) "
         f"(`--max-samples`; {capped} pairs reached that cap and may have more); each is "
         "compiled with `torch.compile(fn, backend=\"kiln\", options={\"fallback\": \"error\"}, "
-        "dynamic=False)` and compared with eager",
+        f"dynamic={dynamic_mode()})` and compared with eager",
         f"- Selection: {len(core_ops)} OpInfos reach Core ATen (their ATen operator has an "
         f"overload tagged `torch.Tag.core`); {len(skipped)} other OpInfos of op_db were not run "
-        "(see the end); dtypes " + ", ".join(DTYPES),
+        "(see the end); dtypes " + ", ".join(d for d in DTYPES if any(r.dtype == d for r in results)),
         "",
         f"**{f32} of (Core ATen op, float32) pairs are compiled entirely by Kiln; "
         f"{others} of the pairs in the other dtypes.**",
