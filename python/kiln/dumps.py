@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from kiln.fx_serialize import executable_args
+from kiln.fx_serialize import executable_args, symint_placeholder_roles
 from kiln.options import KilnOptions
 
 log = logging.getLogger("kiln")
@@ -146,7 +146,7 @@ def write_replay(
 
     # What kiln-run takes: the executable's arguments (SymInts dropped or as
     # 0-d int64s), then the constants.
-    inputs = [*executable_args(gm, args), *constants]
+    inputs = [*executable_args(args, *symint_placeholder_roles(gm)), *constants]
     with torch.no_grad():
         result = gm(*args)
     results = result if isinstance(result, (tuple, list)) else [result]

@@ -26,7 +26,7 @@ import operator
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import sympy
 import torch
@@ -240,22 +240,29 @@ class SerializedGraph:
         return [isinstance(o, dict) and "ref" in o for o in self.graph["outputs"]]
 
 
-def executable_args(gm: torch.fx.GraphModule, args: Sequence[Any]) -> list[Any]:
-    """A call's arguments as the graph's executable takes them: SymInt
-    arguments that are sizes of tensor arguments dropped (the executable reads
-    those shapes), the others as 0-d int64 tensors (serialize_graph's
-    symint_inputs and symint_values)."""
+def symint_placeholder_roles(gm: torch.fx.GraphModule) -> tuple[frozenset[int], frozenset[int]]:
+    """Positions of the graph's SymInt placeholders: those that are sizes of
+    tensor inputs (the executable reads those shapes and does not take them),
+    and those whose symbol is no tensor input's size (taken as 0-d int64s)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     in_shapes = {d.node.expr for n in placeholders if isinstance(n.meta.get("val"), torch.Tensor)
                  for d in n.meta["val"].shape if isinstance(d, torch.SymInt)}
-    result = []
-    for node, arg in zip(placeholders, args):
+    dropped, values = set(), set()
+    for i, node in enumerate(placeholders):
         value = node.meta.get("val")
-        if not isinstance(value, torch.SymInt):
-            result.append(arg)
-        elif isinstance(value.node.expr, sympy.Symbol) and value.node.expr not in in_shapes:
-            result.append(torch.tensor(int(arg)))
-    return result
+        if isinstance(value, torch.SymInt):
+            expr = value.node.expr
+            (values if isinstance(expr, sympy.Symbol) and expr not in in_shapes
+             else dropped).add(i)
+    return frozenset(dropped), frozenset(values)
+
+
+def executable_args(args: Sequence[Any], dropped: Collection[int],
+                    values: Collection[int]) -> list[Any]:
+    """A call's arguments as the executable takes them (see
+    symint_placeholder_roles)."""
+    return [torch.tensor(int(a)) if i in values else a
+            for i, a in enumerate(args) if i not in dropped]
 
 
 def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> SerializedGraph:
@@ -267,8 +274,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     outputs: list[Any] | None = None
     layouts: list[OutputLayout | None] = []
     symbols = SymbolTable()
-    symint_inputs: list[int] = []
-    symint_values: list[int] = []
+    dropped, values = symint_placeholder_roles(gm)
     placeholders = 0
     # Symbols that are a dim of a tensor input: the runtime reads them there.
     input_dims = [d for n in gm.graph.nodes if n.op == "placeholder"
@@ -286,14 +292,11 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
             placeholders += 1
             value = node.meta.get("val")
             if isinstance(value, torch.SymInt):
-                expr = value.node.expr
-                if isinstance(expr, sympy.Symbol) and expr not in in_shapes:
+                if placeholders - 1 in values:
                     # No tensor input has this size: its value travels as a 0-d int64.
-                    symint_values.append(placeholders - 1)
                     inputs.append({"name": node.name, "shape": [], "dtype": "int64",
-                                   "symbol": symbols.index(expr, value.node.shape_env)})
-                else:
-                    symint_inputs.append(placeholders - 1)
+                                   "symbol": symbols.index(value.node.expr,
+                                                           value.node.shape_env)})
                 continue
             spec = tensor_spec(node_value(node), f"input {node.name}", symbols)
             inputs.append({"name": node.name, **spec})
@@ -350,7 +353,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     }
     if symbols.names:
         graph["symbols"] = symbols.to_json()
-    return SerializedGraph(graph, constant_values, layouts, symint_inputs, symint_values)
+    return SerializedGraph(graph, constant_values, layouts, sorted(dropped), sorted(values))
 
 
 def _in_storage_order(

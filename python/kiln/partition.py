@@ -285,7 +285,7 @@ def _same_size(a: Any, b: Any) -> bool:
     if type(a) is int and type(b) is int:
         return a == b
     expr = lambda x: x.node.expr if isinstance(x, torch.SymInt) else x
-    return sympy.simplify(expr(a) - expr(b)) == 0
+    return sympy.expand(expr(a) - expr(b)) == 0
 
 
 def _attention_sizes_problem(node: torch.fx.Node) -> str | None:

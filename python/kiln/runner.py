@@ -10,7 +10,7 @@ import torch
 import torch.fx
 
 from kiln.errors import KilnError
-from kiln.fx_serialize import SerializedGraph
+from kiln.fx_serialize import SerializedGraph, executable_args
 
 
 def boxed(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
@@ -52,13 +52,12 @@ def boxed_runner(exe: Any, serialized: SerializedGraph) -> Callable[[list[Any]],
     if serialized.symint_inputs or serialized.symint_values:
         # SymInt arguments that are sizes of tensor arguments are dropped (the
         # executable reads those shapes); the others are passed as 0-d int64s.
-        skip = frozenset(serialized.symint_inputs)
+        dropped = frozenset(serialized.symint_inputs)
         values = frozenset(serialized.symint_values)
         run_all = run
 
         def run(args: list[Any]) -> Any:
-            return run_all([torch.tensor(int(a)) if i in values else a
-                            for i, a in enumerate(args) if i not in skip])
+            return run_all(executable_args(args, dropped, values))
     constants = serialized.constants
     fill = output_filler(exe, serialized)
     exe.set_output_layouts(executable_layouts(exe, serialized))

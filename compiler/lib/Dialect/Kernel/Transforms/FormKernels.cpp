@@ -42,6 +42,10 @@ struct Kernel {
   SmallVector<Operation *> ops;
 };
 
+/// Constants and sizes (no operands, cheap) are cloned into every kernel that
+/// reads them rather than computed once and passed.
+bool isRematerialized(Operation *op) { return isa<ConstantOp, SizeOp>(op); }
+
 class Fusion {
 public:
   explicit Fusion(Block &block) : block(block) {}
@@ -50,7 +54,7 @@ public:
     for (Operation &op : block.without_terminator()) {
       if (!isa<GraphDialect>(op.getDialect()))
         continue;
-      if (isa<ConstantOp, SizeOp>(op) && onlyUsedByGraphOps(&op))
+      if (isRematerialized(&op) && onlyUsedByGraphOps(&op))
         continue; // rematerialized in every kernel that uses it
       if (isa<AssertOp>(op) || isBoundaryReshape(&op)) {
         boundary.insert(&op);
@@ -94,7 +98,7 @@ private:
     if (!reshape)
       return false;
     Operation *producer = reshape.getInput().getDefiningOp();
-    if (producer && isa<ConstantOp, SizeOp>(producer))
+    if (producer && isRematerialized(producer))
       return false; // stays with its constant in a kernel
     if (!producer || !kernelOf.count(producer))
       return true;
@@ -281,7 +285,7 @@ private:
         Operation *def = operand.getDefiningOp();
         if (def && members.contains(def))
           continue;
-        if (def && isa<ConstantOp, SizeOp>(def) && !kernelOf.count(def))
+        if (def && isRematerialized(def) && !kernelOf.count(def))
           constants.insert(def);
         else
           inputs.insert(operand);
