@@ -3,11 +3,13 @@
 
 For each model: the median latency of eager, Inductor and Kiln, measured the
 way bench_models.py does (interleaved rounds after a warm-up, in one
-process); Kiln's compile time (wall time of the first call, Dynamo
-included), its kernel count and how many ops it leaves to eager (Kiln runs
-with the default fallback="eager"); Kiln's speedup over eager and over
-Inductor, and their geometric means. Ends with a markdown table for the
-README.
+process); cold compile times of Kiln and Inductor (wall time of the first
+call, Dynamo included, each with an empty cache folder of its own) and
+Kiln's warm start (the first call of a fresh torch.compile whose artifacts
+are in Kiln's on-disk cache: the total, and the slowest graph's load); Kiln's
+kernel count and how many ops it leaves to eager (Kiln runs with the default
+fallback="eager"); Kiln's speedup over eager and over Inductor, and their
+geometric means. Ends with a markdown table for the README.
 
     python benchmarks/bench_zoo.py                      # every model, large inputs
     python benchmarks/bench_zoo.py --models bert,cnn --repeat 5
@@ -21,6 +23,7 @@ import logging
 import math
 import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 
 import torch
@@ -41,6 +44,8 @@ class Result:
     inductor: Variant | None
     kiln: Variant
     kiln_graphs: int = 0
+    warm_s: float | None = None  # first call again, every artifact from the disk cache
+    warm_graph_ms: float | None = None  # the slowest graph's cache load
     fallback_ops: int = 0
     # op -> count, for the ops Kiln left to eager
     fallbacks: dict[str, int] = field(default_factory=dict)
@@ -65,8 +70,10 @@ def bench_model(name: str, args: argparse.Namespace) -> Result:
         eager = Variant("eager", fn=model)
 
         kiln_v = Variant("kiln")
+        options = {"cache_dir": args.cache_dir}
         compile_variant(
-            kiln_v, lambda: torch.compile(model, backend="kiln", dynamic=False), inputs, expected
+            kiln_v, lambda: torch.compile(model, backend="kiln", dynamic=False, options=options),
+            inputs, expected,
         )
         records = kiln.compile_records()  # before anything resets Dynamo
         result = Result(name, describe(inputs), eager, None, kiln_v, kiln_graphs=len(records))
@@ -88,6 +95,19 @@ def bench_model(name: str, args: argparse.Namespace) -> Result:
             variants.append(inductor)
 
         measure(variants, inputs, args.repeat, args.warmup, args.block_ms)
+
+        if kiln_v.fn is not None:  # warm start: Dynamo again, Kiln from its cache
+            torch._dynamo.reset()
+            kiln.reset()
+            warm = Variant("kiln warm")
+            compile_variant(
+                warm, lambda: torch.compile(model, backend="kiln", dynamic=False, options=options),
+                inputs, expected,
+            )
+            records = kiln.compile_records()
+            if warm.error is None and records and all(r.cache_hits for r in records if r.kernel_count):
+                result.warm_s = warm.compile_s
+                result.warm_graph_ms = max(r.compile_time_ms for r in records)
     return result
 
 
@@ -102,8 +122,8 @@ def speedup_text(value: float | None) -> str:
 def print_table(results: list[Result]) -> None:
     header = (
         f"{'model':<13} {'inputs':<16} {'eager ms':>9} {'ind. ms':>9} {'kiln ms':>9} "
-        f"{'kiln/eager':>10} {'kiln/ind.':>9} {'compile s':>9} {'kernels':>7} {'eager ops':>9} "
-        f"{'max|err|':>8}"
+        f"{'kiln/eager':>10} {'kiln/ind.':>9} {'compile s':>9} {'ind. s':>7} {'warm s':>6} "
+        f"{'graph ms':>8} {'kernels':>7} {'eager ops':>9} {'max|err|':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -113,8 +133,9 @@ def print_table(results: list[Result]) -> None:
             f"{r.name:<13} {r.shapes:<16} {fmt(r.eager.median_ms, '.3f'):>9} "
             f"{fmt(ind.median_ms if ind else None, '.3f'):>9} {fmt(r.kiln.median_ms, '.3f'):>9} "
             f"{speedup_text(r.speedup(r.eager)):>10} {speedup_text(r.speedup(ind)):>9} "
-            f"{fmt(r.kiln.compile_s, '.2f'):>9} {fmt(r.kiln.kernels, 'd'):>7} "
-            f"{r.fallback_ops:>9} {fmt(r.kiln.max_err, '.1e'):>8}"
+            f"{fmt(r.kiln.compile_s, '.2f'):>9} {fmt(ind.compile_s if ind else None, '.2f'):>7} "
+            f"{fmt(r.warm_s, '.2f'):>6} {fmt(r.warm_graph_ms, '.1f'):>8} "
+            f"{fmt(r.kiln.kernels, 'd'):>7} {r.fallback_ops:>9} {fmt(r.kiln.max_err, '.1e'):>8}"
         )
         for v in (r.kiln, ind):
             if v is not None and v.error:
@@ -139,8 +160,9 @@ def print_table(results: list[Result]) -> None:
 def print_markdown(results: list[Result], header: str) -> None:
     print(f"<!-- {header} -->")
     print("| model | inputs | eager ms | Inductor ms | Kiln ms | Kiln vs eager | Kiln vs Inductor "
-          "| Kiln compile s | Kiln kernels | ops in eager |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+          "| Kiln compile s | Inductor compile s | Kiln warm start s (slowest graph ms) "
+          "| Kiln kernels | ops in eager |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in results:
         ind = r.inductor
         kiln_ms = fmt(r.kiln.median_ms, ".3f", "failed")
@@ -148,12 +170,14 @@ def print_markdown(results: list[Result], header: str) -> None:
             f"| {r.name} | {r.shapes} | {fmt(r.eager.median_ms, '.3f')} "
             f"| {fmt(ind.median_ms if ind else None, '.3f', 'failed' if ind else '-')} | {kiln_ms} "
             f"| {speedup_text(r.speedup(r.eager))} | {speedup_text(r.speedup(ind))} "
-            f"| {fmt(r.kiln.compile_s, '.2f')} | {fmt(r.kiln.kernels, 'd')} | {r.fallback_ops} |"
+            f"| {fmt(r.kiln.compile_s, '.2f')} | {fmt(ind.compile_s if ind else None, '.2f')} "
+            f"| {fmt(r.warm_s, '.2f')} ({fmt(r.warm_graph_ms, '.1f')}) "
+            f"| {fmt(r.kiln.kernels, 'd')} | {r.fallback_ops} |"
         )
     vs_eager = geomean([s for r in results if (s := r.speedup(r.eager))])
     vs_inductor = geomean([s for r in results if (s := r.speedup(r.inductor))])
     print(f"| **geomean** | | | | | **{speedup_text(vs_eager)}** | **{speedup_text(vs_inductor)}** "
-          "| | | |")
+          "| | | | | |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-inductor", action="store_true", help="skip the Inductor comparison")
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failures")
     args = parser.parse_args(argv)
+    # Cold compiles: empty cache folders for Kiln and Inductor (set before
+    # Inductor first reads its variable), removed at exit.
+    scratch = tempfile.TemporaryDirectory(prefix="kiln-bench-")
+    args.cache_dir = os.path.join(scratch.name, "kiln")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch.name, "inductor")
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in ZOO]
     if unknown:

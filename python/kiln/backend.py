@@ -15,6 +15,7 @@ import copy
 import functools
 import itertools
 import logging
+import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -25,6 +26,7 @@ import torch
 import torch._decomp
 import torch.fx
 
+from kiln.cache import build_id, cache_for
 from kiln.errors import SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
     SerializedGraph,
@@ -67,6 +69,13 @@ class CompileRecord:
     # Dynamo named it), min and max (the range the artifact accepts).
     symbols: list[dict[str, Any]] = field(default_factory=list)
     compile_time_ms: float = 0.0
+    # Artifacts (the whole graph, or its partitions) loaded from the on-disk
+    # cache instead of compiled.
+    cache_hits: int = 0
+    # Kernels natively compiled, and kernels that took the code of an
+    # identical kernel (a repeated layer) compiled earlier in this process.
+    kernels_compiled: int = 0
+    kernels_reused: int = 0
     stage_times_ms: dict[str, float] = field(default_factory=dict)
     artifact_bytes: int = 0
     errors: list[str] = field(default_factory=list)
@@ -335,17 +344,30 @@ def _compile_to_executable(
     # aot_autograd calls compilers inside its FakeTensorMode; anything the
     # extension allocates through ATen must be real.
     with _disable_current_modes():
-        try:
-            result = ext.compiler.compile(graph_json, opts.target, dump is not None)
-        except ext.CompileError as err:
-            extended = ext.CompileError(write_reproducer(name, graph_json, opts, dump, err))
-            extended.nodes = getattr(err, "nodes", [])
-            raise extended from err
-        artifact = result["artifact"]
+        cache = cache_for(opts) if hasattr(ext.compiler, "build_info") else None
+        key = cache.key(serialized.graph, opts.target, build_id(ext)) if cache else None
+        # A dump needs every stage, so it always compiles (and still stores).
+        hit = cache.load(key, ext, name) if cache and key and not dump else None
+        if hit:
+            artifact, exe = hit.artifact, hit.executable
+            result = {"kernels": exe.num_kernels,
+                      "kernel_info": json.loads(exe.metadata)["kernels"],
+                      "stage_times_ms": [("cache", (time.perf_counter() - start) * 1e3)]}
+            record.cache_hits += 1
+        else:
+            try:
+                result = ext.compiler.compile(graph_json, opts.target, dump is not None)
+            except ext.CompileError as err:
+                extended = ext.CompileError(write_reproducer(name, graph_json, opts, dump, err))
+                extended.nodes = getattr(err, "nodes", [])
+                raise extended from err
+            artifact = result["artifact"]
+            exe = ext.runtime.Executable(artifact)
+            if cache and key:
+                cache.store(key, artifact)
         if dump:
             dump.write_stages(result.get("stages", ()), result.get("kernel_asm", ()))
             dump.write_bytes("artifact.kiln", artifact)
-        exe = ext.runtime.Executable(artifact)
     elapsed_ms = (time.perf_counter() - start) * 1e3
 
     kernel_count = int(result.get("kernels", getattr(exe, "num_kernels", 0)))
@@ -356,6 +378,8 @@ def _compile_to_executable(
         if all(known["name"] != symbol["name"] for known in record.symbols):
             record.symbols.append(dict(symbol))
     record.kernels += kernels
+    record.kernels_compiled += int(result.get("kernels_compiled", 0))
+    record.kernels_reused += int(result.get("kernels_reused", 0))
     record.compile_time_ms += elapsed_ms
     record.artifact_bytes += len(artifact)
     for stage, ms in stage_times.items():

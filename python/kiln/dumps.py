@@ -7,7 +7,8 @@ dump_dir layout, one folder per ATen graph:
              /graph.json       the graph as JSON: what the C++ importer received
                                (for a split graph: the whole graph, eager ops too)
              /NN-<stage>.mlir  the IR after each pipeline stage
-             /kernels/kernels.ll, kernels.s
+             /kernels/kernels.ll, kernels.s   all kernels' optimized LLVM IR, assembly
+             /kernels/<kernel>.ll, .s         one kernel's
              /artifact.kiln
              /summary.json     ops, kernels (fused ops, their FX nodes, workgroups,
                                source lines), fallbacks and why, stage times, sizes
@@ -37,31 +38,6 @@ from kiln.fx_serialize import executable_args, symint_placeholder_roles
 from kiln.options import KilnOptions
 
 log = logging.getLogger("kiln")
-
-
-_LL_DEFINE = re.compile(r"^define [^@]*@(kernel_\w+?)(_body)?\(", re.M)
-_ASM_LABEL = re.compile(r"^(kernel_\w+?)(_body)?:", re.M)
-
-
-def split_kernel_text(text: str, suffix: str) -> dict[str, str]:
-    """Splits the kernels' LLVM IR (.ll) or assembly (.s) into one text per
-    kernel: its exported entry and its internal body, which LLVM may inline."""
-    pattern = _LL_DEFINE if suffix == ".ll" else _ASM_LABEL if suffix == ".s" else None
-    if pattern is None:
-        return {}
-    pieces: dict[str, list[str]] = {}
-    matches = list(pattern.finditer(text))
-    for i, match in enumerate(matches):
-        start = text.rfind("\n", 0, match.start()) + 1
-        if suffix == ".s":  # include the function's directives (.globl, .type, ...)
-            start = text.rfind("\n\t.text", 0, match.start())
-            start = 0 if start < 0 else start + 1
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        if suffix == ".ll":
-            end = text.find("\n}\n", match.start())
-            end = len(text) if end < 0 else end + 3
-        pieces.setdefault(match.group(1), []).append(text[start:end].strip("\n") + "\n")
-    return {name: "\n".join(parts) for name, parts in pieces.items()}
 
 
 def write_reproducer(
@@ -204,7 +180,3 @@ class Dump:
             if not name.endswith((".ll", ".s", ".ptx")):
                 name += ".ll"
             self.write_text(f"kernels/{name}", text)
-            # One file per kernel too: kernels/<kernel>.ll and .s.
-            suffix = name[name.rindex("."):]
-            for kernel_name, body in split_kernel_text(text, suffix).items():
-                self.write_text(f"kernels/{kernel_name}{suffix}", body)

@@ -17,6 +17,8 @@ ENV_VARS = {
     "dump_dir": "KILN_DUMP_DIR",
     "dump_inputs": "KILN_DUMP_INPUTS",
     "force_eager": "KILN_FORCE_EAGER",
+    "cache": "KILN_CACHE",
+    "cache_dir": "KILN_CACHE_DIR",
 }
 
 # force_eager: op names ("aten.mm" or "aten.mm.default"), FX node names, or a
@@ -44,6 +46,12 @@ class KilnOptions:
                  "aten.mm.default") or ATen FX node names, as a list (the
                  variable: comma-separated), or a predicate on the FX node.
                  Forced ops are not errors under fallback="error".
+    cache:       keep compiled artifacts in an on-disk cache and load them
+                 instead of compiling again (KILN_CACHE=0 turns it off). A
+                 graph compiled with dump_dir set is always compiled (so the
+                 dump has every stage), and stored.
+    cache_dir:   the cache's folder; default $XDG_CACHE_HOME/kiln, else
+                 ~/.cache/kiln. `kiln-cache` lists and clears it.
     """
 
     target: str = "cpu"
@@ -51,13 +59,16 @@ class KilnOptions:
     dump_dir: str | None = None
     dump_inputs: bool = False
     force_eager: ForceEager = None
+    cache: bool = True
+    cache_dir: str | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             _check_field(f.name, getattr(self, f.name))
-        if self.dump_dir is not None:
-            # Normalise PathLike to str so options compare and print simply.
-            object.__setattr__(self, "dump_dir", os.fspath(self.dump_dir) or None)
+        for name in ("dump_dir", "cache_dir"):
+            if getattr(self, name) is not None:
+                # Normalise PathLike to str so options compare and print simply.
+                object.__setattr__(self, name, os.fspath(getattr(self, name)) or None)
         if isinstance(self.force_eager, (list, tuple, set, frozenset)):
             object.__setattr__(self, "force_eager", tuple(sorted(self.force_eager)) or None)
         if self.dump_inputs and self.dump_dir is None:
@@ -106,12 +117,12 @@ def _check_field(name: str, value: Any) -> None:
         _check_choice(name, value, TARGETS)
     elif name == "fallback":
         _check_choice(name, value, FALLBACKS)
-    elif name == "dump_dir":
+    elif name in ("dump_dir", "cache_dir"):
         if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise ValueError(f"kiln option 'dump_dir' must be a path or None, got {value!r}")
-    elif name == "dump_inputs":
+            raise ValueError(f"kiln option {name!r} must be a path or None, got {value!r}")
+    elif name in ("dump_inputs", "cache"):
         if not isinstance(value, bool):
-            raise ValueError(f"kiln option 'dump_inputs' must be True or False, got {value!r}")
+            raise ValueError(f"kiln option {name!r} must be True or False, got {value!r}")
     elif name == "force_eager":
         names_ok = isinstance(value, (list, tuple, set, frozenset)) and all(
             isinstance(v, str) for v in value)
@@ -124,13 +135,13 @@ def _check_field(name: str, value: Any) -> None:
 def _parse_env(name: str, raw: str) -> Any:
     if name == "force_eager":
         return tuple(part.strip() for part in raw.split(",") if part.strip())
-    if name != "dump_inputs":
+    if name not in ("dump_inputs", "cache"):
         return raw
     if raw.lower() in _TRUE:
         return True
     if raw.lower() in _FALSE:
         return False
-    raise ValueError(f"kiln option 'dump_inputs' got {raw!r}; use 1, true, yes, on, 0, false, no or off")
+    raise ValueError(f"kiln option {name!r} got {raw!r}; use 1, true, yes, on, 0, false, no or off")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:

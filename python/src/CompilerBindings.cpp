@@ -3,6 +3,9 @@
 
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Importer/FxImporter.h"
+#include "kiln/Target/CPU/CpuCodegen.h"
+
+#include "llvm/Config/llvm-config.h"
 
 #include <pybind11/stl.h>
 
@@ -64,11 +67,15 @@ void initCompiler(py::module_ &root, py::module_ m) {
         result["kernel_info"] = kernels;
         result["stages"] = compiled->stages;
         result["stage_times_ms"] = compiled->stageTimesMs;
+        result["kernels_compiled"] = compiled->kernelsCompiled;
+        result["kernels_reused"] = compiled->kernelsReused;
         py::list asmList;
         if (!compiled->llvmIR.empty())
           asmList.append(py::make_tuple("kernels.ll", compiled->llvmIR));
         if (!compiled->assembly.empty())
           asmList.append(py::make_tuple("kernels.s", compiled->assembly));
+        for (const auto &[file, text] : compiled->kernelFiles)
+          asmList.append(py::make_tuple(file, text));
         result["kernel_asm"] = asmList;
         result["target"] = compiled->artifact.target;
         return result;
@@ -92,6 +99,20 @@ void initCompiler(py::module_ &root, py::module_ m) {
   m.def("symint_scalar_ops", &symintScalarFxTargets,
         "Those that take a SymInt as a scalar operand (x * s0).");
   m.def("supported_targets", [] { return std::vector<std::string>{"cpu"}; });
+  m.def(
+      "build_info",
+      [] {
+        cpu::CpuTarget host = cpu::CpuTarget::host();
+        py::dict info;
+        info["llvm_version"] = LLVM_VERSION_STRING;
+        info["artifact_format"] = runtime::kArtifactFormatVersion;
+        info["triple"] = host.triple;
+        info["cpu"] = host.cpu;
+        info["features"] = host.features;
+        return info;
+      },
+      "What the compiled code depends on besides the graph: the LLVM version, the "
+      "artifact format and the host CPU's triple, name and features.");
 }
 
 } // namespace kiln::python

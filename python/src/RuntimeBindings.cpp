@@ -162,13 +162,15 @@ rt::CpuDevice &device() {
 
 class Executable {
 public:
-  explicit Executable(const py::bytes &bytes) {
+  Executable(const py::bytes &bytes, const std::optional<std::string> &graphName) {
     std::string_view data = bytes;
     rt::Artifact artifact;
     rt::Status status = rt::parseArtifact(
         reinterpret_cast<const uint8_t *>(data.data()), data.size(), artifact);
     if (!status.ok())
       throw py::value_error("invalid Kiln artifact: " + status.message());
+    if (graphName)
+      artifact.graphName = *graphName;
     auto program = rt::Program::load(std::move(artifact), device());
     if (!program.ok())
       throw py::value_error("cannot load Kiln artifact: " + program.status().message());
@@ -281,8 +283,11 @@ private:
 
 void initRuntime(py::module_ m) {
   py::class_<Executable>(m, "Executable")
-      .def(py::init<const py::bytes &>(), py::arg("artifact"),
-           "Load an artifact; raises ValueError if it is corrupt or incompatible.")
+      .def(py::init<const py::bytes &, const std::optional<std::string> &>(),
+           py::arg("artifact"), py::arg("graph_name") = py::none(),
+           "Load an artifact; raises ValueError if it is corrupt or incompatible. "
+           "graph_name, if given, replaces the graph's name in messages (an artifact "
+           "from the compile cache was compiled under another graph's name).")
       .def("run", &Executable::run, py::arg("inputs"),
            "Run on a list of CPU tensors; returns the outputs as new tensors.")
       .def("set_output_layouts", &Executable::setOutputLayouts, py::arg("layouts"),

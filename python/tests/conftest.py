@@ -19,6 +19,10 @@ import torch
 
 import kiln
 
+# Tests compile for real, so that their compile records say what the compiler
+# did; test_cache.py turns the on-disk cache on, in temporary folders.
+os.environ["KILN_CACHE"] = "0"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(

@@ -147,8 +147,26 @@ public:
         {"native", std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)
                        .count()});
-    result_.llvmIR = std::move(library->llvmIR);
-    result_.assembly = std::move(library->assembly);
+    for (auto &[step, ms] : library->stepTimesMs)
+      result_.stageTimesMs.push_back({"native." + step, ms});
+    result_.kernelsCompiled = library->kernelsCompiled;
+    result_.kernelsReused = library->kernelsReused;
+    for (cpu::KernelCode &kernel : library->kernels) {
+      kernelSymbols_[kernel.name] = kernel.symbol;
+      // Kernels are exported under content-hashed symbols; the header says whose.
+      std::string header = " " + kernel.name + ": exported as " + kernel.symbol +
+                           " (kernels with the same code share it)\n";
+      if (!kernel.llvmIR.empty()) {
+        std::string text = ";" + header + kernel.llvmIR;
+        result_.llvmIR += text;
+        result_.kernelFiles.push_back({kernel.name + ".ll", std::move(text)});
+      }
+      if (!kernel.assembly.empty()) {
+        std::string text = "#" + header + kernel.assembly;
+        result_.assembly += text;
+        result_.kernelFiles.push_back({kernel.name + ".s", std::move(text)});
+      }
+    }
 
     if (failed(buildArtifact(module, std::move(library->sharedObject))))
       return diagnostics.error("building the artifact failed");
@@ -392,7 +410,7 @@ private:
         auto [it, inserted] =
             kernelIds.try_emplace(launch.getKernel(), artifact.kernels.size());
         if (inserted)
-          artifact.kernels.push_back({launch.getKernel().str(),
+          artifact.kernels.push_back({kernelSymbols_.lookup(launch.getKernel()),
                                       (uint32_t)launch.getBindings().size(),
                                       launch.getKernel().str(), numSymbols});
         runtime::LaunchCmd cmd{it->second, usefulWorkgroups(launch), {}, {}};
@@ -422,7 +440,7 @@ private:
     }
     for (KernelSummary &summary : result_.kernels)
       for (runtime::LaunchCmd &cmd : artifact.launches)
-        if (artifact.kernels[cmd.kernel].symbol == summary.name)
+        if (artifact.kernels[cmd.kernel].name == summary.name)
           summary.workgroups = cmd.symbolicWorkgroups.empty() ? (int64_t)cmd.workgroups : -1;
     artifact.metadata = metadataJson();
     runtime::Status status = runtime::verifyArtifact(artifact);
@@ -459,6 +477,7 @@ private:
 
   const CompileOptions &options;
   CompiledGraph result_;
+  llvm::StringMap<std::string> kernelSymbols_; // kernel name -> exported symbol
   llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
   llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment
 };
@@ -481,13 +500,19 @@ llvm::Expected<CompiledGraph> kiln::compileGraphModule(ModuleOp module,
 
 llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
                                                        const CompileOptions &options) {
+  auto start = std::chrono::steady_clock::now();
   MLIRContext context(MLIRContext::Threading::DISABLED);
   loadCompilerDialects(context);
   DiagnosticCollector diagnostics(&context);
   OwningOpRef<ModuleOp> module = importFxGraph(json, context);
   if (!module)
     return diagnostics.error("importing the FX graph failed");
-  return compileGraphModule(*module, options);
+  double importMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  auto compiled = compileGraphModule(*module, options);
+  if (compiled)
+    compiled->stageTimesMs.insert(compiled->stageTimesMs.begin(), {"import", importMs});
+  return compiled;
 }
 
 llvm::Expected<std::string> kiln::importFxGraphAsMLIR(llvm::StringRef json) {

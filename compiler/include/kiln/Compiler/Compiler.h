@@ -34,7 +34,12 @@ struct CompiledGraph {
   std::vector<KernelSummary> kernels;
   std::vector<std::pair<std::string, std::string>> stages; // name, IR text
   std::vector<std::pair<std::string, double>> stageTimesMs;
-  std::string llvmIR, assembly;
+  std::string llvmIR, assembly; // all kernels, if keepStages
+  /// "<kernel>.ll" and "<kernel>.s" per kernel, if keepStages.
+  std::vector<std::pair<std::string, std::string>> kernelFiles;
+  /// Distinct kernels natively compiled for this graph, and kernels that
+  /// reused the code of an identical one (in this graph or an earlier one).
+  int kernelsCompiled = 0, kernelsReused = 0;
 };
 
 /// A failed compile: the diagnostics, and the FX nodes their locations name

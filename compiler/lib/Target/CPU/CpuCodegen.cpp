@@ -1,6 +1,6 @@
 #include "kiln/Target/CPU/CpuCodegen.h"
+#include "kiln/Target/CPU/SplitKernels.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -8,15 +8,22 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/InstCombine/InstCombine.h"
+#include "llvm/Transforms/Scalar/LoopUnrollPass.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <chrono>
+#include <map>
+#include <memory>
 #include <mutex>
 
 using namespace kiln::cpu;
@@ -58,31 +65,37 @@ static llvm::Expected<std::string> findLinker() {
   return llvm::createStringError("no linker found: install lld-22 (ld.lld)");
 }
 
-/// Links `object` into a shared object with lld and returns its bytes.
-static llvm::Expected<std::vector<uint8_t>> linkSharedObject(llvm::StringRef object) {
+/// Links `objects` into one shared object with lld and returns its bytes.
+static llvm::Expected<std::vector<uint8_t>>
+linkSharedObject(llvm::ArrayRef<const std::string *> objects) {
   auto linker = findLinker();
   if (!linker)
     return linker.takeError();
-  llvm::SmallString<128> objectPath, libraryPath;
-  if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-kernels", "o", objectPath))
-    return llvm::createStringError(ec, "cannot create a temporary object file");
-  if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-kernels", "so", libraryPath)) {
-    llvm::sys::fs::remove(objectPath);
-    return llvm::createStringError(ec, "cannot create a temporary library file");
-  }
+  llvm::SmallVector<llvm::SmallString<128>> objectPaths;
+  llvm::SmallString<128> libraryPath;
   auto cleanup = llvm::make_scope_exit([&] {
-    llvm::sys::fs::remove(objectPath);
-    llvm::sys::fs::remove(libraryPath);
+    for (const auto &path : objectPaths)
+      llvm::sys::fs::remove(path);
+    if (!libraryPath.empty())
+      llvm::sys::fs::remove(libraryPath);
   });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    if (ec)
-      return llvm::createStringError(ec, "cannot write " + objectPath);
-    os << object;
+  for (const std::string *object : objects) {
+    llvm::SmallString<128> &path = objectPaths.emplace_back();
+    int fd;
+    if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-kernel", "o", fd, path))
+      return llvm::createStringError(ec, "cannot create a temporary object file");
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << *object;
+    os.close();
+    if (os.has_error())
+      return llvm::createStringError(os.error(), "cannot write " + path);
   }
+  if (auto ec = llvm::sys::fs::createTemporaryFile("kiln-kernels", "so", libraryPath))
+    return llvm::createStringError(ec, "cannot create a temporary library file");
   llvm::SmallVector<llvm::StringRef> args{*linker, "-shared", "--hash-style=gnu",
-                                          "-z", "now", "-o", libraryPath, objectPath};
+                                          "-z", "now", "-o", libraryPath};
+  for (const auto &path : objectPaths)
+    args.push_back(path);
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0)
@@ -95,20 +108,104 @@ static llvm::Expected<std::vector<uint8_t>> linkSharedObject(llvm::StringRef obj
   return std::vector<uint8_t>((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
 }
 
-llvm::Expected<CpuCodegenResult>
-kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &options) {
-  initializeLLVMTargets();
-  mlir::DialectRegistry registry;
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  module->getContext()->appendDialectRegistry(registry);
+namespace {
+/// A kernel's native code: its object file and, when asked for, its
+/// optimized LLVM IR and assembly.
+struct KernelObject {
+  std::string object;
+  std::string llvmIR, assembly;
+};
 
-  llvm::LLVMContext llvmContext;
-  auto llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext, "kiln_kernels");
-  if (!llvmModule)
-    return llvm::createStringError("translating the kernels to LLVM IR failed");
+/// Step timings of one graph's codegen.
+class StepTimer {
+public:
+  explicit StepTimer(std::vector<std::pair<std::string, double>> &steps) : steps_(steps) {}
+  void finish(const char *step) {
+    auto now = std::chrono::steady_clock::now();
+    steps_.push_back({step, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
 
-  const CpuTarget &target = options.target;
+private:
+  std::vector<std::pair<std::string, double>> &steps_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+/// Kernels already compiled in this process, by symbol and target. A symbol
+/// hashes the kernel's whole LLVM-dialect text, so an entry is valid for any
+/// graph that contains the same kernel.
+class KernelObjectCache {
+public:
+  std::shared_ptr<const KernelObject> lookup(const std::string &key, bool needText) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = objects_.find(key);
+    if (it == objects_.end() || (needText && it->second->assembly.empty()))
+      return nullptr;
+    return it->second;
+  }
+  void insert(const std::string &key, std::shared_ptr<const KernelObject> object) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Bounded: a process that compiles without end does not grow without end.
+    if (objects_.size() >= kMaxEntries)
+      objects_.clear();
+    objects_[key] = std::move(object);
+  }
+
+private:
+  static constexpr size_t kMaxEntries = 4096;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const KernelObject>> objects_;
+};
+
+KernelObjectCache &kernelObjectCache() {
+  static KernelObjectCache cache;
+  return cache;
+}
+} // namespace
+
+/// LLVM's O3 pipeline with a smaller full-unroll limit. Kiln's emitters
+/// already unroll what pays (matmul and convolution register tiles, kernel
+/// taps); O3's default fully unrolls every constant loop of up to hundreds of
+/// iterations, which on this code made kernels several times larger, slower
+/// to compile (2-3x) and no faster: fused row kernels of the zoo's
+/// transformers ran 1.3-1.6x faster without it. Partial and runtime
+/// unrolling after vectorization stay on (convolutions need them).
+static void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  constexpr unsigned kMaxFullUnroll = 4;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false; // the default unroll passes; ours follow
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerScalarOptimizerLateEPCallback(
+      [](llvm::FunctionPassManager &passes, llvm::OptimizationLevel) {
+        // Where O3 runs its full unroll: before vectorization.
+        passes.addPass(llvm::LoopUnrollPass(llvm::LoopUnrollOptions(3)
+                                                .setPartial(false)
+                                                .setRuntime(false)
+                                                .setUpperBound(false)
+                                                .setFullUnrollMaxCount(kMaxFullUnroll)));
+      });
+  builder.registerVectorizerEndEPCallback(
+      [](llvm::FunctionPassManager &passes, llvm::OptimizationLevel) {
+        passes.addPass(llvm::LoopUnrollPass(
+            llvm::LoopUnrollOptions(3).setFullUnrollMaxCount(kMaxFullUnroll)));
+        passes.addPass(llvm::InstCombinePass());
+      });
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+}
+
+/// Optimizes one kernel's LLVM module at O3 for the target (the loop
+/// vectorizer widens the kernels' inner loops) and emits its object file.
+static llvm::Expected<KernelObject> compileKernel(llvm::Module &module, const CpuTarget &target,
+                                                  bool keepText) {
   std::string error;
   llvm::Triple triple(target.triple);
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
@@ -120,47 +217,115 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return llvm::createStringError("cannot create a target machine for " + target.cpu);
-  llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(triple);
+  module.setDataLayout(machine->createDataLayout());
+  module.setTargetTriple(triple);
   // The vectorizer's cost model reads the CPU from each function.
-  for (llvm::Function &function : *llvmModule) {
+  for (llvm::Function &function : module) {
     if (function.isDeclaration())
       continue;
     function.addFnAttr("target-cpu", target.cpu);
     function.addFnAttr("target-features", target.features);
     function.addFnAttr(llvm::Attribute::NoUnwind);
   }
+  optimizeModule(module, *machine);
 
-  auto optimize = mlir::makeOptimizingTransformer(3, 0, machine.get());
-  if (llvm::Error err = optimize(llvmModule.get()))
-    return std::move(err);
-
-  CpuCodegenResult result;
-  if (options.keepText) {
+  KernelObject result;
+  if (keepText) {
     llvm::raw_string_ostream os(result.llvmIR);
-    llvmModule->print(os, nullptr);
+    module.print(os, nullptr);
     llvm::SmallString<0> assembly;
     llvm::raw_svector_ostream asmStream(assembly);
     llvm::legacy::PassManager asmPasses;
-    auto clone = llvm::CloneModule(*llvmModule);
+    auto clone = llvm::CloneModule(module);
     if (!machine->addPassesToEmitFile(asmPasses, asmStream, nullptr,
                                       llvm::CodeGenFileType::AssemblyFile)) {
       asmPasses.run(*clone);
       result.assembly = assembly.str().str();
     }
   }
-
   llvm::SmallString<0> object;
   llvm::raw_svector_ostream objectStream(object);
   llvm::legacy::PassManager passes;
   if (machine->addPassesToEmitFile(passes, objectStream, nullptr,
                                    llvm::CodeGenFileType::ObjectFile))
     return llvm::createStringError("the target cannot emit object files");
-  passes.run(*llvmModule);
+  passes.run(module);
+  result.object = object.str().str();
+  return result;
+}
 
-  auto library = linkSharedObject(object.str());
+llvm::Expected<CpuCodegenResult>
+kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &options) {
+  CpuCodegenResult result;
+  StepTimer timer(result.stepTimesMs);
+  initializeLLVMTargets();
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+  const CpuTarget &target = options.target;
+  std::string targetKey = target.triple + "|" + target.cpu + "|" + target.features;
+
+  // One module per kernel; each distinct symbol is compiled once, and not at
+  // all when this process compiled it before.
+  std::vector<KernelModule> kernels = splitKernels(module);
+  struct Job {
+    KernelModule *kernel;
+    std::unique_ptr<llvm::LLVMContext> context;
+    std::unique_ptr<llvm::Module> llvmModule;
+    llvm::Expected<KernelObject> object = KernelObject();
+  };
+  std::map<std::string, std::shared_ptr<const KernelObject>> objects; // by symbol
+  std::vector<Job> jobs;
+  for (KernelModule &kernel : kernels) {
+    if (objects.count(kernel.symbol))
+      continue;
+    if (auto cached = kernelObjectCache().lookup(kernel.symbol + "|" + targetKey, options.keepText)) {
+      objects[kernel.symbol] = std::move(cached);
+      continue;
+    }
+    objects[kernel.symbol] = nullptr;
+    Job &job = jobs.emplace_back();
+    job.kernel = &kernel;
+    job.context = std::make_unique<llvm::LLVMContext>();
+    job.llvmModule = mlir::translateModuleToLLVMIR(*kernel.module, *job.context, kernel.name);
+    if (!job.llvmModule)
+      return llvm::createStringError("translating kernel " + kernel.name + " to LLVM IR failed");
+  }
+  result.kernelsCompiled = jobs.size();
+  result.kernelsReused = kernels.size() - jobs.size();
+  timer.finish("translate");
+
+  // Optimization and code generation, one kernel per task across the cores.
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+    for (Job &job : jobs)
+      pool.async([&job, &target, &options] {
+        job.object = compileKernel(*job.llvmModule, target, options.keepText);
+      });
+    pool.wait();
+  }
+  for (Job &job : jobs) {
+    if (!job.object)
+      return llvm::createStringError("compiling kernel " + job.kernel->name + ": " +
+                                     llvm::toString(job.object.takeError()));
+    auto object = std::make_shared<const KernelObject>(std::move(*job.object));
+    kernelObjectCache().insert(job.kernel->symbol + "|" + targetKey, object);
+    objects[job.kernel->symbol] = std::move(object);
+  }
+  timer.finish("compile");
+
+  std::vector<const std::string *> linked;
+  for (const auto &entry : objects)
+    linked.push_back(&entry.second->object);
+  auto library = linkSharedObject(linked);
   if (!library)
     return library.takeError();
   result.sharedObject = std::move(*library);
+  for (const KernelModule &kernel : kernels) {
+    const KernelObject &object = *objects[kernel.symbol];
+    result.kernels.push_back({kernel.name, kernel.symbol, object.llvmIR, object.assembly});
+  }
+  timer.finish("link");
   return result;
 }

@@ -5,6 +5,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::cpu {
@@ -21,18 +22,33 @@ struct CpuTarget {
 
 struct CpuCodegenOptions {
   CpuTarget target = CpuTarget::host();
-  bool keepText = false; // fill llvmIR and assembly
+  bool keepText = false; // fill each kernel's llvmIR and assembly
+};
+
+/// One kernel of the shared object.
+struct KernelCode {
+  std::string name;     // as the plan names it, e.g. "kernel_3_softmax"
+  std::string symbol;   // exported by the shared object; equal for equal kernels
+  std::string llvmIR;   // optimized LLVM IR, if keepText
+  std::string assembly; // if keepText
 };
 
 struct CpuCodegenResult {
   std::vector<uint8_t> sharedObject; // ELF shared library with the kernels
-  std::string llvmIR;                // optimized LLVM IR, if keepText
-  std::string assembly;              // if keepText
+  std::vector<KernelCode> kernels;   // in module order
+  /// Distinct kernels compiled now, and kernels whose code came from an
+  /// identical kernel (of this graph, or compiled earlier in this process).
+  int kernelsCompiled = 0, kernelsReused = 0;
+  /// Milliseconds per step ("translate", "compile", "link"), so the compile
+  /// records show where native code generation spends its time.
+  std::vector<std::pair<std::string, double>> stepTimesMs;
 };
 
-/// Translates an LLVM-dialect module to LLVM IR, optimizes it at O3 for the
-/// target (the loop vectorizer widens the kernels' inner loops), emits an
-/// object file and links it into a shared object with lld.
+/// Splits an LLVM-dialect module into one module per kernel (SplitKernels.h),
+/// translates each to LLVM IR, optimizes it at O3 and emits an object file
+/// for the target, in parallel across the cores, and links the objects into
+/// one shared object with lld. Identical kernels are compiled once per
+/// process.
 llvm::Expected<CpuCodegenResult> generateSharedObject(mlir::ModuleOp module,
                                                       const CpuCodegenOptions &options);
 
