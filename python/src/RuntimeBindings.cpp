@@ -155,8 +155,14 @@ at::Tensor applyLayout(at::Tensor result, const OutputLayout &layout,
   return view;
 }
 
+/// Kiln's CPU threads: KILN_NUM_THREADS of them when set, else one per core,
+/// of which each call uses torch.get_num_threads() (so torch.set_num_threads
+/// governs Kiln's kernels as it does eager's).
 rt::CpuDevice &device() {
-  static rt::CpuDevice cpu; // KILN_NUM_THREADS or all cores
+  static rt::CpuDevice cpu;
+  static const bool followTorch = std::getenv("KILN_NUM_THREADS") == nullptr;
+  if (followTorch)
+    cpu.pool().setActiveThreads(at::get_num_threads());
   return cpu;
 }
 
@@ -178,6 +184,7 @@ public:
   }
 
   std::vector<at::Tensor> run(const std::vector<at::Tensor> &args) const {
+    device(); // follow torch.get_num_threads()
     const rt::Artifact &artifact = program_->artifact();
     std::vector<at::Tensor> inputs;
     inputs.reserve(args.size());
@@ -301,7 +308,8 @@ void initRuntime(py::module_ m) {
                              [](const Executable &e) { return e.program().artifact().kernels.size(); })
       .def_property_readonly("metadata",
                              [](const Executable &e) { return e.program().artifact().metadata; });
-  m.def("num_threads", [] { return device().pool().size(); });
+  m.def("num_threads", [] { return device().pool().activeThreads(); },
+        "Threads a call uses: KILN_NUM_THREADS, else torch.get_num_threads().");
 }
 
 } // namespace kiln::python

@@ -2,6 +2,8 @@
 
 #include "kiln/runtime/ThreadPool.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <string>
 
@@ -53,7 +55,12 @@ ThreadPool::ThreadPool(int numThreads) {
   int workers = numThreads > 1 ? numThreads - 1 : 0;
   workers_.reserve(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i)
-    workers_.emplace_back([this] { workerLoop(); });
+    workers_.emplace_back([this, i] { workerLoop(i); });
+  active_.store(workers + 1, std::memory_order_relaxed);
+}
+
+void ThreadPool::setActiveThreads(int count) {
+  active_.store(std::clamp(count, 1, size()), std::memory_order_relaxed);
 }
 
 ThreadPool::~ThreadPool() {
@@ -81,7 +88,8 @@ void ThreadPool::parallelFor(int64_t count,
                              const std::function<void(int64_t)> &fn) {
   if (count <= 0)
     return;
-  if (count == 1 || workers_.empty() || activePool == this) {
+  if (count == 1 || workers_.empty() || activePool == this ||
+      active_.load(std::memory_order_relaxed) == 1) {
     for (int64_t i = 0; i < count; ++i)
       fn(i);
     return;
@@ -108,10 +116,12 @@ void ThreadPool::parallelFor(int64_t count,
   fn_ = nullptr;
 }
 
-void ThreadPool::workerLoop() {
+void ThreadPool::workerLoop(int index) {
   uint64_t seen = 0;
+  // Worker `index` is the (index + 2)-th thread of a job, the caller first.
+  auto enabled = [&] { return index + 1 < active_.load(std::memory_order_relaxed); };
   for (;;) {
-    for (int i = 0; i < kSpinIterations &&
+    for (int i = 0; i < kSpinIterations && enabled() &&
                     generation_.load(std::memory_order_acquire) == seen;
          ++i)
       cpuRelax();
@@ -121,7 +131,7 @@ void ThreadPool::workerLoop() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] {
-        return stop_ || (jobOpen_ && generation_.load() != seen);
+        return stop_ || (jobOpen_ && generation_.load() != seen && enabled());
       });
       if (stop_)
         return;

@@ -524,6 +524,13 @@ int run(const Options &options) {
   std::vector<OutputRef> outputs;
   if (!runOnce(allocated, outputs))
     return 1;
+  if (!options.quiet)
+    if (StatusOr<Program::Footprint> bytes = program.footprint(inputPointers, actualDescs);
+        bytes.ok())
+      std::printf("memory: outputs %lld bytes, intermediates %lld bytes in a %lld-byte arena "
+                  "(shared by liveness, reused by every call)\n",
+                  (long long)bytes->outputs, (long long)bytes->intermediates,
+                  (long long)bytes->arena);
   std::vector<NamedArray> saved;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const uint8_t *data = outputData(outputs[i], allocated, inputBuffers);
@@ -544,7 +551,7 @@ int run(const Options &options) {
                   options.saveOutputs.c_str());
   }
 
-  // Each timed run allocates its buffers afresh, as a call from torch does.
+  // Each timed run allocates its outputs afresh, as a call from torch does.
   std::vector<double> times;
   for (uint64_t i = 0; i < options.warmup + options.repeat; ++i) {
     std::vector<std::shared_ptr<Buffer>> scratch;

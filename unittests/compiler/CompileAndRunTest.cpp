@@ -1,7 +1,9 @@
 // Compiles kiln_graph modules to artifacts and runs them with the runtime.
 #include "CompileForTest.h"
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 namespace rt = kiln::runtime;
 
@@ -114,6 +116,85 @@ TEST(CompileAndRunTest, FailureNamesTheFxNodesItIsLocatedAt) {
   EXPECT_EQ(nodes, std::vector<std::string>{"add_7"});
   EXPECT_NE(message.find("\"/u.py\":5"), std::string::npos) << message;
   EXPECT_NE(message.find("broadcast"), std::string::npos) << message;
+}
+
+} // namespace
+
+namespace {
+
+// x -> mm -> t1 -> mm -> t2 -> mm -> t3 -> mm -> out: t1 dies when t3 is
+// born, so they share arena bytes; the output keeps a buffer of its own.
+constexpr const char *kMatmulChain = R"mlir(
+  func.func @g(%x: tensor<32x32xf32>, %w: tensor<32x32xf32>) -> tensor<32x32xf32> {
+    %0 = kiln_graph.matmul %x, %w : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+    %1 = kiln_graph.matmul %0, %w : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+    %2 = kiln_graph.matmul %1, %w : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+    %3 = kiln_graph.matmul %2, %w : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+    return %3 : tensor<32x32xf32>
+  })mlir";
+
+std::vector<float> runChain(const rt::Program &program, const std::vector<float> &x,
+                            const std::vector<float> &w) {
+  rt::HostAllocator allocator;
+  std::vector<std::shared_ptr<rt::Buffer>> allocated;
+  std::vector<rt::OutputRef> outputs;
+  rt::Status status = program.run(
+      {const_cast<float *>(x.data()), const_cast<float *>(w.data())},
+      {{rt::DType::F32, {32, 32}}, {rt::DType::F32, {32, 32}}}, allocator, allocated, outputs);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok())
+    return {};
+  EXPECT_EQ(allocated.size(), 1u) << "only the output is allocated per call";
+  const float *out = static_cast<const float *>(allocated[outputs[0].buffer]->data());
+  return std::vector<float>(out, out + 32 * 32);
+}
+
+TEST(CompileAndRunTest, IntermediatesShareOneArenaReusedAcrossConcurrentCalls) {
+  rt::Artifact artifact = compile(kMatmulChain);
+  ASSERT_EQ(artifact.kernels.size(), 4u);
+  rt::CpuDevice device(2);
+  auto program = rt::Program::load(artifact, device);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  std::vector<float> x(32 * 32), w(32 * 32), reference(32 * 32);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::sin(0.01f * i);
+    w[i] = std::cos(0.07f * i) / 8;
+  }
+  auto bytes = (*program)->footprint({x.data(), w.data()},
+                                     {{rt::DType::F32, {32, 32}}, {rt::DType::F32, {32, 32}}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(bytes->intermediates, 3 * 32 * 32 * 4) << "three intermediates";
+  EXPECT_EQ(bytes->arena, 2 * 32 * 32 * 4) << "the first and the third share bytes";
+  EXPECT_EQ(bytes->outputs, 32 * 32 * 4);
+  std::vector<float> value = x;
+  for (int layer = 0; layer < 4; ++layer) {
+    for (int r = 0; r < 32; ++r)
+      for (int c = 0; c < 32; ++c) {
+        double acc = 0;
+        for (int k = 0; k < 32; ++k)
+          acc += value[r * 32 + k] * w[k * 32 + c];
+        reference[r * 32 + c] = static_cast<float>(acc);
+      }
+    value = reference;
+  }
+  std::vector<float> serial = runChain(**program, x, w);
+  ASSERT_EQ(serial.size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i)
+    ASSERT_NEAR(serial[i], reference[i], 1e-4 * (1 + std::fabs(reference[i]))) << i;
+
+  // Concurrent calls of one program: each holds an arena of its own.
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i)
+        mismatches += runChain(**program, x, w) != serial;
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GE((*program)->arenasAllocated(), 1u);
+  EXPECT_LE((*program)->arenasAllocated(), 5u);
 }
 
 } // namespace

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -103,4 +106,32 @@ TEST(ThreadPoolTest, DefaultThreadCountReadsEnvironment) {
   EXPECT_GE(defaultThreadCount(), 1);
   ::unsetenv("KILN_NUM_THREADS");
   EXPECT_GE(defaultThreadCount(), 1);
+}
+
+TEST(ThreadPoolTest, ActiveThreadsLimitsTheThreadsThatRunAJob) {
+  kiln::runtime::ThreadPool pool(4);
+  auto threadsUsed = [&] {
+    std::mutex mutex;
+    std::set<std::thread::id> ids;
+    pool.parallelFor(400, [&](int64_t) {
+      // Long enough that every enabled worker gets to take items.
+      auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      ids.insert(std::this_thread::get_id());
+    });
+    return ids.size();
+  };
+  pool.setActiveThreads(2);
+  EXPECT_EQ(pool.activeThreads(), 2);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_LE(threadsUsed(), 2u);
+  pool.setActiveThreads(1);
+  EXPECT_EQ(threadsUsed(), 1u) << "the caller alone";
+  pool.setActiveThreads(100);
+  EXPECT_EQ(pool.activeThreads(), 4) << "clamped to the pool's size";
+  EXPECT_GE(threadsUsed(), 2u) << "the workers wake again";
+  pool.setActiveThreads(0);
+  EXPECT_EQ(pool.activeThreads(), 1);
 }

@@ -17,7 +17,7 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
                  "kiln-fuse-elementwise),canonicalize,cse"},
       {"bufferized", "kiln-bufferize-kernels,buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"
-                "kiln-distribute-workgroups)"},
+                "kiln-promote-accumulators,kiln-distribute-workgroups)"},
       {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,arith-expand,convert-math-to-funcs,convert-math-to-llvm,"
                "convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"

@@ -257,11 +257,11 @@ func.func @amax(%x: tensor<4x8xf32>, %y: tensor<4x8xi64>) -> (tensor<8xf32>, ten
 
 // -----
 
-// Softmax: a max pass, a sum-of-exp pass reading the max, and a pointwise
-// pass that recomputes exp.
+// Softmax: a max pass; a pass that writes exp(x - max) and sums it, so each
+// exp is computed once; and a pass that scales the exps by 1 / sum in place
+// (their tensor is its init).
 // CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
-// CHECK-DAG: #[[KEPT:.*]] = affine_map<(d0, d1) -> (d0, 0)>
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>)
 // CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
@@ -269,17 +269,17 @@ func.func @amax(%x: tensor<4x8xf32>, %y: tensor<4x8xi64>) -> (tensor<8xf32>, ten
 // CHECK: %[[MAX:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]} ins(%[[X]] : tensor<2x8xf32>) outs(%[[MAXINIT]] : tensor<2xf32>)
 // CHECK: arith.maximumf
 // CHECK: %[[SUMINIT:.*]] = linalg.fill
-// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROWS]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MAX]] : tensor<2x8xf32>, tensor<2xf32>) outs(%[[SUMINIT]] : tensor<2xf32>)
-// CHECK: arith.subf
-// CHECK-NEXT: math.exp
-// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract>
-// CHECK: %[[MAXK:.*]] = tensor.expand_shape %[[MAX]] {{\[}}[0, 1]] output_shape [2, 1]
-// CHECK: %[[SUMK:.*]] = tensor.expand_shape %[[SUM]] {{\[}}[0, 1]] output_shape [2, 1]
-// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[KEPT]], #[[KEPT]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[X]], %[[MAXK]], %[[SUMK]] :
-// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %[[M:.*]]: f32, %[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[EXPINIT:.*]] = tensor.empty() : tensor<2x8xf32>
+// CHECK: %[[EXP:.*]]:2 = linalg.generic {indexing_maps = [#[[ID]], #[[ROWS]], #[[ID]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MAX]] : tensor<2x8xf32>, tensor<2xf32>) outs(%[[EXPINIT]], %[[SUMINIT]] : tensor<2x8xf32>, tensor<2xf32>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %[[M:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
 // CHECK-NEXT: %[[D:.*]] = arith.subf %[[V]], %[[M]]
 // CHECK-NEXT: %[[E:.*]] = math.exp %[[D]]
-// CHECK-NEXT: %[[Q:.*]] = arith.divf %[[E]], %[[S]]
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[ACC]], %[[E]] fastmath<reassoc,contract>
+// CHECK-NEXT: linalg.yield %[[E]], %[[S]]
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[ROWS]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[EXP]]#1 : tensor<2xf32>) outs(%[[EXP]]#0 : tensor<2x8xf32>)
+// CHECK-NEXT: ^bb0(%[[SUM:.*]]: f32, %[[OUT:.*]]: f32):
+// CHECK: %[[INV:.*]] = arith.divf %{{.*}}, %[[SUM]]
+// CHECK-NEXT: %[[Q:.*]] = arith.mulf %[[OUT]], %[[INV]]
 // CHECK-NEXT: linalg.yield %[[Q]]
 // CHECK: return %[[R]]
 func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
@@ -312,30 +312,30 @@ func.func @softmax_of_scalar(%x: tensor<f32>) -> tensor<f32> {
 
 // -----
 
-// Layer norm: sum, mean, centered sum of squares, rstd, then one pointwise
-// pass; mean and rstd are returned with their kept dim.
+// Layer norm: one pass for the statistics (the sums of x - x0 and of its
+// square in f64, x0 being the row's first element), the row's mean and rstd,
+// then one pointwise pass; mean and rstd are returned with their kept dim.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[KEPT:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-DAG: #[[AFFINE:.*]] = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[W:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
-// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] :
-// CHECK: %[[ROUGH:.*]] = linalg.generic {{.*}} ins(%[[SUM]] :
-// CHECK: arith.constant 4.000000e+00 : f32
-// The mean is corrected by the mean deviation from it (exact for constant rows).
-// CHECK: %[[DEV:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[ROUGH]] :
-// CHECK: arith.subf
-// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[ROUGH]], %[[DEV]] :
-// CHECK: arith.divf
-// CHECK-NEXT: arith.addf
-// CHECK: %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[MEAN]] :
-// CHECK: arith.subf
-// CHECK-NEXT: arith.mulf
-// CHECK: %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SQ]] :
-// CHECK: arith.constant 9.99999974E-6 : f32
-// CHECK: math.rsqrt
-// CHECK: %[[MEANK:.*]] = tensor.expand_shape %[[MEAN]]
-// CHECK: %[[RSTDK:.*]] = tensor.expand_shape %[[RSTD]]
-// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[KEPT]], #[[KEPT]], #[[AFFINE]], #[[AFFINE]], #{{.*}}], {{.*}} ins(%[[X]], %[[MEANK]], %[[RSTDK]], %[[W]], %[[B]] :
+// CHECK: %[[M:.*]]:2 = linalg.generic {indexing_maps = [#[[ID]], #[[KEPT]], #[[ROWS]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[X]] : tensor<2x4xf32>, tensor<2x4xf32>) outs({{.*}} : tensor<2xf64>, tensor<2xf64>)
+// CHECK-NEXT: ^bb0(%[[V:.*]]: f32, %[[X0:.*]]: f32, %[[S:.*]]: f64, %[[SS:.*]]: f64):
+// CHECK-NEXT: %[[C:.*]] = arith.subf %[[V]], %[[X0]] : f32
+// CHECK-NEXT: %[[CD:.*]] = arith.extf %[[C]] : f32 to f64
+// CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[CD]], %[[CD]] fastmath<reassoc,contract> : f64
+// CHECK-NEXT: %[[S2:.*]] = arith.addf %[[S]], %[[CD]] fastmath<reassoc,contract> : f64
+// CHECK-NEXT: %[[SS2:.*]] = arith.addf %[[SS]], %[[SQ]] fastmath<reassoc,contract> : f64
+// CHECK-NEXT: linalg.yield %[[S2]], %[[SS2]]
+// The row's statistics read x0 again, at (row, 0).
+// CHECK: %[[STATS:.*]]:2 = linalg.generic {{.*}} ins(%[[M]]#0, %[[M]]#1, %[[X]] :
+// CHECK: arith.maximumf
+// CHECK: math.rsqrt %{{.*}} : f64
+// CHECK: %[[MEANK:.*]] = tensor.expand_shape %[[STATS]]#0
+// CHECK: %[[RSTDK:.*]] = tensor.expand_shape %[[STATS]]#1
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[KEPT]], #[[KEPT]], #[[AFFINE]], #[[AFFINE]], #[[ID]]], {{.*}} ins(%[[X]], %[[MEANK]], %[[RSTDK]], %[[W]], %[[B]] :
 // CHECK: return %[[Y]], %[[MEANK]], %[[RSTDK]]
 func.func @layer_norm(%x: tensor<2x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>) {
   %y:3 = kiln_graph.layer_norm %x, %w, %b {normalized_rank = 1 : i64, eps = 1.0e-5 : f64}

@@ -65,6 +65,62 @@ void Program::plan() {
     }
     }
   }
+
+  // Outputs keep buffers of their own; the rest share the arena by liveness.
+  std::vector<bool> escapes(allocBuffers_.size(), false);
+  for (uint32_t id : artifact_.outputs)
+    if (roots_[id].kind == BufferKind::Alloc)
+      escapes[roots_[id].index] = true;
+  int64_t next = 0;
+  for (bool escaping : escapes)
+    allocatedIndex_.push_back(escaping ? next++ : -1);
+  lifetimes_.assign(allocBuffers_.size(), Lifetime());
+  auto use = [&](uint32_t id, int64_t step) {
+    if (roots_[id].kind == BufferKind::Alloc)
+      lifetimes_[roots_[id].index].extend(step);
+  };
+  for (size_t index = 0; index < artifact_.launches.size(); ++index)
+    for (uint32_t id : artifact_.launches[index].bindings)
+      use(id, static_cast<int64_t>(index));
+  // A check reads its flag once the launches before it have run.
+  for (const CheckCmd &check : artifact_.checks)
+    use(check.buffer, std::max<int64_t>(0, static_cast<int64_t>(check.afterLaunches) - 1));
+  if (artifact_.symbols.empty()) {
+    std::vector<TensorDesc> types;
+    for (const BufferDesc &buffer : buffers)
+      types.push_back(buffer.type);
+    staticMemory_ = planArena(types);
+  }
+}
+
+MemoryPlan Program::planArena(const std::vector<TensorDesc> &types) const {
+  std::vector<int64_t> sizes(allocBuffers_.size(), 0);
+  for (size_t slot = 0; slot < allocBuffers_.size(); ++slot)
+    if (allocatedIndex_[slot] < 0)
+      sizes[slot] = types[allocBuffers_[slot]].byteSize();
+  return planMemory(sizes, lifetimes_);
+}
+
+StatusOr<Program::Footprint> Program::footprint(const std::vector<void *> &inputs,
+                                                const std::vector<TensorDesc> &inputDescs) const {
+  std::vector<int64_t> symbols;
+  KILN_RETURN_IF_ERROR(checkInputs(inputs, inputDescs, symbols));
+  StatusOr<std::shared_ptr<const Resolved>> sizes = resolvedFor(symbols);
+  if (!sizes.ok())
+    return sizes.status();
+  std::shared_ptr<const Resolved> resolved = std::move(*sizes);
+  const MemoryPlan *memory = resolved ? &resolved->memory : &staticMemory_;
+  Footprint result;
+  result.arena = memory->bytes;
+  for (size_t slot = 0; slot < allocBuffers_.size(); ++slot) {
+    uint32_t id = allocBuffers_[slot];
+    int64_t bytes = (resolved ? resolved->types[id] : artifact_.buffers[id].type).byteSize();
+    if (allocatedIndex_[slot] >= 0)
+      result.outputs += bytes;
+    else if (lifetimes_[slot].used())
+      result.intermediates += bytes;
+  }
+  return result;
 }
 
 std::vector<std::string> Program::symbolNames() const {
@@ -171,11 +227,14 @@ Status Program::resolve(const std::vector<int64_t> &symbols, Resolved &resolved)
     }
     resolved.workgroups[index] = count;
   }
+  resolved.memory = planArena(resolved.types);
   return Status::OK();
 }
 
 StatusOr<std::shared_ptr<const Program::Resolved>>
 Program::resolvedFor(const std::vector<int64_t> &symbols) const {
+  if (artifact_.symbols.empty())
+    return std::shared_ptr<const Resolved>();
   {
     std::lock_guard<std::mutex> lock(lastResolvedMutex_);
     if (lastResolved_ && lastResolved_->symbols == symbols)
@@ -247,18 +306,28 @@ Status Program::runImpl(const std::vector<void *> &inputs,
                         std::vector<double> *launchMs) const {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
   // A symbolic graph's sizes for this call; a static graph's are its own.
-  std::shared_ptr<const Resolved> resolved;
-  if (!artifact_.symbols.empty()) {
-    StatusOr<std::shared_ptr<const Resolved>> sizes = resolvedFor(symbols);
-    if (!sizes.ok())
-      return sizes.status();
-    resolved = std::move(*sizes);
-  }
+  StatusOr<std::shared_ptr<const Resolved>> sizes = resolvedFor(symbols);
+  if (!sizes.ok())
+    return sizes.status();
+  std::shared_ptr<const Resolved> resolved = std::move(*sizes);
   auto typeOf = [&](size_t id) -> const TensorDesc & {
     return resolved ? resolved->types[id] : buffers[id].type;
   };
-  allocated.reserve(allocBuffers_.size());
-  for (uint32_t id : allocBuffers_) {
+  const MemoryPlan &memory = resolved ? resolved->memory : staticMemory_;
+  ArenaPool::Lease arena = arenas_.acquire(static_cast<size_t>(memory.bytes));
+  if (memory.bytes > 0 && !arena.data())
+    return Status::error("allocating the " + std::to_string(memory.bytes) +
+                         "-byte arena of graph '" + artifact_.graphName + "' failed");
+  // Unused and empty intermediates still get a valid, aligned address.
+  alignas(64) static char empty[64];
+  char *arenaBase = arena.data() ? static_cast<char *>(arena.data()) : empty;
+  std::vector<char *> slotData(allocBuffers_.size());
+  for (size_t slot = 0; slot < allocBuffers_.size(); ++slot) {
+    uint32_t id = allocBuffers_[slot];
+    if (allocatedIndex_[slot] < 0) {
+      slotData[slot] = arenaBase + memory.offsets[slot];
+      continue;
+    }
     const TensorDesc &type = typeOf(id);
     auto context = [&] { return "allocating buffer " + std::to_string(id) + " (" + type.str() + ")"; };
     StatusOr<std::shared_ptr<Buffer>> buffer = allocator.allocate(type);
@@ -266,15 +335,16 @@ Status Program::runImpl(const std::vector<void *> &inputs,
       return buffer.status().withContext(context());
     if (!*buffer || !(*buffer)->data())
       return Status::error(context() + ": the allocator returned no memory");
+    slotData[slot] = static_cast<char *>((*buffer)->data());
     allocated.push_back(std::move(*buffer));
   }
 
   std::vector<void *> pointers(buffers.size());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const Root &root = roots_[id];
-    void *base = root.kind == BufferKind::Input ? inputs[root.index]
-                                                : allocated[root.index]->data();
-    pointers[id] = static_cast<char *>(base) + root.byteOffset;
+    char *base = root.kind == BufferKind::Input ? static_cast<char *>(inputs[root.index])
+                                                : slotData[root.index];
+    pointers[id] = base + root.byteOffset;
   }
 
   // Checks run as soon as the launches before them have finished, so a
@@ -328,7 +398,10 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   for (uint32_t id : artifact_.outputs) {
     const Root &root = roots_[id];
     OutputRef ref;
-    (root.kind == BufferKind::Input ? ref.input : ref.buffer) = root.index;
+    if (root.kind == BufferKind::Input)
+      ref.input = root.index;
+    else
+      ref.buffer = allocatedIndex_[root.index];
     ref.byteOffset = root.byteOffset;
     ref.type = typeOf(id);
     outputs.push_back(std::move(ref));

@@ -429,12 +429,15 @@ LogicalResult lowerArgReduce(RewriterBase &rewriter, ArgOp op) {
   return success();
 }
 
-/// softmax / log_softmax along one dim: a max pass, a sum-of-exp pass and a
-/// pointwise pass that recomputes exp rather than storing it.
+/// softmax / log_softmax along one dim, computing each exp once: a max
+/// pass; a pass that writes exp(x - max) and sums it (softmax) or only sums
+/// it (log_softmax); and a pass that scales the exps by 1 / sum in place, as
+/// ATen does (or subtracts max + log(sum) from x).
 template <typename SoftmaxOp>
 LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
   constexpr bool isLog = std::is_same_v<SoftmaxOp, LogSoftmaxOp>;
   Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
   Value input = op.getInput();
   auto type = tensorType(input);
   int64_t dim = op.getNormalizedDim();
@@ -450,82 +453,138 @@ LogicalResult lowerSoftmax(RewriterBase &rewriter, SoftmaxOp op) {
                      [](OpBuilder &b, Location l, ValueRange a) {
                        return maxScalar(b, l, a[0], a[1]);
                      });
-  Value sum = reduce(
-      rewriter, loc, input, {dim}, 0,
-      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
-      },
-      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
-      },
-      {max});
   // Broadcast the per-row values back along `dim`.
   RankedTensorType keptType = symbolicTensorType(
       [&] { SmallVector<AffineExpr> d = dimExprs(type); d[dim] = rewriter.getAffineConstantExpr(1); return d; }(),
       type.getElementType());
   SmallVector<AffineExpr> rowDims = reductionNest(type, {dim}).keptDims;
-  Value maxKept = keepDims(rewriter, loc, max, rowDims, keptType);
-  Value sumKept = keepDims(rewriter, loc, sum, rowDims, keptType);
-  Value result = elementwise(
-      rewriter, loc, {input, maxKept, sumKept}, type,
-      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
-        if (isLog)
-          return arith::SubFOp::create(b, l, shifted, math::LogOp::create(b, l, a[2]));
-        return arith::DivFOp::create(b, l, math::ExpOp::create(b, l, shifted), a[2]);
+  if constexpr (isLog) {
+    Value sum = reduce(
+        rewriter, loc, input, {dim}, 0,
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+        },
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
+        },
+        {max});
+    Value maxKept = keepDims(rewriter, loc, max, rowDims, keptType);
+    Value sumKept = keepDims(rewriter, loc, sum, rowDims, keptType);
+    rewriter.replaceOp(op, elementwise(rewriter, loc, {input, maxKept, sumKept}, type,
+                                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                         Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
+                                         return arith::SubFOp::create(
+                                             b, l, shifted, math::LogOp::create(b, l, a[2]));
+                                       }));
+    return success();
+  }
+  // exp(x - max) into a full-size tensor, and its sum per row, in one pass.
+  auto [iterators, keptExprs, kept] = reductionNest(type, {dim});
+  AffineMap full = AffineMap::getMultiDimIdentityMap(type.getRank(), ctx);
+  Type element = type.getElementType();
+  Value zero = scalarConstant(rewriter, loc, element, 0);
+  Value sumInit = linalg::FillOp::create(rewriter, loc, zero,
+                                         emptyTensor(rewriter, loc, rowDims, element))
+                      .getResult(0);
+  Value expInit = emptyLike(rewriter, loc, type);
+  auto exps = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{expInit.getType(), sumInit.getType()}, ValueRange{input, max},
+      ValueRange{expInit, sumInit}, {full, kept, full, kept}, iterators, "", "",
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value e = math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+        linalg::YieldOp::create(
+            b, l, ValueRange{e, arith::AddFOp::create(b, l, a[3], e, reductionFlags(b))});
       });
-  rewriter.replaceOp(op, result);
+  // Scale the exps in place: their tensor is the init, so they share a buffer.
+  SmallVector<IteratorType> parallel(type.getRank(), IteratorType::parallel);
+  auto scaled = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{exps.getResult(1)}, ValueRange{exps.getResult(0)},
+      {kept, full}, parallel, "", "", [&](OpBuilder &b, Location l, ValueRange a) {
+        Value one = scalarConstant(b, l, element, 1);
+        Value inverse = arith::DivFOp::create(b, l, one, a[0]); // hoisted out of the row
+        linalg::YieldOp::create(b, l, ValueRange{arith::MulFOp::create(b, l, a[1], inverse)});
+      });
+  rewriter.replaceOp(op, scaled.getResult(0));
   return success();
 }
 
-/// Layer norm with a corrected mean, then the centered sum of squares. The
-/// correction pass (adding the mean of x - sum(x)/n) makes the mean of a
-/// constant row exactly that constant, so its variance is exactly 0: without
-/// it the rounding of sum(x)/n, times rsqrt(eps) ~ 316, shows in the output.
+/// Layer norm with its statistics in one pass over the row: the sums of
+/// c = x - x0 and of c * c, where x0 is the row's first element, accumulated
+/// in double for float inputs. Shifting by a value of the row keeps the
+/// cancellation in sum(c * c) / n - mean(c)^2 small, and makes a constant
+/// row's mean exactly that constant and its variance exactly 0 (otherwise
+/// the rounding of the mean, times rsqrt(eps) ~ 316, shows in the output).
 LogicalResult lowerLayerNorm(RewriterBase &rewriter, LayerNormOp op) {
   Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
   Value input = op.getInput();
   auto type = tensorType(input);
   Type element = type.getElementType();
   int64_t rank = type.getRank(), n = (int64_t)op.getNormalizedRank();
   SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - n, rank));
-  ElementCount count(rewriter, loc, type, dims, element);
-  auto identity = [](OpBuilder &, Location, ValueRange args) { return args[0]; };
-  auto add = [](OpBuilder &b, Location l, ValueRange a) -> Value {
-    return arith::AddFOp::create(b, l, a[0], a[1], reductionFlags(b));
+  Type acc = element.getIntOrFloatBitWidth() <= 32 ? (Type)rewriter.getF64Type() : element;
+  ElementCount count(rewriter, loc, type, dims, acc);
+  auto [iterators, keptDims, kept] = reductionNest(type, dims);
+  auto rowType = symbolicTensorType(keptDims, element);
+  // x0: the row's first element, read at index 0 of every normalized dim.
+  SmallVector<AffineExpr> firstExprs;
+  for (int64_t i = 0; i < rank; ++i)
+    firstExprs.push_back(i < rank - n ? getAffineDimExpr(i, ctx) : getAffineConstantExpr(0, ctx));
+  AffineMap first = AffineMap::get(rank, 0, firstExprs, ctx);
+  AffineMap full = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  auto zeros = [&](Type t) {
+    return linalg::FillOp::create(rewriter, loc, scalarConstant(rewriter, loc, t, 0),
+                                  emptyTensor(rewriter, loc, keptDims, t))
+        .getResult(0);
   };
-  Value sum = reduce(rewriter, loc, input, dims, 0, identity, add);
-  auto rowType = symbolicTensorType(reductionNest(type, dims).keptDims, element);
-  Value roughMean = elementwise(rewriter, loc, {sum}, rowType,
-                                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                  return arith::DivFOp::create(b, l, a[0], count.get(b, l));
-                                });
-  Value deviation = reduce(
-      rewriter, loc, input, dims, 0,
-      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return arith::SubFOp::create(b, l, a[0], a[1]);
-      },
-      add, {roughMean});
-  Value mean = elementwise(rewriter, loc, {roughMean, deviation}, rowType,
-                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             Value correction = arith::DivFOp::create(
-                                 b, l, a[1], count.get(b, l));
-                             return arith::AddFOp::create(b, l, a[0], correction);
-                           });
-  Value squares = reduce(
-      rewriter, loc, input, dims, 0,
-      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-        Value centered = arith::SubFOp::create(b, l, a[0], a[1]);
-        return arith::MulFOp::create(b, l, centered, centered);
-      },
-      add, {mean});
+  Value sumInit = zeros(acc), squaresInit = zeros(acc);
+  auto moments = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{sumInit.getType(), squaresInit.getType()},
+      ValueRange{input, input}, ValueRange{sumInit, squaresInit}, {full, first, kept, kept},
+      iterators, "", "", [&](OpBuilder &b, Location l, ValueRange a) {
+        Value c = arith::SubFOp::create(b, l, a[0], a[1]);
+        if (acc != element)
+          c = arith::ExtFOp::create(b, l, acc, c);
+        auto flags = reductionFlags(b);
+        // A multiply and an add, not math.fma: LLVM's loop vectorizer knows
+        // only those (and llvm.fmuladd) as reductions; contract fuses them.
+        Value square = arith::MulFOp::create(b, l, c, c, flags);
+        linalg::YieldOp::create(b, l,
+                                ValueRange{arith::AddFOp::create(b, l, a[2], c, flags),
+                                           arith::AddFOp::create(b, l, a[3], square, flags)});
+      });
   double eps = op.getEps().convertToDouble();
-  Value rstd = elementwise(rewriter, loc, {squares}, rowType,
-                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                             Value var = arith::DivFOp::create(b, l, a[0], count.get(b, l));
-                             return math::RsqrtOp::create(
-                                 b, l, arith::AddFOp::create(b, l, var, scalarConstant(b, l, element, eps)));
-                           });
+  // mean = x0 + sum / n; rstd = 1 / sqrt(max(squares / n - (sum / n)^2, 0) + eps).
+  unsigned rows = rank - n;
+  AffineMap rowIdentity = AffineMap::getMultiDimIdentityMap(rows, ctx);
+  SmallVector<AffineExpr> rowFirstExprs;
+  for (int64_t i = 0; i < rank; ++i)
+    rowFirstExprs.push_back(i < rows ? getAffineDimExpr(i, ctx) : getAffineConstantExpr(0, ctx));
+  AffineMap rowFirst = AffineMap::get(rows, 0, rowFirstExprs, ctx);
+  auto rowStats = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{rowType, rowType},
+      ValueRange{moments.getResult(0), moments.getResult(1), input},
+      ValueRange{emptyLike(rewriter, loc, rowType), emptyLike(rewriter, loc, rowType)},
+      {rowIdentity, rowIdentity, rowFirst, rowIdentity, rowIdentity},
+      SmallVector<utils::IteratorType>(rows, utils::IteratorType::parallel), "", "",
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value count_ = count.get(b, l);
+        Value meanShift = arith::DivFOp::create(b, l, a[0], count_);
+        Value meanSquare = arith::DivFOp::create(b, l, a[1], count_);
+        Value var = arith::SubFOp::create(b, l, meanSquare,
+                                          arith::MulFOp::create(b, l, meanShift, meanShift));
+        var = arith::MaximumFOp::create(b, l, var, scalarConstant(b, l, acc, 0));
+        Value rstd = math::RsqrtOp::create(
+            b, l, arith::AddFOp::create(b, l, var, scalarConstant(b, l, acc, eps)));
+        Value shift = acc != element ? arith::ExtFOp::create(b, l, acc, a[2]) : a[2];
+        Value mean = arith::AddFOp::create(b, l, shift, meanShift);
+        if (acc != element) {
+          mean = arith::TruncFOp::create(b, l, element, mean);
+          rstd = arith::TruncFOp::create(b, l, element, rstd);
+        }
+        linalg::YieldOp::create(b, l, ValueRange{mean, rstd});
+      });
+  Value mean = rowStats.getResult(0), rstd = rowStats.getResult(1);
   auto statType = tensorType(op.getMean());
   Value meanKept = keepDims(rewriter, loc, mean, dimExprs(rowType), statType);
   Value rstdKept = keepDims(rewriter, loc, rstd, dimExprs(rowType), statType);

@@ -6,6 +6,7 @@
 #include "kiln/runtime/Allocator.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/Executable.h"
+#include "kiln/runtime/MemoryPlan.h"
 #include "kiln/runtime/Status.h"
 #include "kiln/runtime/ThreadPool.h"
 
@@ -58,8 +59,11 @@ public:
 
   /// Runs the graph once. `inputs[i]` points at graph input i, whose desc must
   /// equal inputDescs()[i] exactly, except at symbolic dims: there the size
-  /// binds the dim's symbol or must equal its expression. Alloc buffers come from `allocator`, in
-  /// buffer order, into `allocated`; `outputs` says where each output is.
+  /// binds the dim's symbol or must equal its expression. The Alloc buffers
+  /// that outputs live in come from `allocator`, in buffer order, into
+  /// `allocated`; `outputs` says where each output is. The other Alloc
+  /// buffers (intermediates) share an arena by liveness (MemoryPlan.h),
+  /// reused by later calls.
   /// Both vectors are replaced, and left empty on error. With `launchMs`,
   /// the wall time of each launch (in artifact().launches order, 0 for a
   /// skipped launch) is stored there, for profiling.
@@ -68,6 +72,18 @@ public:
              std::vector<std::shared_ptr<Buffer>> &allocated,
              std::vector<OutputRef> &outputs,
              std::vector<double> *launchMs = nullptr) const;
+
+  /// What a call with these inputs (as for run()) takes besides its inputs,
+  /// in bytes.
+  struct Footprint {
+    int64_t arena = 0;         // the intermediates' arena
+    int64_t intermediates = 0; // their sizes summed: the arena without sharing
+    int64_t outputs = 0;       // buffers allocated for outputs
+  };
+  StatusOr<Footprint> footprint(const std::vector<void *> &inputs,
+                                const std::vector<TensorDesc> &inputDescs) const;
+  /// Arenas allocated so far: the most calls that ran at once.
+  size_t arenasAllocated() const { return arenas_.arenasAllocated(); }
 
 private:
   /// The Input or Alloc buffer a buffer's bytes belong to.
@@ -92,10 +108,14 @@ private:
     std::vector<int64_t> symbols;
     std::vector<TensorDesc> types;      // by buffer id
     std::vector<int64_t> workgroups;    // by launch
+    MemoryPlan memory;                  // by Alloc slot
   };
+  /// The arena offsets for these buffer types (by buffer id).
+  MemoryPlan planArena(const std::vector<TensorDesc> &types) const;
   Status resolve(const std::vector<int64_t> &symbols, Resolved &resolved) const;
   /// The sizes for `symbols`: those of the last call when its symbols were
-  /// the same (the usual case: resolving costs per buffer and launch).
+  /// the same (the usual case: resolving costs per buffer and launch); null
+  /// for a static graph, whose sizes are the artifact's.
   StatusOr<std::shared_ptr<const Resolved>> resolvedFor(const std::vector<int64_t> &symbols) const;
   Status runImpl(const std::vector<void *> &inputs,
                  const std::vector<int64_t> &symbols, Allocator &allocator,
@@ -108,6 +128,12 @@ private:
   std::unique_ptr<CpuExecutable> executable_;
   std::vector<Root> roots_;             // by buffer id
   std::vector<uint32_t> allocBuffers_;  // buffer id of each Alloc slot
+  /// By Alloc slot: its index in run()'s `allocated` when an output lives in
+  /// it, else -1 (an intermediate, in the arena).
+  std::vector<int64_t> allocatedIndex_;
+  std::vector<Lifetime> lifetimes_;     // by Alloc slot, over launch indices
+  MemoryPlan staticMemory_;             // a static graph's arena offsets
+  mutable ArenaPool arenas_;
   std::vector<TensorDesc> inputDescs_;  // by graph input index
   std::vector<uint32_t> inputBuffers_;  // buffer id of each graph input
   mutable std::mutex lastResolvedMutex_; // run() is const and may run concurrently

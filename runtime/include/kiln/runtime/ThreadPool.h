@@ -30,13 +30,19 @@ public:
   /// Threads that execute work items, the caller included.
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
+  /// How many of them later jobs use, the caller included (clamped to
+  /// [1, size()]); the others sleep. The Python bridge follows
+  /// torch.get_num_threads() with it on every call.
+  void setActiveThreads(int count);
+  int activeThreads() const { return active_.load(std::memory_order_relaxed); }
+
   /// Calls fn(i) exactly once for every i in [0, count) and returns when all
   /// calls are done. Safe to call from several threads (calls are queued) and
   /// from inside `fn` (the nested loop runs inline). `fn` must not throw.
   void parallelFor(int64_t count, const std::function<void(int64_t)> &fn);
 
 private:
-  void workerLoop();
+  void workerLoop(int index);
   void runItems(const std::function<void(int64_t)> &fn, int64_t count);
 
   std::vector<std::thread> workers_;
@@ -56,6 +62,7 @@ private:
   /// has seen every item claimed, so late wakers stay asleep.
   bool jobOpen_ = false;
   int inJob_ = 0; // workers currently running items of the job
+  std::atomic<int> active_{1};
   bool stop_ = false;
 };
 

@@ -31,6 +31,22 @@ def DistributeWorkgroupsPass
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def PromoteAccumulatorsPass
+    : Pass<"kiln-promote-accumulators", "mlir::func::FuncOp"> {
+  let summary = "Keep loop-carried values of kernel-local buffers in registers";
+  let description = [{
+    Runs after linalg became loops. A reduction's loop loads its accumulator
+    from a buffer and stores it back on every iteration; when the buffer is
+    a memref.alloc or alloca that no view and no other op of the loop
+    touches, the load moves before the loop, the store after it, and the
+    value is carried by the loop (an iter_arg). LLVM then sees a plain
+    reduction and vectorizes it: it cannot prove on its own that two such
+    buffers (a layer norm's sum and sum of squares, aligned through integer
+    arithmetic) do not alias.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
+}
+
 def BufferizeKernelsPass : Pass<"kiln-bufferize-kernels", "mlir::ModuleOp"> {
   let summary = "One-Shot Bufferize kernel functions into their output buffers";
   let description = [{

@@ -1,0 +1,57 @@
+"""Kiln's runtime threads follow torch.get_num_threads() unless
+KILN_NUM_THREADS says otherwise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.usefixtures("kiln_ext")
+
+
+@pytest.fixture
+def real_ext(uses_fake_ext):
+    if uses_fake_ext:
+        pytest.skip("threads are the real runtime's")
+    from kiln import _C
+
+    return _C
+
+
+def test_calls_use_torch_threads(real_ext):
+    if os.environ.get("KILN_NUM_THREADS"):
+        pytest.skip("KILN_NUM_THREADS fixes the count")
+    saved = torch.get_num_threads()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).eval()
+    x = torch.randn(32, 64)
+    try:
+        for threads in (1, max(2, saved)):
+            torch.set_num_threads(threads)
+            compiled = torch.compile(model, backend="kiln", options={"fallback": "error"})
+            with torch.no_grad():
+                torch.testing.assert_close(compiled(x), model(x))
+            assert real_ext.runtime.num_threads() == min(threads, os.cpu_count() or 1)
+    finally:
+        torch.set_num_threads(saved)
+
+
+def test_kiln_num_threads_overrides_torch(real_ext):
+    script = textwrap.dedent("""
+        import torch, kiln
+        from kiln import _C
+        torch.set_num_threads(1)
+        model = torch.nn.Linear(8, 8).eval()
+        with torch.no_grad():
+            torch.compile(model, backend="kiln")(torch.randn(4, 8))
+        print("threads", _C.runtime.num_threads())
+    """)
+    env = {**os.environ, "KILN_NUM_THREADS": "3", "KILN_CACHE": "0"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "threads 3" in out.stdout
