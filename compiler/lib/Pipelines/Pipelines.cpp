@@ -15,7 +15,8 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
   return {
       {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
                  "kiln-fuse-elementwise),canonicalize,cse"},
-      {"bufferized", "kiln-bufferize-kernels,buffer-deallocation-pipeline,canonicalize,cse"},
+      {"bufferized", "kiln-bufferize-kernels,func.func(kiln-stack-temporaries),"
+                     "buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"
                 "kiln-promote-accumulators,kiln-distribute-workgroups)"},
       {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"

@@ -47,6 +47,22 @@ def PromoteAccumulatorsPass
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
 }
 
+def StackTemporariesPass : Pass<"kiln-stack-temporaries", "mlir::func::FuncOp"> {
+  let summary = "Put a kernel's small temporary buffers on the stack";
+  let description = [{
+    Runs on kernel functions right after bufferization, before deallocations
+    are placed. The `memref.alloc`s of the function's entry block with static
+    shapes (row statistics, small tiles) become `memref.alloca`s while their
+    sizes sum to at most `max-bytes`, so a launch calls malloc and free only
+    for large temporaries, and LLVM sees memory that no other pointer can
+    alias (it may keep such buffers in registers). Allocations inside loops
+    and dynamically sized ones stay on the heap.
+  }];
+  let options = [Option<"maxBytes", "max-bytes", "int64_t", "32768",
+                        "Most bytes of stack a kernel's temporaries may take">];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def BufferizeKernelsPass : Pass<"kiln-bufferize-kernels", "mlir::ModuleOp"> {
   let summary = "One-Shot Bufferize kernel functions into their output buffers";
   let description = [{
