@@ -71,6 +71,11 @@ MATMUL = [
     ("bmm_batch1", torch.bmm, lambda: (f32(1, 3, 4), f32(1, 4, 1))),
     ("matmul_4d", torch.matmul, lambda: (f32(2, 3, 4, 5), f32(2, 3, 5, 6))),
     ("matmul_broadcast", torch.matmul, lambda: (f32(2, 3, 4, 5), f32(5, 6))),
+    # K of at least 256: B is packed in blocks of 128 rows of K (the last one
+    # shorter), with ragged row and column tiles around the packed ones.
+    ("mm_packed", torch.mm, lambda: (f32(50, 300), f32(300, 70))),
+    ("bmm_packed", torch.bmm, lambda: (f32(2, 13, 512), f32(2, 512, 40))),
+    ("addmm_packed", torch.addmm, lambda: (f32(33), f32(20, 257), f32(257, 33))),
 ]
 
 

@@ -386,3 +386,31 @@ func.func @tensor_matmul_untouched(%a: tensor<12x4xf32>, %b: tensor<4x16xf32>, %
   return %0 : tensor<12x16xf32>
 }
 
+
+// -----
+
+// A long K (at least two blocks of 128): each 2 x 8-column tile of B is
+// copied 128 rows at a time into a 128 x 16 panel on the stack (allocated
+// once, at the function's start), and the row tiles' k loop reads the panel
+// for the block's length (the last block is shorter: 300 = 128 + 128 + 44).
+// CHECK-LABEL: func.func @matmul_packed
+// CHECK: %[[PANEL:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128x16xf32>
+// CHECK: scf.for %[[K0:.*]] = %{{.*}} to %c300{{.*}} step %c128
+// CHECK: %[[LEN:.*]] = arith.minsi
+// CHECK: scf.for %[[KK:.*]] = %{{.*}} to %[[LEN]]
+// CHECK: %[[ROW:.*]] = vector.load %{{.*}} : memref<300x32xf32>, vector<8xf32>
+// CHECK: vector.store %[[ROW]], %[[PANEL]][%[[KK]], %{{.*}}] : memref<128x16xf32>, vector<8xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LEN]] step %{{.*}} iter_args(
+// CHECK: vector.load %[[PANEL]]
+// CHECK: vector.fma
+func.func @matmul_packed(%a: memref<12x300xf32>, %b: memref<300x32xf32>, %c: memref<12x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<12x300xf32>, memref<300x32xf32>) outs(%c : memref<12x32xf32>)
+      attrs = {kiln.contraction = "ikj"} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
+    %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
+    linalg.yield %s : f32
+  }
+  return
+}

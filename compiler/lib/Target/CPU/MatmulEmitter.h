@@ -57,6 +57,11 @@ public:
         b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
   }
 
+  /// Packs B ([K, N] only) into a contiguous panel per column tile and block
+  /// of kKc rows of K (see emit); for matmuls of their own, not for the
+  /// attention tiles, whose B is small and already packed.
+  void setPackB(bool pack) { packB = pack; }
+
   /// Emits C += A * B for the batch indices `batch` (empty for mm).
   void emit(ValueRange batch) {
     this->batch.assign(batch.begin(), batch.end());
@@ -66,10 +71,30 @@ public:
     // Blocks of `mc` rows: within one, the B panel of a column tile is reused
     // from cache by every row tile before moving to the next columns.
     int64_t mc = mr * 8;
+    // With a long K, the rows of B that a column tile reads lie N * 4 bytes
+    // apart (a new page per k once N >= 1024) and the tile's K x NR panel
+    // outgrows L1: copy kKc rows of it at a time into a contiguous stack
+    // panel, reused by every row tile of the block (BLIS's packed B, per
+    // block of K). The copy costs 1 / mc of the FMAs.
+    Value panel;
+    if (packB && !transposed && k.known && *k.known >= 2 * kKc)
+      panel = stackPanel(nr);
     if (!mFull.isZero() && !nFull.isZero())
       forLoop(Size(0), mFull, mc, [&](Value ib) {
         Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), value(mFull));
         forLoop(Size(0), nFull, nr, [&](Value j0) {
+          if (panel) {
+            forLoop(0, *k.known, kKc, [&](Value k0) {
+              // The last block may be shorter: its length, at run time.
+              Value length = arith::MinSIOp::create(
+                  b, loc, index(kKc), arith::SubIOp::create(b, loc, index(*k.known), k0));
+              pack(panel, k0, length, j0, nr);
+              forLoop(ib, blockEnd, mr, [&](Value i0) {
+                fmaTile(i0, j0, mr, nr, PanelRange{panel, k0, length});
+              });
+            });
+            return;
+          }
           forLoop(ib, blockEnd, mr, [&](Value i0) {
             transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
           });
@@ -142,24 +167,60 @@ private:
                                  flags);
   }
 
-  /// B in [K, N]: broadcast A[i, k] against vector rows of B.
-  void fmaTile(Value i0, Value j0, int64_t mr, int64_t nr) {
+  /// Rows [k0, k0 + length) of B's column tile, packed: panel[k - k0, :].
+  struct PanelRange {
+    Value panel, k0, length;
+  };
+
+  /// A kKc x nr buffer at the start of the function (not in a loop, where
+  /// every iteration would take stack).
+  Value stackPanel(int64_t nr) {
+    OpBuilder::InsertionGuard guard(b);
+    Block *entry = &b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>()
+                        ->getRegion(0).front();
+    b.setInsertionPointToStart(entry);
+    return memref::AllocaOp::create(b, loc, MemRefType::get({kKc, nr}, element),
+                                    ValueRange{}, b.getI64IntegerAttr(64));
+  }
+
+  /// panel[kk, :] = B[k0 + kk, j0 : j0 + nr] for kk in [0, length).
+  void pack(Value panel, Value k0, Value length, Value j0, int64_t nr) {
+    auto loop = scf::ForOp::create(b, loc, index(0), length, index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    Value row = arith::AddIOp::create(b, loc, k0, kk);
+    for (int64_t v = 0; v < nr / vl; ++v) {
+      Value x = vector::LoadOp::create(b, loc, vector, bMat, at(row, add(j0, v * vl)));
+      vector::StoreOp::create(b, loc, x, panel, ValueRange{kk, index(v * vl)});
+    }
+  }
+
+  /// B in [K, N]: broadcast A[i, k] against vector rows of B (or of its
+  /// packed panel, for the rows of K it holds).
+  void fmaTile(Value i0, Value j0, int64_t mr, int64_t nr,
+               std::optional<PanelRange> packed = std::nullopt) {
     int64_t nv = nr / vl;
     SmallVector<Value> init;
     for (int64_t r = 0; r < mr; ++r)
       for (int64_t v = 0; v < nv; ++v)
         init.push_back(vector::LoadOp::create(b, loc, vector, c, at(add(i0, r), add(j0, v * vl))));
-    auto loop = scf::ForOp::create(b, loc, index(0), value(k), index(1), init);
+    auto loop = scf::ForOp::create(b, loc, index(0), packed ? packed->length : value(k),
+                                   index(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value kk = loop.getInductionVar();
+      Value kA = packed ? arith::AddIOp::create(b, loc, packed->k0, kk).getResult() : kk;
       SmallVector<Value> rows;
       for (int64_t v = 0; v < nv; ++v)
-        rows.push_back(vector::LoadOp::create(b, loc, vector, bMat, at(kk, add(j0, v * vl))));
+        rows.push_back(packed ? vector::LoadOp::create(b, loc, vector, packed->panel,
+                                                       ValueRange{kk, index(v * vl)})
+                              : vector::LoadOp::create(b, loc, vector, bMat,
+                                                       at(kk, add(j0, v * vl))));
       SmallVector<Value> next;
       for (int64_t r = 0; r < mr; ++r) {
-        Value scalarA = memref::LoadOp::create(b, loc, a, at(add(i0, r), kk));
+        Value scalarA = memref::LoadOp::create(b, loc, a, at(add(i0, r), kA));
         Value broadcast = vector::BroadcastOp::create(b, loc, vector, scalarA);
         for (int64_t v = 0; v < nv; ++v)
           next.push_back(fma(broadcast, rows[v], loop.getRegionIterArgs()[r * nv + v]));
@@ -306,6 +367,10 @@ private:
   VectorType vector;
   arith::FastMathFlagsAttr flags;
   SmallVector<Value> batch;
+  bool packB = false;
+  /// Rows of K per packed panel: with NR = 2 vectors, 16 KB (AVX-512) or
+  /// 8 KB (AVX2) of floats, which stay in L1 beside A's rows.
+  static constexpr int64_t kKc = 128;
 };
 
 } // namespace kiln::cpu

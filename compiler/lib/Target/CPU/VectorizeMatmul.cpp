@@ -47,6 +47,7 @@ struct VectorizeMatmulPass
       MatmulEmitter emitter(b, loc, op.getDpsInputOperand(0)->get(),
                             op.getDpsInputOperand(1)->get(),
                             op.getDpsInitOperand(0)->get(), transposed, vl);
+      emitter.setPackB(true);
       if (cType.getRank() == 3) {
         auto loop = scf::ForOp::create(
             b, loc, arith::ConstantIndexOp::create(b, loc, 0),
