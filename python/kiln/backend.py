@@ -15,7 +15,6 @@ import copy
 import functools
 import itertools
 import logging
-import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -351,7 +350,7 @@ def _compile_to_executable(
         if hit:
             artifact, exe = hit.artifact, hit.executable
             result = {"kernels": exe.num_kernels,
-                      "kernel_info": json.loads(exe.metadata)["kernels"],
+                      "kernel_info": hit.kernels,
                       "stage_times_ms": [("cache", (time.perf_counter() - start) * 1e3)]}
             record.cache_hits += 1
         else:

@@ -67,10 +67,12 @@ def build_id(ext: Any) -> str:
 
 @dataclass
 class Hit:
-    """A cache entry that loaded: the artifact and its executable."""
+    """A cache entry that loaded: the artifact, its executable and the
+    kernels its metadata describes (as the compile result's kernel_info)."""
 
     artifact: bytes
     executable: Any
+    kernels: list[dict[str, Any]]
     path: Path
 
 
@@ -110,12 +112,12 @@ class ArtifactCache:
             return None
         try:
             executable = ext.runtime.Executable(artifact, graph_name=graph_name)
-            json.loads(executable.metadata)["kernels"]
+            kernels = json.loads(executable.metadata)["kernels"]
         except Exception as err:  # the runtime's verdict: corrupt, truncated, stale
             self._report_bad(path, str(err).splitlines()[0] if str(err) else type(err).__name__)
-            self._remove(path)
+            _unlink(path)
             return None
-        return Hit(artifact, executable, path)
+        return Hit(artifact, executable, kernels, path)
 
     def store(self, key: str, artifact: bytes) -> None:
         """Writes the entry atomically; a cache that cannot be written is
@@ -163,10 +165,6 @@ class ArtifactCache:
             _reported.add(str(path))
             log.warning("kiln: compile cache entry %s is unusable (%s); compiling again",
                         path, why)
-
-    @staticmethod
-    def _remove(path: Path) -> None:
-        _unlink(path)
 
 
 def _unlink(path: str | os.PathLike[str]) -> None:

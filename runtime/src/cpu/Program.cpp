@@ -321,13 +321,10 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   // Unused and empty intermediates still get a valid, aligned address.
   alignas(64) static char empty[64];
   char *arenaBase = arena.data() ? static_cast<char *>(arena.data()) : empty;
-  std::vector<char *> slotData(allocBuffers_.size());
   for (size_t slot = 0; slot < allocBuffers_.size(); ++slot) {
+    if (allocatedIndex_[slot] < 0)
+      continue; // in the arena
     uint32_t id = allocBuffers_[slot];
-    if (allocatedIndex_[slot] < 0) {
-      slotData[slot] = arenaBase + memory.offsets[slot];
-      continue;
-    }
     const TensorDesc &type = typeOf(id);
     auto context = [&] { return "allocating buffer " + std::to_string(id) + " (" + type.str() + ")"; };
     StatusOr<std::shared_ptr<Buffer>> buffer = allocator.allocate(type);
@@ -335,15 +332,19 @@ Status Program::runImpl(const std::vector<void *> &inputs,
       return buffer.status().withContext(context());
     if (!*buffer || !(*buffer)->data())
       return Status::error(context() + ": the allocator returned no memory");
-    slotData[slot] = static_cast<char *>((*buffer)->data());
     allocated.push_back(std::move(*buffer));
   }
 
   std::vector<void *> pointers(buffers.size());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const Root &root = roots_[id];
-    char *base = root.kind == BufferKind::Input ? static_cast<char *>(inputs[root.index])
-                                                : slotData[root.index];
+    char *base;
+    if (root.kind == BufferKind::Input)
+      base = static_cast<char *>(inputs[root.index]);
+    else if (allocatedIndex_[root.index] < 0)
+      base = arenaBase + memory.offsets[root.index];
+    else
+      base = static_cast<char *>(allocated[allocatedIndex_[root.index]]->data());
     pointers[id] = base + root.byteOffset;
   }
 
