@@ -14,6 +14,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -183,6 +184,8 @@ private:
         distribution[func.getName()] = {extent.getInt(), alignment.getInt()};
       if (alignment)
         alignments[func.getName()] = alignment.getInt();
+      if (func->hasAttr(kernel::kColumnExtentAttr))
+        splitsColumns.insert(func.getName());
     }
   }
 
@@ -237,6 +240,9 @@ private:
       return failure();
     E one = E::constant(1);
     E cap = E::binary(Op::Min, *extent, E::constant((int64_t)launch.getWorkgroups()));
+    if (splitsColumns.contains(launch.getKernel()))
+      return E::binary(Op::Max, one, E::binary(Op::Min, E::constant((int64_t)launch.getWorkgroups()),
+                                               *work));
     E count = E::binary(Op::Max, one, E::binary(Op::Min, cap, *work));
     int64_t alignment = alignments.lookup(launch.getKernel());
     if (alignment < 1)
@@ -304,12 +310,19 @@ private:
   /// The launch's workgroup count, lowered to the number of workgroups that
   /// get rows: chunks are aligned (e.g. to a microkernel's row block), so a
   /// plan's count can exceed the chunks there are.
+  /// A kernel that splits its columns too keeps the plan's count: its grid
+  /// is computed from that count (ids past the grid's last run nothing). A
+  /// kernel that splits nothing runs once.
   uint32_t usefulWorkgroups(plan::LaunchOp launch) {
     int64_t count = launch.getWorkgroups();
-    auto it = distribution.find(launch.getKernel());
-    if (it == distribution.end() || count <= 1)
+    if (splitsColumns.contains(launch.getKernel()) || count <= 1)
       return count;
+    auto it = distribution.find(launch.getKernel());
+    if (it == distribution.end())
+      return launch.getSymbolicExtentAttr() ? count : 1;
     auto [extent, alignment] = it->second;
+    if (extent <= 1)
+      return 1;
     int64_t chunk = kernel::workgroupChunk(extent, count, alignment);
     return std::max<int64_t>(1, llvm::divideCeil(extent, chunk));
   }
@@ -479,6 +492,7 @@ private:
   CompiledGraph result_;
   llvm::StringMap<std::string> kernelSymbols_; // kernel name -> exported symbol
   llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
+  llvm::StringSet<> splitsColumns; // kernels whose workgroups split columns too
   llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment
 };
 

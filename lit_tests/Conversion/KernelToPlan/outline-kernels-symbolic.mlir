@@ -7,7 +7,7 @@
 // CHECK-DAG: #[[P:.*]] = affine_map<()[s0, s1] -> (s0 * s1)>
 // CHECK-DAG: #[[BS:.*]] = affine_map<()[s0, s1] -> (s0, s1)>
 // CHECK-DAG: #[[B:.*]] = affine_map<()[s0] -> (s0)>
-// CHECK-DAG: #[[WORK:.*]] = affine_map<()[s0, s1] -> (((s0 * s1) * 40) floordiv 262144)>
+// CHECK-DAG: #[[WORK:.*]] = affine_map<()[s0, s1] -> (((s0 * s1) * 40 + 128) floordiv 262144)>
 // CHECK-LABEL: func.func @symbolic
 // CHECK-SAME: (%[[X:.*]]: memref<?x?x8xf32> {kiln_plan.dims = #[[BS]]}, %[[W:.*]]: memref<8x16xf32>) -> memref<?x16xf32>
 // CHECK-SAME: kiln_graph.symbols = [{max = 64 : i64, min = 2 : i64, name = "s77"}, {max = 9223372036854775807 : i64, min = 2 : i64, name = "s27"}], kiln_plan.entry

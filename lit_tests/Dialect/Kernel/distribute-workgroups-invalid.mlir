@@ -64,3 +64,53 @@ func.func @symbolic_unaligned(%wg: index, %wgc: index, %out: memref<?xf32>, %s0:
   }
   return
 }
+
+// -----
+
+func.func @column_step(%wg: index, %wgc: index, %out: memref<2x64xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64,
+                kiln.column_extent = 64 : i64, kiln.column_alignment = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c24 = arith.constant 24 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c2 step %c1 {
+    // expected-error @+1 {{column loop of a kernel with split columns must have a constant step that divides the column alignment 16, and start at a multiple of it}}
+    scf.for %j = %c0 to %c64 step %c24 {
+      memref.store %f, %out[%i, %j] : memref<2x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @two_column_loops(%wg: index, %wgc: index, %out: memref<2x64xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64,
+                kiln.column_extent = 64 : i64, kiln.column_alignment = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 0.0 : f32
+  // expected-error @+1 {{top-level loop of a kernel with split columns must hold exactly one loop over the columns, or mark them kiln.column_loop}}
+  scf.for %i = %c0 to %c2 step %c1 {
+    scf.for %j = %c0 to %c64 step %c1 {
+      memref.store %f, %out[%i, %j] : memref<2x64xf32>
+    }
+    scf.for %j = %c0 to %c64 step %c1 {
+      memref.store %f, %out[%i, %j] : memref<2x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a column extent needs a positive kiln.column_alignment}}
+func.func @no_column_alignment(%wg: index, %wgc: index, %out: memref<2x64xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64, kiln.column_extent = 64 : i64} {
+  return
+}

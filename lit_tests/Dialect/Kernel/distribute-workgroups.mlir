@@ -184,3 +184,89 @@ func.func @symbolic_rows(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: inde
   }
   return
 }
+
+// -----
+
+// Split columns (a matmul with its epilogue): `count` covers a grid of
+// ceil(extent / chunk) row chunks by count / that many column chunks (at
+// least one), aligned to kiln.column_alignment. Workgroup `id` runs row chunk
+// id / groups and column chunk id % groups. The loop directly inside each
+// top-level loop is narrowed to the column chunk, or, where a nest marks
+// them, the loops marked kiln.column_loop (here inside a loop over k).
+// CHECK-LABEL: func.func @grid
+// CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index,
+// CHECK: %[[EXTENT:.*]] = arith.constant 2 : index
+// CHECK: %[[CHUNK:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK: %[[NONZERO:.*]] = arith.maxui %[[CHUNK]], %[[ONE]] : index
+// CHECK: %[[ROWS:.*]] = arith.ceildivui %[[EXTENT]], %[[NONZERO]] : index
+// CHECK: %[[ROWGROUPS:.*]] = arith.maxui %[[ONE]], %[[ROWS]] : index
+// CHECK: %[[PER:.*]] = arith.divui %[[COUNT]], %[[ROWGROUPS]] : index
+// CHECK: %[[GROUPS:.*]] = arith.maxui %[[ONE]], %[[PER]] : index
+// CHECK: %[[ROWGROUP:.*]] = arith.divui %[[ID]], %[[GROUPS]] : index
+// CHECK: %[[COLGROUP:.*]] = arith.remui %[[ID]], %[[GROUPS]] : index
+// CHECK: %[[COLUMNS:.*]] = arith.constant 64 : index
+// CHECK: %[[CALIGN:.*]] = arith.constant 16 : index
+// CHECK: %[[CPER:.*]] = arith.ceildivui %[[COLUMNS]], %[[GROUPS]] : index
+// CHECK: %[[CTILES:.*]] = arith.ceildivui %[[CPER]], %[[CALIGN]] : index
+// CHECK: %[[CCHUNK:.*]] = arith.muli %[[CTILES]], %[[CALIGN]] : index
+// CHECK: %[[CSTART:.*]] = arith.muli %[[COLGROUP]], %[[CCHUNK]] : index
+// CHECK: %[[CBEGIN:.*]] = arith.minui %[[CSTART]], %[[COLUMNS]] : index
+// CHECK: %[[CSTOP:.*]] = arith.addi %[[CBEGIN]], %[[CCHUNK]] : index
+// CHECK: %[[CEND:.*]] = arith.minui %[[CSTOP]], %[[COLUMNS]] : index
+// CHECK: %[[START:.*]] = arith.muli %[[ROWGROUP]], %[[CHUNK]] : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: %[[JLB:.*]] = arith.maxui %{{.*}}, %[[CBEGIN]] : index
+// CHECK-NEXT: %[[JUB:.*]] = arith.minui %{{.*}}, %[[CEND]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[JLB]] to %[[JUB]] step
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[KLB:.*]] = arith.maxui %{{.*}}, %[[CBEGIN]] : index
+// CHECK-NEXT: %[[KUB:.*]] = arith.minui %{{.*}}, %[[CEND]] : index
+// CHECK-NEXT: scf.for %{{.*}} = %[[KLB]] to %[[KUB]] step
+func.func @grid(%wg: index, %wgc: index, %a: memref<2x3xf32>, %out: memref<2x64xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64,
+                kiln.column_extent = 64 : i64, kiln.column_alignment = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c2 step %c1 {
+    scf.for %j = %c0 to %c64 step %c16 {
+      memref.store %f, %out[%i, %j] : memref<2x64xf32>
+    }
+  }
+  scf.for %i = %c0 to %c2 step %c1 {
+    scf.for %k = %c0 to %c3 step %c1 {
+      %x = memref.load %a[%i, %k] : memref<2x3xf32>
+      scf.for %j = %c0 to %c64 step %c1 {
+        %y = memref.load %out[%i, %j] : memref<2x64xf32>
+        %s = arith.addf %x, %y : f32
+        memref.store %s, %out[%i, %j] : memref<2x64xf32>
+      } {kiln.column_loop}
+    }
+  }
+  return
+}
+
+// -----
+
+// One row: nothing to split unless the columns split too; the kernel still
+// records its alignment, so the launch runs one workgroup.
+// CHECK-LABEL: func.func @one_row
+// CHECK-SAME: kiln.workgroup_alignment = 1 : i64
+// CHECK-NOT: arith.minui
+func.func @one_row(%wg: index, %wgc: index, %out: memref<1x4xf32>)
+    attributes {kiln.kernel = "k", kiln.workgroup_extent = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 0.0 : f32
+  scf.for %j = %c0 to %c4 step %c1 {
+    memref.store %f, %out[%c0, %j] : memref<1x4xf32>
+  }
+  return
+}

@@ -20,11 +20,27 @@
 // CHECK: %{{.*}}:12 = scf.for %{{.*}} = %{{.*}} to %[[K]] step %{{.*}} iter_args(
 // CHECK-COUNT-12: vector.fma
 // CHECK-COUNT-12: vector.store
-// The rows below the tiles, then the columns right of them.
+// The rows below the tiles: for each k, row k of B streams through the row
+// of C in vectors up to N rounded down to a vector, then one column at a
+// time. The columns right of the tiles take tiles one vector wide, then dot
+// products along k. Column loops are marked for workgroups that split them.
 // CHECK: scf.for %{{.*}} = %[[MFULL]] to %[[M]] step
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[MFULL]] step
+// CHECK: %[[NVT:.*]] = arith.divui %[[N]], %[[C8:.*]] : index
+// CHECK-NEXT: %[[NV:.*]] = arith.muli %[[NVT]], %[[C8]] : index
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[K]] step
-// CHECK: scf.for %{{.*}} = %[[NFULL]] to %[[N]] step
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[NV]] step
+// CHECK: vector.fma
+// CHECK: } {kiln.column_loop}
+// CHECK: scf.for %{{.*}} = %[[NV]] to %[[N]] step
+// CHECK: } {kiln.column_loop}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[MFULL2:.*]] step
+// CHECK: scf.for %{{.*}} = %[[NFULL]] to %[[NV2:.*]] step
+// CHECK: %{{.*}}:6 = scf.for %{{.*}} = %{{.*}} to %[[K]] step
+// CHECK: } {kiln.column_loop}
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[MFULL2]] step
+// CHECK: scf.for %{{.*}} = %[[NV2]] to %[[N]] step
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[K]] step
+// CHECK: } {kiln.column_loop}
 #ikj = [affine_map<(i, k, j) -> (i, k)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>]
 func.func @dynamic_ikj(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {
   linalg.generic {indexing_maps = #ikj, iterator_types = ["parallel", "reduction", "parallel"]}

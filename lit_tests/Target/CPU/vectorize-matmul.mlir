@@ -91,38 +91,41 @@ func.func @matmul_ijk(%a: memref<6x16xf32>, %b: memref<6x16xf32>, %c: memref<6x6
 
 // -----
 
-// M = 13, N = 40: the tiles cover rows [0, 12) and columns [0, 32); scalar
-// loops do row 12 (all columns), then columns [32, 40) of rows [0, 12).
+// M = 13, N = 40: 6 x 16 tiles cover rows [0, 12) and columns [0, 32); the
+// last block of rows adds a one-row tile for row 12. Columns [32, 40) take
+// tiles one vector wide, the same way. Every nest iterates blocks of rows,
+// and loops marked kiln.column_loop iterate columns: workgroups may split
+// both.
 // CHECK-LABEL: func.func @matmul_ikj_ragged
 // CHECK-SAME: (%[[A:.*]]: memref<13x4xf32>, %[[B:.*]]: memref<4x40xf32>, %[[C:.*]]: memref<13x40xf32>)
-// CHECK-DAG: %[[C6:.*]] = arith.constant 6 : index
-// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-SAME: kiln.column_alignment = 16 : i64, kiln.column_extent = 40 : i64
+// CHECK-DAG: %[[C48:.*]] = arith.constant 48 : index
+// CHECK-DAG: %[[C13:.*]] = arith.constant 13 : index
+// CHECK: scf.for %[[IB:.*]] = %{{.*}} to %[[C13]] step %[[C48]] {
+// CHECK: %[[LAST:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : index
 // CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
-// CHECK-DAG: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C6]] {
-// CHECK-DAG: scf.for %{{.*}} = %{{.*}} to %[[C32]] step %[[C16]] {
-// CHECK: vector.fma
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[C32]] step %[[C16]] {
+// CHECK: scf.for %{{.*}} = %[[IB]] to %{{.*}} step %{{.*}} {
+// CHECK: %{{.*}}:12 = scf.for
 // CHECK: vector.store %{{.*}}#11, %[[C]]
-// CHECK-DAG: %[[R0:.*]] = arith.constant 12 : index
-// CHECK-DAG: %[[R1:.*]] = arith.constant 13 : index
-// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : index
-// CHECK: scf.for %[[I:.*]] = %[[R0]] to %[[R1]] step %[[ONE]] {
-// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK: %[[X:.*]] = memref.load %[[A]][%[[I]], %[[K]]] : memref<13x4xf32>
-// CHECK-DAG: %[[N:.*]] = arith.constant 40 : index
-// CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[N]] step %{{.*}} {
-// CHECK: %[[Y:.*]] = memref.load %[[B]][%[[K]], %[[J]]] : memref<4x40xf32>
-// CHECK: %[[OLD:.*]] = memref.load %[[C]][%[[I]], %[[J]]] : memref<13x40xf32>
-// CHECK: %[[P:.*]] = arith.mulf %[[X]], %[[Y]] fastmath<reassoc,contract> : f32
-// CHECK: %[[S:.*]] = arith.addf %[[OLD]], %[[P]] fastmath<reassoc,contract> : f32
-// CHECK: memref.store %[[S]], %[[C]][%[[I]], %[[J]]] : memref<13x40xf32>
-// CHECK-DAG: %[[M:.*]] = arith.constant 12 : index
-// CHECK: scf.for %[[I2:.*]] = %{{.*}} to %[[M]] step %{{.*}} {
-// CHECK: scf.for %[[K2:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-DAG: %[[J0:.*]] = arith.constant 32 : index
-// CHECK-DAG: %[[J1:.*]] = arith.constant 40 : index
-// CHECK: scf.for %[[J2:.*]] = %[[J0]] to %[[J1]] step %{{.*}} {
-// CHECK: memref.store %{{.*}}, %[[C]][%[[I2]], %[[J2]]] : memref<13x40xf32>
-// CHECK-NOT: scf.for
+// CHECK: scf.if %[[LAST]] {
+// CHECK: %{{.*}}:2 = scf.for
+// CHECK: vector.store %{{.*}}#1, %[[C]]
+// CHECK: } {kiln.column_loop}
+// Columns [32, 40): rows [0, 12) in 6 x 8 tiles, row 12 in a 1 x 8 one.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-DAG: %[[V0:.*]] = arith.constant 32 : index
+// CHECK-DAG: %[[V1:.*]] = arith.constant 40 : index
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: scf.for %{{.*}} = %[[V0]] to %[[V1]] step %[[C8]] {
+// CHECK: %{{.*}}:6 = scf.for
+// CHECK: } {kiln.column_loop}
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} iter_args({{[^,]*}}) -> (vector<8xf32>)
+// CHECK: } {kiln.column_loop}
+// CHECK-NOT: memref.store
 // CHECK: return
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -141,11 +144,16 @@ func.func @matmul_ikj_ragged(%a: memref<13x4xf32>, %b: memref<4x40xf32>, %c: mem
 
 // -----
 
-// Fewer rows than a tile (M = 5) and fewer columns (N = 7): all scalar.
+// Fewer rows than a tile (M = 5) and fewer columns than a vector (N = 7):
+// for each k, row k of B streams through the five rows of C, scalar.
 // CHECK-LABEL: func.func @matmul_ikj_small
 // CHECK-NOT: vector.
 // CHECK: scf.for
-// CHECK: arith.mulf
+// CHECK: scf.for
+// CHECK-COUNT-5: memref.load %arg0
+// CHECK: scf.for
+// CHECK-COUNT-5: arith.mulf
+// CHECK: } {kiln.column_loop}
 // CHECK-NOT: vector.
 // CHECK-NOT: linalg.generic
 // CHECK: return
@@ -167,10 +175,12 @@ func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref
 // -----
 
 // "ijk" with M = 7, N = 8, K = 20: the tile dot products cover k in [0, 16)
-// with vectors and finish k in [16, 20) with a scalar loop; row 6 and
-// columns [6, 8) are scalar dot products.
+// with vectors and finish k in [16, 20) with a scalar loop; row 6 takes
+// one-row tiles of the same columns; columns [6, 8) of every row are scalar
+// dot products.
 // CHECK-LABEL: func.func @matmul_ijk_ragged
 // CHECK-SAME: (%[[A:.*]]: memref<7x20xf32>, %[[B:.*]]: memref<8x20xf32>, %[[C:.*]]: memref<7x8xf32>)
+// CHECK-SAME: kiln.column_alignment = 3 : i64, kiln.column_extent = 8 : i64
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: %[[ACC:.*]]:9 = scf.for %{{.*}} = %{{.*}} to %[[C16]] step %[[C8]] iter_args(
@@ -187,26 +197,23 @@ func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref
 // CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[DOT]] : f32
 // CHECK: memref.store %[[NEW]], %[[C]][%[[I]], %[[J]]] : memref<7x8xf32>
 // CHECK-COUNT-8: vector.reduction <add>
-// Row 6, every column.
-// CHECK: memref.store
-// CHECK-DAG: %[[R0:.*]] = arith.constant 6 : index
-// CHECK-DAG: %[[R1:.*]] = arith.constant 7 : index
-// CHECK: scf.for %[[RI:.*]] = %[[R0]] to %[[R1]] step %{{.*}} {
-// CHECK: scf.for %[[RJ:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK: %[[ROLD:.*]] = memref.load %[[C]][%[[RI]], %[[RJ]]] : memref<7x8xf32>
-// CHECK: %[[RZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[RDOT:.*]] = scf.for %[[RK:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[RZERO]]) -> (f32) {
-// CHECK: memref.load %[[A]][%[[RI]], %[[RK]]] : memref<7x20xf32>
-// CHECK: memref.load %[[B]][%[[RJ]], %[[RK]]] : memref<8x20xf32>
-// CHECK: %[[RNEW:.*]] = arith.addf %[[ROLD]], %[[RDOT]] : f32
-// CHECK: memref.store %[[RNEW]], %[[C]][%[[RI]], %[[RJ]]] : memref<7x8xf32>
-// Columns 6 and 7 of rows [0, 6).
-// CHECK-DAG: %[[CI:.*]] = arith.constant 6 : index
-// CHECK: scf.for %[[CRI:.*]] = %{{.*}} to %[[CI]] step %{{.*}} {
+// Row 6, columns [0, 6): the last block of rows adds one-row tiles of three
+// dot products.
+// CHECK: scf.if
+// CHECK: %{{.*}}:3 = scf.for
+// CHECK: vector.reduction <add>
+// CHECK: } {kiln.column_loop}
+// Columns 6 and 7 of every row, per block of rows.
+// CHECK: scf.for %[[CB:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: scf.for %[[CRI:.*]] = %[[CB]] to %{{.*}} step %{{.*}} {
 // CHECK-DAG: %[[CJ0:.*]] = arith.constant 6 : index
 // CHECK-DAG: %[[CJ1:.*]] = arith.constant 8 : index
 // CHECK: scf.for %[[CRJ:.*]] = %[[CJ0]] to %[[CJ1]] step %{{.*}} {
+// CHECK: scf.for
+// CHECK: memref.load %[[A]][%[[CRI]], %{{.*}}] : memref<7x20xf32>
+// CHECK: memref.load %[[B]][%[[CRJ]], %{{.*}}] : memref<8x20xf32>
 // CHECK: memref.store %{{.*}}, %[[C]][%[[CRI]], %[[CRJ]]] : memref<7x8xf32>
+// CHECK: } {kiln.column_loop}
 // CHECK-NOT: scf.for
 // CHECK: return
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>

@@ -59,8 +59,9 @@ SmallVector<AffineExpr> rowMajorStrides(ArrayRef<AffineExpr> dims, MLIRContext *
 }
 
 /// Work of a kernel in elements written, plus the multiply-adds / 16 (vector
-/// FMAs) of its matmuls, convolutions and attentions (whose exp per score
-/// counts as 16 multiply-adds): the measure workgroups are sized by. Waking another core
+/// FMAs) of its matmuls (and the elements of their B), convolutions and
+/// attentions (whose exp per score counts as 16 multiply-adds): the measure
+/// workgroups are sized by. Waking another core
 /// costs tens of microseconds (measured ~30 us here, about 100K units of
 /// work), so a workgroup gets at least twice that.
 /// (An expression over the size symbols when the kernel's shapes are symbolic.)
@@ -76,6 +77,8 @@ AffineExpr estimateWork(kernel::KernelOp kernel) {
     if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
       unsigned k = cast<RankedTensorType>(matmul.getLhs().getType()).getRank() - 1;
       work = work + (numel(matmul.getResult()) * dim(matmul.getLhs(), k)).floorDiv(16);
+      // With few rows, streaming B from memory is the cost, not the FMAs.
+      work = work + numel(matmul.getRhs());
     }
     if (auto attention = dyn_cast<graph::AttentionOp>(op)) {
       Value q = attention.getQ(), v = attention.getV();
@@ -88,6 +91,17 @@ AffineExpr estimateWork(kernel::KernelOp kernel) {
     }
   });
   return work;
+}
+
+/// Whether codegen may split the kernel's columns across workgroups as well
+/// as its rows: it holds a matmul with a 2-D result of static width.
+bool mayDistributeColumns(kernel::KernelOp kernel) {
+  bool found = false;
+  kernel.getBody().walk([&](graph::MatmulOp matmul) {
+    auto type = cast<RankedTensorType>(matmul.getResult().getType());
+    found |= type.getRank() == 2 && !type.isDynamicDim(1);
+  });
+  return found;
 }
 
 struct OutlineKernelsPass
@@ -161,9 +175,14 @@ struct OutlineKernelsPass
         AffineMapAttr symbolicExtent, symbolicWork;
         if (constExtent && constWork) {
           int64_t n = constExtent.getValue();
-          workgroups = n > 1 ? std::clamp<int64_t>(constWork.getValue(), 1,
-                                                   std::min(n, (int64_t)maxWorkgroups))
-                             : 1;
+          // Matmul kernels may split their columns too (decided in codegen,
+          // which lowers the count to what it uses): not capped by the rows.
+          bool columns = mayDistributeColumns(kernelOp);
+          workgroups = n > 1 || columns
+                           ? std::clamp<int64_t>(constWork.getValue(), 1,
+                                                 columns ? (int64_t)maxWorkgroups
+                                                         : std::min(n, (int64_t)maxWorkgroups))
+                           : 1;
         } else if (!constExtent || constExtent.getValue() > 1) {
           // Sized at launch: clamp(work, 1, min(extent, workgroups)).
           workgroups = maxWorkgroups;

@@ -7,10 +7,18 @@
 //                       with vector loads of the row B[k, j0:j0+NR].
 //   ijk (B is [N, K]):  MR x NR vector accumulators of partial dot products
 //                       along k, reduced horizontally at the end.
-// Rows and columns that do not fill a tile use scalar loops (with
-// reassociation allowed, so LLVM can still vectorize them).
+// Rows below the last full tile are one shorter tile (M known) or stream
+// B's rows through C's (M unknown, or fewer rows than a tile); columns right
+// of the last full tile take tiles one vector wide, then dot products.
+//
+// Every nest iterates blocks of rows at its top level, and its loops over
+// columns are directly inside or marked kiln.column_loop: a kernel made of
+// a matmul and its pointwise epilogue splits both across workgroups (see
+// kiln-distribute-workgroups), so a matmul of few rows still uses every core.
 #ifndef KILN_TARGET_CPU_MATMULEMITTER_H
 #define KILN_TARGET_CPU_MATMULEMITTER_H
+
+#include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -62,15 +70,39 @@ public:
   /// attention tiles, whose B is small and already packed.
   void setPackB(bool pack) { packB = pack; }
 
+  /// Rows of C per microkernel tile: as many as the vector registers hold
+  /// beside the B row vectors and the broadcast (AVX-512's 32 registers:
+  /// 8 x 2 accumulators; AVX2's 16: 6 x 2).
+  int64_t rowsPerTile() const {
+    if (transposed)
+      return vl >= 16 ? 4 : 3;
+    return vl >= 16 ? 8 : 6;
+  }
+  /// Columns of C per microkernel tile: the step of every column loop the
+  /// emitter makes, so a split of the columns at multiples of it is clean.
+  int64_t columnsPerTile() const { return transposed ? rowsPerTile() : 2 * vl; }
+  /// Rows per cache block: the step of the top-level row loop.
+  int64_t rowsPerBlock() const { return rowsPerTile() * 8; }
+
   /// Emits C += A * B for the batch indices `batch` (empty for mm).
+  ///
+  /// Every top-level loop nest iterates rows of C, and either the loop
+  /// directly inside it or the loops marked kiln::kernel::kColumnLoopAttr
+  /// iterate columns of C, in steps that divide columnsPerTile(): workgroups
+  /// may split both (kiln-distribute-workgroups).
   void emit(ValueRange batch) {
     this->batch.assign(batch.begin(), batch.end());
-    int64_t mr = transposed ? (vl >= 16 ? 4 : 3) : 6;
-    int64_t nr = transposed ? mr : 2 * vl;
+    int64_t mr = rowsPerTile();
+    int64_t nr = columnsPerTile();
     Size mFull = roundDown(m, mr), nFull = roundDown(n, nr);
     // Blocks of `mc` rows: within one, the B panel of a column tile is reused
     // from cache by every row tile before moving to the next columns.
-    int64_t mc = mr * 8;
+    int64_t mc = rowsPerBlock();
+    if (!transposed && m.known && *m.known < mr) {
+      // Too few rows for a register tile: stream B's rows through them.
+      forLoop(Size(0), m, mc, [&](Value ib) { streamRows(ib, *m.known); });
+      return;
+    }
     // With a long K, the rows of B that a column tile reads lie N * 4 bytes
     // apart (a new page per k once N >= 1024) and the tile's K x NR panel
     // outgrows L1: copy kKc rows of it at a time into a contiguous stack
@@ -79,33 +111,43 @@ public:
     Value panel;
     if (packB && !transposed && k.known && *k.known >= 2 * kKc)
       panel = stackPanel(nr);
-    if (!mFull.isZero() && !nFull.isZero())
-      forLoop(Size(0), mFull, mc, [&](Value ib) {
+    // With M known, the rows below the last full tile (fewer than mr) are
+    // one shorter tile, run by the last block of rows.
+    int64_t tail = m.known ? *m.known % mr : 0;
+    Size rowsEnd = m.known ? m : mFull;
+    if (!rowsEnd.isZero() && !nFull.isZero())
+      forLoop(Size(0), rowsEnd, mc, [&](Value ib) {
         Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), value(mFull));
-        forLoop(Size(0), nFull, nr, [&](Value j0) {
-          if (panel) {
-            forLoop(0, *k.known, kKc, [&](Value k0) {
-              // The last block may be shorter: its length, at run time.
-              Value length = arith::MinSIOp::create(
-                  b, loc, index(kKc), arith::SubIOp::create(b, loc, index(*k.known), k0));
-              pack(panel, k0, length, j0, nr);
-              forLoop(ib, blockEnd, mr, [&](Value i0) {
-                fmaTile(i0, j0, mr, nr, PanelRange{panel, k0, length});
-              });
-            });
-            return;
-          }
-          forLoop(ib, blockEnd, mr, [&](Value i0) {
-            transposed ? dotTile(i0, j0, mr, nr) : fmaTile(i0, j0, mr, nr);
+        Value lastBlock = tail ? isLastBlock(ib) : Value();
+        columnLoop(Size(0), nFull, nr, [&](Value j0) {
+          auto tiles = [&](std::optional<PanelRange> packed) {
+            forLoop(ib, blockEnd, mr, [&](Value i0) { tile(i0, j0, mr, nr, packed); });
+            if (tail)
+              ifThen(lastBlock, [&] { tile(value(mFull), j0, tail, nr, packed); });
+          };
+          if (!panel)
+            return tiles(std::nullopt);
+          forLoop(0, *k.known, kKc, [&](Value k0) {
+            // The last block may be shorter: its length, at run time.
+            Value length = arith::MinSIOp::create(
+                b, loc, index(kKc), arith::SubIOp::create(b, loc, index(*k.known), k0));
+            pack(panel, k0, length, j0, nr);
+            tiles(PanelRange{panel, k0, length});
           });
         });
       });
-    // Ragged edges: the rows below the tiles, then the columns right of them.
-    // (Static shapes emit only the edges they have.)
-    if (!mFull.staticallyEquals(m))
-      scalar(mFull, m, Size(0), n);
-    if (!mFull.isZero() && !nFull.staticallyEquals(n))
-      scalar(Size(0), mFull, nFull, n);
+    // Ragged edges: with M unknown, the rows below the tiles; then the
+    // columns right of them. (Static shapes emit only the edges they have.)
+    if (!m.known) {
+      if (!transposed)
+        forLoop(mFull, m, 1, [&](Value i) { streamRows(i, 1); });
+      else if (!nFull.isZero())
+        forLoop(mFull, m, 1, [&](Value i) {
+          columnLoop(Size(0), nFull, nr, [&](Value j0) { dotTile(i, j0, 1, nr); });
+        });
+    }
+    if (!nFull.staticallyEquals(n))
+      columnEdge(nFull);
   }
 
 private:
@@ -320,7 +362,7 @@ private:
     }
   }
 
-  /// sum + A[i, kFrom:] . B[j, kFrom:] (B in [N, K]).
+  /// sum + A[i, kFrom:] . B[kFrom:, j] (B[j, kFrom:] when transposed).
   Value dotTail(Value i, Value j, const Size &kFrom, Value sum) {
     if (kFrom.known && k.known && *kFrom.known >= *k.known)
       return sum;
@@ -329,31 +371,120 @@ private:
     b.setInsertionPointToStart(loop.getBody());
     Value kk = loop.getInductionVar();
     Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
-    Value y = memref::LoadOp::create(b, loc, bMat, at(j, kk));
+    Value y = memref::LoadOp::create(b, loc, bMat, transposed ? at(j, kk) : at(kk, j));
     scf::YieldOp::create(b, loc, fma(x, y, loop.getRegionIterArgs()[0]));
     return loop.getResult(0);
   }
 
-  /// C[i, j] += A[i, :] . B[:, j] for i in [i0, i1), j in [j0, j1).
-  void scalar(const Size &i0, const Size &i1, const Size &j0, const Size &j1) {
-    forLoop(i0, i1, 1, [&](Value i) {
-      if (transposed) {
-        forLoop(j0, j1, 1, [&](Value j) {
-          Value old = memref::LoadOp::create(b, loc, c, at(i, j));
-          Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-          Value sum = dotTail(i, j, Size(0), zero);
-          memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
-        });
-        return;
+  /// C[i, :] += A[i, :] * B for the `rows` rows from i0 (B in [K, N]), when
+  /// they are too few for a register tile: for each k, row k of B streams
+  /// through in vectors, each added into every row of C, which stay in L1.
+  /// (One-row register tiles would read B a column tile at a time, N * 4
+  /// bytes apart per k: a page per access, which the prefetchers do not
+  /// follow.) The column loops are marked for workgroups that split columns.
+  void streamRows(Value i0, int64_t rows) {
+    Size nVector = roundDown(n, vl);
+    forLoop(Size(0), k, 1, [&](Value kk) {
+      SmallVector<Value> xs, broadcasts;
+      for (int64_t r = 0; r < rows; ++r) {
+        xs.push_back(memref::LoadOp::create(b, loc, a, at(add(i0, r), kk)));
+        if (!nVector.isZero())
+          broadcasts.push_back(vector::BroadcastOp::create(b, loc, vector, xs.back()));
       }
-      forLoop(Size(0), k, 1, [&](Value kk) {
-        Value x = memref::LoadOp::create(b, loc, a, at(i, kk));
-        forLoop(j0, j1, 1, [&](Value j) {
-          Value y = memref::LoadOp::create(b, loc, bMat, at(kk, j));
-          Value old = memref::LoadOp::create(b, loc, c, at(i, j));
-          memref::StoreOp::create(b, loc, fma(x, y, old), c, at(i, j));
+      if (!nVector.isZero())
+        columnLoop(Size(0), nVector, vl, [&](Value j) {
+          Value y = vector::LoadOp::create(b, loc, vector, bMat, at(kk, j));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value old = vector::LoadOp::create(b, loc, vector, c, at(add(i0, r), j));
+            vector::StoreOp::create(b, loc, fma(broadcasts[r], y, old), c, at(add(i0, r), j));
+          }
         });
+      if (!nVector.staticallyEquals(n))
+        columnLoop(nVector, n, 1, [&](Value j) {
+          Value y = memref::LoadOp::create(b, loc, bMat, at(kk, j));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value old = memref::LoadOp::create(b, loc, c, at(add(i0, r), j));
+            memref::StoreOp::create(b, loc, fma(xs[r], y, old), c, at(add(i0, r), j));
+          }
+        });
+    });
+  }
+
+  /// The mr x nr tile of C at (i0, j0), with the microkernel B's layout asks.
+  void tile(Value i0, Value j0, int64_t mr, int64_t nr, std::optional<PanelRange> packed) {
+    if (transposed)
+      return dotTile(i0, j0, mr, nr);
+    fmaTile(i0, j0, mr, nr, packed);
+  }
+
+  /// Whether the block of rows at `ib` is the last (M known).
+  Value isLastBlock(Value ib) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, add(ib, rowsPerBlock()),
+                                 index(*m.known));
+  }
+
+  void ifThen(Value condition, function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
+  }
+
+  /// A loop over columns of C, marked so that workgroups splitting the
+  /// columns narrow it (kiln::kernel::kColumnLoopAttr).
+  void columnLoop(const Size &lb, const Size &ub, int64_t step, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, value(lb), value(ub), index(step));
+    loop->setAttr(kiln::kernel::kColumnLoopAttr, b.getUnitAttr());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  /// The columns [nFrom, n) right of the full tiles, for every row: tiles
+  /// one vector wide where B is [K, N] (the shorter tail tile too, with M
+  /// known), then one column at a time (a dot product along k). With M
+  /// unknown, rows past the full tiles already have every column where B is
+  /// [K, N] (streamRows).
+  void columnEdge(const Size &nFrom) {
+    int64_t mr = rowsPerTile(), mc = rowsPerBlock();
+    Size mFull = roundDown(m, mr);
+    Size nVector = transposed ? nFrom : roundDown(n, vl);
+    bool vectors = !nVector.staticallyEquals(nFrom), scalars = !nVector.staticallyEquals(n);
+    if (m.known) {
+      int64_t tail = *m.known % mr;
+      forLoop(Size(0), m, mc, [&](Value ib) {
+        Value blockEnd = arith::MinSIOp::create(b, loc, add(ib, mc), value(mFull));
+        if (vectors) {
+          forLoop(ib, blockEnd, mr, [&](Value i0) {
+            columnLoop(nFrom, nVector, vl, [&](Value j0) { fmaTile(i0, j0, mr, vl); });
+          });
+          if (tail)
+            ifThen(isLastBlock(ib), [&] {
+              columnLoop(nFrom, nVector, vl, [&](Value j0) { fmaTile(value(mFull), j0, tail, vl); });
+            });
+        }
+        if (scalars) {
+          Value rowsEnd = arith::MinSIOp::create(b, loc, add(ib, mc), value(m));
+          forLoop(ib, rowsEnd, 1, [&](Value i) { dotColumns(i, nVector); });
+        }
       });
+      return;
+    }
+    if (vectors)
+      forLoop(Size(0), mFull, mr, [&](Value i0) {
+        columnLoop(nFrom, nVector, vl, [&](Value j0) { fmaTile(i0, j0, mr, vl); });
+      });
+    if (scalars)
+      forLoop(Size(0), transposed ? m : mFull, 1, [&](Value i) { dotColumns(i, nVector); });
+  }
+
+  /// C[i, j] += A[i, :] . B[:, j] for the columns [from, n), one at a time.
+  void dotColumns(Value i, const Size &from) {
+    columnLoop(from, n, 1, [&](Value j) {
+      Value old = memref::LoadOp::create(b, loc, c, at(i, j));
+      Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+      Value sum = dotTail(i, j, Size(0), zero);
+      memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum), c, at(i, j));
     });
   }
 

@@ -2,11 +2,13 @@
 //
 // The graph lowering marks each matmul generic with its loop order. Here, on
 // memrefs, it becomes explicit register-blocked loops (the scheme of BLIS and
-// of hand-written GEMM kernels, without packing; see MatmulEmitter.h).
+// of hand-written GEMM kernels; see MatmulEmitter.h), and a kernel that is a
+// matmul with a pointwise epilogue is marked so workgroups split its columns.
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Target/CPU/Passes.h"
 #include "MatmulEmitter.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 namespace kiln::cpu {
@@ -18,6 +20,46 @@ using namespace mlir;
 using kiln::cpu::MatmulEmitter;
 
 namespace {
+
+/// Whether workgroups may split the columns of `func` as well as its rows:
+/// its one matmul has a 2-D result of static width, and every other op is
+/// pointwise over that same [rows, N] space (a 2-D all-parallel generic whose
+/// outputs it indexes as (i, j)) and reads what the kernel writes only at
+/// (i, j), or is an allocation, a constant or index arithmetic. Each such
+/// generic becomes an i loop around a j loop, as the matmul emitter's nests.
+bool columnsSplit(func::FuncOp func, linalg::GenericOp matmul) {
+  auto cType = cast<MemRefType>(matmul.getDpsInitOperand(0)->get().getType());
+  if (cType.getRank() != 2 || cType.isDynamicDim(1))
+    return false;
+  DenseSet<Value> written;
+  func.walk([&](linalg::LinalgOp op) {
+    for (OpOperand &init : op.getDpsInitsMutable())
+      written.insert(init.get());
+  });
+  auto sameSpace = [&](Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    return type && type.getRank() == 2 && type.getDimSize(1) == cType.getDimSize(1) &&
+           type.getDimSize(0) == cType.getDimSize(0);
+  };
+  for (Operation &op : func.getBody().front()) {
+    if (&op == matmul.getOperation() || isa<func::ReturnOp>(op) ||
+        isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, memref::DimOp>(op) ||
+        (isa<arith::ArithDialect>(op.getDialect()) && op.getNumRegions() == 0))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || !generic.hasPureBufferSemantics() || generic.getNumLoops() != 2 ||
+        generic.getNumParallelLoops() != 2 || generic->hasAttr(kiln::kernel::kContractionAttr))
+      return false;
+    for (OpOperand &operand : generic->getOpOperands()) {
+      bool isInit = generic.isDpsInit(&operand);
+      if (!isInit && !written.contains(operand.get()))
+        continue; // computed before the launch: read anywhere
+      if (!generic.getMatchingIndexingMap(&operand).isIdentity() || !sameSpace(operand.get()))
+        return false;
+    }
+  }
+  return true;
+}
 
 struct VectorizeMatmulPass
     : kiln::cpu::impl::VectorizeMatmulPassBase<VectorizeMatmulPass> {
@@ -48,6 +90,12 @@ struct VectorizeMatmulPass
                             op.getDpsInputOperand(1)->get(),
                             op.getDpsInitOperand(0)->get(), transposed, vl);
       emitter.setPackB(true);
+      if (matmuls.size() == 1 && columnsSplit(getOperation(), op)) {
+        func::FuncOp func = getOperation();
+        func->setAttr(kiln::kernel::kColumnExtentAttr, b.getI64IntegerAttr(cType.getDimSize(1)));
+        func->setAttr(kiln::kernel::kColumnAlignmentAttr,
+                      b.getI64IntegerAttr(emitter.columnsPerTile()));
+      }
       if (cType.getRank() == 3) {
         auto loop = scf::ForOp::create(
             b, loc, arith::ConstantIndexOp::create(b, loc, 0),

@@ -35,8 +35,14 @@ def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
     a loop over MR-row blocks of C whose body keeps an MR x NR tile of C in
     vector registers across the whole k loop, with vector FMAs (B in [K, N]:
     broadcast A, load rows of B) or vector dot products (B given as [N, K]).
-    Ragged edges use scalar loops. Every top-level loop still iterates the
-    kernel's leading dimension, so workgroup distribution applies unchanged.
+    Ragged rows are a shorter tile (or stream B's rows through C's when the
+    rows are few or unknown); ragged columns are tiles one vector wide, then
+    dot products. Every top-level loop still iterates the kernel's leading
+    dimension. When the kernel is just the matmul (2-D, static N) and a
+    pointwise epilogue over the same [M, N], the pass marks it with
+    `kiln.column_extent` and `kiln.column_alignment`, and marks column loops
+    nested deeper than directly inside a top-level loop `kiln.column_loop`:
+    kiln-distribute-workgroups then splits the columns as well as the rows.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",

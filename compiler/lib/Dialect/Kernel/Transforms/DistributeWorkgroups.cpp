@@ -4,6 +4,12 @@
 // dimension in its outermost loop and reads in-kernel values only at the same
 // leading index, so each workgroup can run every loop nest on its own chunk
 // [begin, end) with no synchronization between workgroups.
+//
+// A kernel marked with a column extent (a matmul and its pointwise epilogue,
+// see kiln::kernel::kColumnExtentAttr) is split on a grid instead: rows as
+// above, and the count left per row chunk over the columns, which the one
+// loop directly inside each top-level loop iterates (or the loops in it
+// marked kiln::kernel::kColumnLoopAttr).
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -29,8 +35,20 @@ struct DistributeWorkgroupsPass
     // A symbolic extent (a map over the size symbols) is computed at entry.
     auto symbolicExtent = dyn_cast<AffineMapAttr>(extentAttr);
     int64_t extent = symbolicExtent ? -1 : cast<IntegerAttr>(extentAttr).getInt();
-    if (!symbolicExtent && extent <= 1)
-      return; // a single workgroup runs the whole kernel
+    auto columnExtent = func->getAttrOfType<IntegerAttr>(kiln::kernel::kColumnExtentAttr);
+    auto columnAlignment =
+        func->getAttrOfType<IntegerAttr>(kiln::kernel::kColumnAlignmentAttr);
+    if (!symbolicExtent && extent <= 1 && !columnExtent) {
+      // A single workgroup runs the whole kernel (and the launch is told so).
+      func->setAttr(kiln::kernel::kAlignmentAttr,
+                    IntegerAttr::get(IntegerType::get(func.getContext(), 64), 1));
+      return;
+    }
+    if (columnExtent && (!columnAlignment || columnAlignment.getInt() < 1)) {
+      func.emitOpError("a column extent needs a positive ")
+          << kiln::kernel::kColumnAlignmentAttr;
+      return signalPassFailure();
+    }
     if (func.getNumArguments() < 2 || !func.getArgument(0).getType().isIndex() ||
         !func.getArgument(1).getType().isIndex()) {
       func.emitOpError("kernel must start with (index workgroup_id, index workgroup_count)");
@@ -41,8 +59,11 @@ struct DistributeWorkgroupsPass
     // handles several rows per iteration), so each loop's iterations split
     // cleanly at chunk boundaries.
     SmallVector<scf::ForOp> loops = llvm::to_vector(entry.getOps<scf::ForOp>());
+    // Without a row extent (a single-workgroup kernel whose columns split),
+    // every workgroup runs all rows of its column chunk.
+    bool splitRows = symbolicExtent || extent >= 1;
     int64_t alignment = 1;
-    for (scf::ForOp loop : loops) {
+    for (scf::ForOp loop : llvm::make_range(splitRows ? loops.begin() : loops.end(), loops.end())) {
       auto lb = getConstantIntValue(loop.getLowerBound());
       auto ub = getConstantIntValue(loop.getUpperBound());
       auto step = getConstantIntValue(loop.getStep());
@@ -85,18 +106,84 @@ struct DistributeWorkgroupsPass
         arith::CeilDivUIOp::create(
             b, loc, arith::CeilDivUIOp::create(b, loc, extentValue, count), alignValue),
         alignValue);
+    // With split columns, `count` covers a grid: ceil(extent / chunk) row
+    // chunks, each with count / that many column chunks.
+    Value rowGroup = id;
+    Value columnBegin, columnEnd;
+    if (columnExtent) {
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      Value rowGroups =
+          splitRows ? arith::MaxUIOp::create(
+                          b, loc, one,
+                          arith::CeilDivUIOp::create(b, loc, extentValue,
+                                                     arith::MaxUIOp::create(b, loc, chunk, one)))
+                          .getResult()
+                    : one;
+      Value columnGroups = arith::MaxUIOp::create(
+          b, loc, one, arith::DivUIOp::create(b, loc, count, rowGroups));
+      rowGroup = arith::DivUIOp::create(b, loc, id, columnGroups);
+      Value columnGroup = arith::RemUIOp::create(b, loc, id, columnGroups);
+      Value columns = arith::ConstantIndexOp::create(b, loc, columnExtent.getInt());
+      Value columnAlign = arith::ConstantIndexOp::create(b, loc, columnAlignment.getInt());
+      Value columnChunk = arith::MulIOp::create(
+          b, loc,
+          arith::CeilDivUIOp::create(
+              b, loc, arith::CeilDivUIOp::create(b, loc, columns, columnGroups), columnAlign),
+          columnAlign);
+      columnBegin = arith::MinUIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, columnGroup, columnChunk), columns);
+      columnEnd = arith::MinUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, columnBegin, columnChunk), columns);
+    }
     Value begin = arith::MinUIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, id, chunk), extentValue);
+        b, loc, arith::MulIOp::create(b, loc, rowGroup, chunk), extentValue);
     Value end = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, begin, chunk), extentValue);
     for (scf::ForOp loop : loops) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(loop);
-      Value lb = arith::MaxUIOp::create(b, loop.getLoc(), loop.getLowerBound(), begin);
-      Value ub = arith::MinUIOp::create(b, loop.getLoc(), loop.getUpperBound(), end);
-      loop.getLowerBoundMutable().assign(lb);
-      loop.getUpperBoundMutable().assign(ub);
+      if (splitRows)
+        clamp(b, loop, begin, end);
+      if (!columnExtent)
+        continue;
+      SmallVector<scf::ForOp> columnLoops;
+      loop.getBody()->walk([&](scf::ForOp inner) {
+        if (inner->hasAttr(kiln::kernel::kColumnLoopAttr))
+          columnLoops.push_back(inner);
+      });
+      if (columnLoops.empty())
+        columnLoops = llvm::to_vector(loop.getBody()->getOps<scf::ForOp>());
+      if (columnLoops.empty()) {
+        loop.emitOpError("top-level loop of a kernel with split columns holds no loop over "
+                         "the columns");
+        return signalPassFailure();
+      }
+      for (scf::ForOp inner : columnLoops) {
+        auto step = getConstantIntValue(inner.getStep());
+        auto lb = getConstantIntValue(inner.getLowerBound());
+        if (columnLoops.size() > 1 && !inner->hasAttr(kiln::kernel::kColumnLoopAttr)) {
+          loop.emitOpError("top-level loop of a kernel with split columns must hold exactly "
+                           "one loop over the columns, or mark them ")
+              << kiln::kernel::kColumnLoopAttr;
+          return signalPassFailure();
+        }
+        if (!step || *step < 1 || columnAlignment.getInt() % *step || (lb && *lb % *step)) {
+          inner.emitOpError("column loop of a kernel with split columns must have a constant "
+                            "step that divides the column alignment ")
+              << columnAlignment.getInt() << ", and start at a multiple of it";
+          return signalPassFailure();
+        }
+        clamp(b, inner, columnBegin, columnEnd);
+      }
     }
+  }
+
+  /// Narrows `loop` to [lb, ub) ∩ [begin, end).
+  static void clamp(OpBuilder &b, scf::ForOp loop, Value begin, Value end) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop);
+    Value lb = arith::MaxUIOp::create(b, loop.getLoc(), loop.getLowerBound(), begin);
+    Value ub = arith::MinUIOp::create(b, loop.getLoc(), loop.getUpperBound(), end);
+    loop.getLowerBoundMutable().assign(lb);
+    loop.getUpperBoundMutable().assign(ub);
   }
 };
 

@@ -23,6 +23,18 @@ inline constexpr llvm::StringLiteral kExtentAttr = "kiln.workgroup_extent";
 inline constexpr llvm::StringLiteral kNumSymbolsAttr = "kiln.num_symbols";
 /// Set by kiln-distribute-workgroups: the row alignment of workgroup chunks.
 inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln.workgroup_alignment";
+/// Attribute on kernel functions whose every top-level loop nest iterates
+/// rows and, directly inside (or in loops marked kColumnLoopAttr), the
+/// columns of one [rows, N] output space
+/// (a matmul and its epilogue): N, a constant. Workgroups then split the
+/// columns as well as the rows (kiln-distribute-workgroups), so a matmul
+/// with few rows still runs on every core.
+inline constexpr llvm::StringLiteral kColumnExtentAttr = "kiln.column_extent";
+/// On an scf.for inside a top-level loop nest of such a kernel: this loop,
+/// not the one directly inside the top-level loop, iterates the columns.
+inline constexpr llvm::StringLiteral kColumnLoopAttr = "kiln.column_loop";
+/// With kColumnExtentAttr: column chunks are multiples of this.
+inline constexpr llvm::StringLiteral kColumnAlignmentAttr = "kiln.column_alignment";
 /// Marks the linalg.generic a graph matmul lowers to: "ikj" (B is [K, N]) or
 /// "ijk" (B is [N, K]), the loop order of its iteration space. Targets use it
 /// to pick a microkernel.
