@@ -76,6 +76,12 @@ MATMUL = [
     ("mm_packed", torch.mm, lambda: (f32(50, 300), f32(300, 70))),
     ("bmm_packed", torch.bmm, lambda: (f32(2, 13, 512), f32(2, 512, 40))),
     ("addmm_packed", torch.addmm, lambda: (f32(33), f32(20, 257), f32(257, 33))),
+    # x @ w.t() with at least 64 rows and K of at least 256: w is transposed
+    # into the panels (vector blocks, then the k past the last block one at a
+    # time), with a shorter tile of rows and dot-product columns around them.
+    ("linear_packed", F.linear, lambda: (f32(70, 300), f32(50, 300), f32(50))),
+    # (scaled so the sum over K = 512 stays within the absolute tolerance)
+    ("linear_packed_aligned", F.linear, lambda: (f32(64, 512) / 4, f32(64, 512) / 4)),
 ]
 
 

@@ -21,7 +21,8 @@
 // CHECK-COUNT-12: vector.fma
 // CHECK-COUNT-12: vector.store
 // The rows below the tiles: for each k, row k of B streams through the row
-// of C in vectors up to N rounded down to a vector, then one column at a
+// of C in vectors up to N rounded down to a vector (a row of B further on
+// prefetched: the hardware prefetchers stop at pages), then one column at a
 // time. The columns right of the tiles take tiles one vector wide, then dot
 // products along k. Column loops are marked for workgroups that split them.
 // CHECK: scf.for %{{.*}} = %[[MFULL]] to %[[M]] step
@@ -29,6 +30,7 @@
 // CHECK-NEXT: %[[NV:.*]] = arith.muli %[[NVT]], %[[C8]] : index
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[K]] step
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[NV]] step
+// CHECK: memref.prefetch %[[B]][%{{.*}}, %{{.*}}], read, locality<3>, data : memref<?x?xf32>
 // CHECK: vector.fma
 // CHECK: } {kiln.column_loop}
 // CHECK: scf.for %{{.*}} = %[[NV]] to %[[N]] step

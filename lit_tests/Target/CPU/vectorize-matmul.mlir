@@ -421,3 +421,38 @@ func.func @matmul_packed(%a: memref<12x300xf32>, %b: memref<300x32xf32>, %c: mem
   }
   return
 }
+
+// -----
+
+// x @ w.t() (B in [N, K]) with 64 rows and K = 256: B is transposed into a
+// 128 x 16 stack panel per column tile and block of K, 8 x 8 blocks at a
+// time (three rounds of 8 two-source shuffles), so the broadcast-FMA tiles
+// run instead of dot products.
+// CHECK-LABEL: func.func @matmul_ijk_packed
+// CHECK-SAME: (%[[A:.*]]: memref<64x256xf32>, %[[B:.*]]: memref<16x256xf32>, %[[C:.*]]: memref<64x16xf32>)
+// CHECK-SAME: kiln.column_alignment = 16 : i64
+// CHECK: %[[PANEL:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128x16xf32>
+// CHECK: vector.load %[[B]][%{{.*}}, %{{.*}}] : memref<16x256xf32>, vector<8xf32>
+// CHECK-COUNT-7: vector.load %[[B]]
+// CHECK-COUNT-24: vector.shuffle
+// CHECK: vector.store %{{.*}}, %[[PANEL]][%{{.*}}, %{{.*}}] : memref<128x16xf32>, vector<8xf32>
+// CHECK: %{{.*}}:12 = scf.for
+// CHECK: vector.load %[[PANEL]]
+// CHECK: memref.load %[[A]]
+// CHECK: vector.fma
+// CHECK-NOT: vector.reduction
+// CHECK: return
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @matmul_ijk_packed(%a: memref<64x256xf32>, %b: memref<16x256xf32>, %c: memref<64x16xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<64x256xf32>, memref<16x256xf32>) outs(%c : memref<64x16xf32>)
+      attrs = {kiln.contraction = "ijk"} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
+    %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
+    linalg.yield %s : f32
+  }
+  return
+}

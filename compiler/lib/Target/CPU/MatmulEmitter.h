@@ -65,24 +65,41 @@ public:
         b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
   }
 
-  /// Packs B ([K, N] only) into a contiguous panel per column tile and block
-  /// of kKc rows of K (see emit); for matmuls of their own, not for the
-  /// attention tiles, whose B is small and already packed.
+  /// Packs B into a contiguous panel per column tile and block of kKc rows
+  /// of K (see emit): always where B is [K, N] and K is long; where B is
+  /// [N, K] (x @ w.t()), when the rows are many enough to repay transposing
+  /// it. For matmuls of their own, not for the attention tiles, whose B is
+  /// small and already packed.
   void setPackB(bool pack) { packB = pack; }
+
+  /// Whether B, given as [N, K], is transposed into panels, so that the
+  /// broadcast-FMA microkernel runs instead of dot products (whose
+  /// horizontal reductions cost most where vectors are short). The copy
+  /// costs one pass over B per block of rows: worth it from kPackedRows
+  /// rows.
+  bool packsTransposedB() const {
+    return transposed && packB && k.known && *k.known >= 2 * kKc && m.known &&
+           *m.known >= kPackedRows;
+  }
+  /// Whether tiles broadcast A against rows of B (or of its panel) rather
+  /// than take dot products along k.
+  bool broadcastsA() const { return !transposed || packsTransposedB(); }
 
   /// Rows of C per microkernel tile: as many as the vector registers hold
   /// beside the B row vectors and the broadcast (AVX-512's 32 registers:
   /// 8 x 2 accumulators; AVX2's 16: 6 x 2).
   int64_t rowsPerTile() const {
-    if (transposed)
+    if (!broadcastsA())
       return vl >= 16 ? 4 : 3;
     return vl >= 16 ? 8 : 6;
   }
   /// Columns of C per microkernel tile: the step of every column loop the
   /// emitter makes, so a split of the columns at multiples of it is clean.
-  int64_t columnsPerTile() const { return transposed ? rowsPerTile() : 2 * vl; }
-  /// Rows per cache block: the step of the top-level row loop.
-  int64_t rowsPerBlock() const { return rowsPerTile() * 8; }
+  int64_t columnsPerTile() const { return broadcastsA() ? 2 * vl : rowsPerTile(); }
+  /// Rows per cache block: the step of the top-level row loop. A transposed
+  /// panel serves four times as many rows (A's block of rows by kKc stays in
+  /// L2: 256 x 128 floats, 128 KB).
+  int64_t rowsPerBlock() const { return rowsPerTile() * (packsTransposedB() ? 32 : 8); }
 
   /// Emits C += A * B for the batch indices `batch` (empty for mm).
   ///
@@ -109,7 +126,7 @@ public:
     // panel, reused by every row tile of the block (BLIS's packed B, per
     // block of K). The copy costs 1 / mc of the FMAs.
     Value panel;
-    if (packB && !transposed && k.known && *k.known >= 2 * kKc)
+    if (packB && broadcastsA() && k.known && *k.known >= 2 * kKc)
       panel = stackPanel(nr);
     // With M known, the rows below the last full tile (fewer than mr) are
     // one shorter tile, run by the last block of rows.
@@ -225,8 +242,36 @@ private:
                                     ValueRange{}, b.getI64IntegerAttr(64));
   }
 
-  /// panel[kk, :] = B[k0 + kk, j0 : j0 + nr] for kk in [0, length).
+  /// panel[kk, :] = B[k0 + kk, j0 : j0 + nr] for kk in [0, length) (B[j0 :
+  /// j0 + nr, k0 + kk] when transposed: each of B's rows is read along k).
   void pack(Value panel, Value k0, Value length, Value j0, int64_t nr) {
+    if (transposed) {
+      // vl x vl blocks: vl rows of B (vectors along k) transposed in
+      // registers into vl rows of the panel; the last k below a block, one
+      // element at a time.
+      Value vlValue = index(vl);
+      Value blocked = arith::MulIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, length, vlValue), vlValue);
+      forLoop(index(0), blocked, vl, [&](Value kk) {
+        Value k = arith::AddIOp::create(b, loc, k0, kk);
+        for (int64_t group = 0; group < nr / vl; ++group) {
+          SmallVector<Value> rows;
+          for (int64_t col = 0; col < vl; ++col)
+            rows.push_back(vector::LoadOp::create(b, loc, vector, bMat,
+                                                  at(add(j0, group * vl + col), k)));
+          transposeInRegisters(rows);
+          for (int64_t t = 0; t < vl; ++t)
+            vector::StoreOp::create(b, loc, rows[t], panel, ValueRange{add(kk, t), index(group * vl)});
+        }
+      });
+      for (int64_t col = 0; col < nr; ++col)
+        forLoop(blocked, length, 1, [&](Value kk) {
+          Value x = memref::LoadOp::create(b, loc, bMat,
+                                           at(add(j0, col), arith::AddIOp::create(b, loc, k0, kk)));
+          memref::StoreOp::create(b, loc, x, panel, ValueRange{kk, index(col)});
+        });
+      return;
+    }
     auto loop = scf::ForOp::create(b, loc, index(0), length, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -235,6 +280,28 @@ private:
     for (int64_t v = 0; v < nr / vl; ++v) {
       Value x = vector::LoadOp::create(b, loc, vector, bMat, at(row, add(j0, v * vl)));
       vector::StoreOp::create(b, loc, x, panel, ValueRange{kk, index(v * vl)});
+    }
+  }
+
+  /// Transposes the vl x vl matrix whose rows are `rows` (vl a power of two),
+  /// in place: at each scale h = vl / 2, ..., 1, every 2h x 2h block swaps its
+  /// off-diagonal h x h blocks, one two-source shuffle per row (vl log2 vl
+  /// shuffles in all, which LLVM selects as permutes).
+  void transposeInRegisters(SmallVector<Value> &rows) {
+    for (int64_t h = vl / 2; h >= 1; h /= 2) {
+      SmallVector<int64_t> upper(vl), lower(vl);
+      for (int64_t col = 0; col < vl; ++col) {
+        upper[col] = (col & h) ? vl + col - h : col;
+        lower[col] = (col & h) ? vl + col : col + h;
+      }
+      for (int64_t i = 0; i < vl; ++i) {
+        if (i & h)
+          continue;
+        Value top = rows[i], bottom = rows[i + h];
+        rows[i] = vector::ShuffleOp::create(b, loc, top, bottom, b.getDenseI64ArrayAttr(upper));
+        rows[i + h] =
+            vector::ShuffleOp::create(b, loc, top, bottom, b.getDenseI64ArrayAttr(lower));
+      }
     }
   }
 
@@ -385,6 +452,12 @@ private:
   void streamRows(Value i0, int64_t rows) {
     Size nVector = roundDown(n, vl);
     forLoop(Size(0), k, 1, [&](Value kk) {
+      // Row k + kPrefetchRows of B, requested now (clamped to the last row):
+      // the rows lie N * 4 bytes apart, a page apart once N >= 1024, where
+      // the hardware prefetchers stop.
+      Value ahead = arith::MinSIOp::create(
+          b, loc, add(kk, kPrefetchRows),
+          arith::SubIOp::create(b, loc, value(k), index(1)));
       SmallVector<Value> xs, broadcasts;
       for (int64_t r = 0; r < rows; ++r) {
         xs.push_back(memref::LoadOp::create(b, loc, a, at(add(i0, r), kk)));
@@ -393,6 +466,8 @@ private:
       }
       if (!nVector.isZero())
         columnLoop(Size(0), nVector, vl, [&](Value j) {
+          memref::PrefetchOp::create(b, loc, bMat, at(ahead, j), /*isWrite=*/false,
+                                     /*localityHint=*/3, /*isDataCache=*/true);
           Value y = vector::LoadOp::create(b, loc, vector, bMat, at(kk, j));
           for (int64_t r = 0; r < rows; ++r) {
             Value old = vector::LoadOp::create(b, loc, vector, c, at(add(i0, r), j));
@@ -412,7 +487,7 @@ private:
 
   /// The mr x nr tile of C at (i0, j0), with the microkernel B's layout asks.
   void tile(Value i0, Value j0, int64_t mr, int64_t nr, std::optional<PanelRange> packed) {
-    if (transposed)
+    if (!broadcastsA())
       return dotTile(i0, j0, mr, nr);
     fmaTile(i0, j0, mr, nr, packed);
   }
@@ -502,6 +577,10 @@ private:
   /// Rows of K per packed panel: with NR = 2 vectors, 16 KB (AVX-512) or
   /// 8 KB (AVX2) of floats, which stay in L1 beside A's rows.
   static constexpr int64_t kKc = 128;
+  /// How many rows of B ahead streamRows prefetches.
+  static constexpr int64_t kPrefetchRows = 8;
+  /// Rows from which B given as [N, K] is transposed into panels.
+  static constexpr int64_t kPackedRows = 64;
 };
 
 } // namespace kiln::cpu
