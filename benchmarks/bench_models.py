@@ -3,7 +3,8 @@
 
 For each model: compile time, Kiln kernel count, max abs error against eager,
 and the median latency of eager, Kiln and Inductor, measured side by side
-(interleaved rounds after a warm-up) in one process.
+(interleaved rounds after a warm-up) in one process; and the peak memory of
+one call of each (peak_memory.py; Kiln's arenas held between calls included).
 
     python benchmarks/bench_models.py            # full run
     python benchmarks/bench_models.py --quick    # fewer repeats
@@ -25,6 +26,9 @@ import torch
 import kiln
 from kiln.testing.models import MLP, TransformerBlock
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peak_memory import peak_call_bytes  # noqa: E402
+
 
 @dataclass
 class Variant:
@@ -34,6 +38,10 @@ class Variant:
     kernels: int | None = None
     max_err: float | None = None
     times_ms: list[float] = field(default_factory=list)
+    # Peak memory of one call beyond what was resident before it, plus what
+    # the backend holds between calls (Kiln's arenas); see peak_memory.py.
+    peak_bytes: int | None = None
+    held_bytes: int = 0  # what Kiln's executables hold after the first call
     error: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -71,10 +79,13 @@ def compile_variant(
 ) -> None:
     """Compile (the first call), check the result; on failure record why."""
     try:
+        held = kiln.held_memory()
         start = time.perf_counter()
         fn = make()
         out = fn(*inputs)
         variant.compile_s = time.perf_counter() - start
+        # Arenas allocated by the first call, held between calls after it.
+        variant.held_bytes = max(0, kiln.held_memory() - held)
         variant.max_err = max_abs_err(out, expected)
         variant.fn = fn
     except Exception as err:  # report and keep benchmarking the rest
@@ -96,6 +107,7 @@ def calibrate(fn: Callable[..., Any], inputs: tuple, target_ms: float) -> int:
 
 
 def measure(variants: list[Variant], inputs: tuple, rounds: int, warmup: int, block_ms: float) -> None:
+    """Median latencies, interleaved; then each variant's peak memory per call."""
     ready = [v for v in variants if v.fn is not None]
     inner = calibrate(ready[0].fn, inputs, block_ms)
     for v in ready:
@@ -108,6 +120,10 @@ def measure(variants: list[Variant], inputs: tuple, rounds: int, warmup: int, bl
             for _ in range(inner):
                 v.fn(*inputs)
             v.times_ms.append((time.perf_counter() - start) * 1e3 / inner)
+    for v in ready:
+        peak = peak_call_bytes(v.fn, inputs)
+        if peak is not None:
+            v.peak_bytes = peak + v.held_bytes
 
 
 def bench_model(name: str, model: torch.nn.Module, inputs: tuple, args: argparse.Namespace) -> list[Variant]:
@@ -150,12 +166,17 @@ def bench_model(name: str, model: torch.nn.Module, inputs: tuple, args: argparse
     return variants
 
 
+def megabytes(n: int | None) -> float | None:
+    return None if n is None else n / 2**20
+
+
 def fmt(value: float | None, spec: str, missing: str = "-") -> str:
     return missing if value is None else format(value, spec)
 
 
 def print_table(results: list[tuple[str, list[Variant]]]) -> None:
-    header = f"{'model':<34} {'backend':<9} {'compile s':>9} {'kernels':>7} {'max|err|':>9} {'median ms':>10} {'vs eager':>8}"
+    header = (f"{'model':<34} {'backend':<9} {'compile s':>9} {'kernels':>7} {'max|err|':>9} "
+              f"{'median ms':>10} {'vs eager':>8} {'peak MB':>8}")
     print(header)
     print("-" * len(header))
     for model_name, variants in results:
@@ -168,7 +189,8 @@ def print_table(results: list[tuple[str, list[Variant]]]) -> None:
             speedup = eager_ms / v.median_ms if eager_ms and v.median_ms else None
             print(
                 f"{label:<34} {v.name:<9} {fmt(v.compile_s, '9.2f'):>9} {fmt(v.kernels, 'd'):>7} "
-                f"{fmt(v.max_err, '9.1e'):>9} {fmt(v.median_ms, '10.3f'):>10} {fmt(speedup, '7.2f') + 'x' if speedup else '-':>8}"
+                f"{fmt(v.max_err, '9.1e'):>9} {fmt(v.median_ms, '10.3f'):>10} "
+                f"{fmt(speedup, '7.2f') + 'x' if speedup else '-':>8} {fmt(megabytes(v.peak_bytes), '8.2f'):>8}"
             )
         by_name = {v.name: v for v in variants}
         k, ind = by_name.get("kiln"), by_name.get("inductor")

@@ -8,7 +8,8 @@ call, Dynamo included, each with an empty cache folder of its own) and
 Kiln's warm start (the first call of a fresh torch.compile whose artifacts
 are in Kiln's on-disk cache: the total, and the slowest graph's load); Kiln's
 kernel count and how many ops it leaves to eager (Kiln runs with the default
-fallback="eager"); Kiln's speedup over eager and over Inductor, and their
+fallback="eager"); the peak memory of one call of each backend
+(peak_memory.py); Kiln's speedup over eager and over Inductor, and their
 geometric means. Ends with a markdown table for the README.
 
     python benchmarks/bench_zoo.py                      # every model, large inputs
@@ -33,7 +34,7 @@ from kiln.testing.machine import cpu_name
 from kiln.testing.zoo import SIZES, ZOO, build
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_models import Variant, compile_variant, fmt, measure  # noqa: E402
+from bench_models import Variant, compile_variant, fmt, measure, megabytes  # noqa: E402
 
 
 @dataclass
@@ -119,11 +120,17 @@ def speedup_text(value: float | None) -> str:
     return f"{value:.2f}x" if value else "-"
 
 
+def peaks(r: Result) -> str:
+    """Peak memory per call of eager, Inductor and Kiln, in MB (bench_models.measure)."""
+    variants = (r.eager, r.inductor, r.kiln)
+    return " / ".join(fmt(megabytes(v.peak_bytes) if v else None, ".2f") for v in variants)
+
+
 def print_table(results: list[Result]) -> None:
     header = (
         f"{'model':<13} {'inputs':<16} {'eager ms':>9} {'ind. ms':>9} {'kiln ms':>9} "
         f"{'kiln/eager':>10} {'kiln/ind.':>9} {'compile s':>9} {'ind. s':>7} {'warm s':>6} "
-        f"{'graph ms':>8} {'kernels':>7} {'eager ops':>9} {'max|err|':>8}"
+        f"{'graph ms':>8} {'kernels':>7} {'eager ops':>9} {'max|err|':>8} {'peak MB e/i/k':>16}"
     )
     print(header)
     print("-" * len(header))
@@ -135,7 +142,8 @@ def print_table(results: list[Result]) -> None:
             f"{speedup_text(r.speedup(r.eager)):>10} {speedup_text(r.speedup(ind)):>9} "
             f"{fmt(r.kiln.compile_s, '.2f'):>9} {fmt(ind.compile_s if ind else None, '.2f'):>7} "
             f"{fmt(r.warm_s, '.2f'):>6} {fmt(r.warm_graph_ms, '.1f'):>8} "
-            f"{fmt(r.kiln.kernels, 'd'):>7} {r.fallback_ops:>9} {fmt(r.kiln.max_err, '.1e'):>8}"
+            f"{fmt(r.kiln.kernels, 'd'):>7} {r.fallback_ops:>9} {fmt(r.kiln.max_err, '.1e'):>8} "
+            f"{peaks(r):>16}"
         )
         for v in (r.kiln, ind):
             if v is not None and v.error:
@@ -161,8 +169,8 @@ def print_markdown(results: list[Result], header: str) -> None:
     print(f"<!-- {header} -->")
     print("| model | inputs | eager ms | Inductor ms | Kiln ms | Kiln vs eager | Kiln vs Inductor "
           "| Kiln compile s | Inductor compile s | Kiln warm start s (slowest graph ms) "
-          "| Kiln kernels | ops in eager |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+          "| Kiln kernels | ops in eager | peak MB per call: eager / Inductor / Kiln |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in results:
         ind = r.inductor
         kiln_ms = fmt(r.kiln.median_ms, ".3f", "failed")
@@ -172,12 +180,12 @@ def print_markdown(results: list[Result], header: str) -> None:
             f"| {speedup_text(r.speedup(r.eager))} | {speedup_text(r.speedup(ind))} "
             f"| {fmt(r.kiln.compile_s, '.2f')} | {fmt(ind.compile_s if ind else None, '.2f')} "
             f"| {fmt(r.warm_s, '.2f')} ({fmt(r.warm_graph_ms, '.1f')}) "
-            f"| {fmt(r.kiln.kernels, 'd')} | {r.fallback_ops} |"
+            f"| {fmt(r.kiln.kernels, 'd')} | {r.fallback_ops} | {peaks(r)} |"
         )
     vs_eager = geomean([s for r in results if (s := r.speedup(r.eager))])
     vs_inductor = geomean([s for r in results if (s := r.speedup(r.inductor))])
     print(f"| **geomean** | | | | | **{speedup_text(vs_eager)}** | **{speedup_text(vs_inductor)}** "
-          "| | | | | |")
+          "| | | | | | |")
 
 
 def main(argv: list[str] | None = None) -> int:

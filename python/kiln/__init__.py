@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 from kiln.errors import KilnError, SerializeError, UnsupportedOpError
 from kiln.options import KilnOptions
-from kiln.backend import CompileRecord, compile_records, kiln_backend, reset
+from kiln.backend import CompileRecord, compile_records, held_memory, kiln_backend, reset
 
 __all__ = [
     "CompileRecord",
@@ -20,6 +20,7 @@ __all__ = [
     "UnsupportedOpError",
     "__version__",
     "compile_records",
+    "held_memory",
     "kiln_backend",
     "reset",
 ]

@@ -16,6 +16,7 @@ import functools
 import itertools
 import logging
 import time
+import weakref
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +48,15 @@ log = logging.getLogger("kiln")
 _graph_ids = itertools.count()
 _warned: set[tuple[str, str | None, int | None]] = set()
 _records: list["CompileRecord"] = []
+# Every executable loaded and still alive, for held_memory().
+_executables: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _track(exe: Any) -> None:
+    try:
+        _executables.add(exe)
+    except TypeError:  # an object without weak references (a test double)
+        pass
 
 
 @dataclass
@@ -82,6 +92,13 @@ class CompileRecord:
     # With dump_inputs: t.double().sum().item() per tensor output of the
     # eager graph on the first call's inputs (outputs.npz holds the tensors).
     output_checksums: list[float] | None = None
+
+
+def held_memory() -> int:
+    """Bytes Kiln's loaded executables hold between calls: the arenas their
+    intermediates live in (one per call that ran at once, reused by later
+    calls). Outputs and kernel scratch are allocated per call."""
+    return sum(getattr(exe, "arena_bytes", 0) for exe in list(_executables))
 
 
 def compile_records() -> list[CompileRecord]:
@@ -349,6 +366,7 @@ def _compile_to_executable(
         hit = cache.load(key, ext, name) if cache and key and not dump else None
         if hit:
             artifact, exe = hit.artifact, hit.executable
+            _track(exe)
             result = {"kernels": exe.num_kernels,
                       "kernel_info": hit.kernels,
                       "stage_times_ms": [("cache", (time.perf_counter() - start) * 1e3)]}
@@ -362,6 +380,7 @@ def _compile_to_executable(
                 raise extended from err
             artifact = result["artifact"]
             exe = ext.runtime.Executable(artifact)
+            _track(exe)
             if cache and key:
                 cache.store(key, artifact)
         if dump:

@@ -306,6 +306,10 @@ void initRuntime(py::module_ m) {
                              [](const Executable &e) { return e.program().artifact().outputs.size(); })
       .def_property_readonly("num_kernels",
                              [](const Executable &e) { return e.program().artifact().kernels.size(); })
+      .def_property_readonly("arena_bytes",
+                             [](const Executable &e) { return e.program().arenaBytes(); },
+                             "Bytes of the arenas this executable holds between calls (its "
+                             "intermediates; one arena per call that ran at once).")
       .def_property_readonly("metadata",
                              [](const Executable &e) { return e.program().artifact().metadata; });
   m.def("num_threads", [] { return device().pool().activeThreads(); },

@@ -55,3 +55,24 @@ def test_kiln_num_threads_overrides_torch(real_ext):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "threads 3" in out.stdout
+
+
+def test_held_memory_counts_the_arenas_of_live_executables():
+    # Two matmul kernels with an intermediate between them: it lives in the
+    # graph's arena, allocated at the first call and held after it.
+    import gc
+
+    import kiln
+
+    def fn(x, w1, w2):
+        return torch.relu(x @ w1) @ w2
+
+    x, w1, w2 = torch.randn(64, 128), torch.randn(128, 256), torch.randn(256, 32)
+    gc.collect()
+    before = kiln.held_memory()
+    compiled = torch.compile(fn, backend="kiln", options={"fallback": "error"}, dynamic=False)
+    torch.testing.assert_close(compiled(x, w1, w2), fn(x, w1, w2), rtol=1e-4, atol=1e-4)
+    held = kiln.held_memory() - before
+    assert held >= 64 * 256 * 4, held
+    compiled(x, w1, w2)  # a later call reuses the arena
+    assert kiln.held_memory() - before == held

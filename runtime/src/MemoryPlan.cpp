@@ -92,8 +92,10 @@ ArenaPool::Lease ArenaPool::acquire(size_t bytes) {
   if (arena->bytes < bytes) {
     std::free(arena->data);
     size_t rounded = (bytes + 63) / 64 * 64;
+    bytesHeld_ -= arena->bytes;
     arena->data = std::aligned_alloc(64, rounded);
     arena->bytes = arena->data ? rounded : 0;
+    bytesHeld_ += arena->bytes;
   }
   return Lease(this, std::move(arena));
 }
@@ -102,6 +104,8 @@ void ArenaPool::giveBack(std::unique_ptr<Arena> arena) {
   std::lock_guard<std::mutex> lock(mutex_);
   free_.push_back(std::move(arena));
 }
+
+size_t ArenaPool::bytesHeld() const { return bytesHeld_.load(); }
 
 size_t ArenaPool::arenasAllocated() const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -143,3 +143,19 @@ TEST(ArenaPoolTest, ConcurrentCallersHoldDistinctArenasThatAreReused) {
 }
 
 } // namespace
+
+TEST(ArenaPoolTest, CountsTheBytesItHoldsBetweenCalls) {
+  rt::ArenaPool pool;
+  EXPECT_EQ(pool.bytesHeld(), 0u);
+  {
+    rt::ArenaPool::Lease a = pool.acquire(100), b = pool.acquire(1000);
+    // Rounded up to whole 64-byte lines.
+    EXPECT_EQ(pool.bytesHeld(), 128u + 1024u);
+  }
+  // Given back, still held; growing the larger one replaces its bytes.
+  EXPECT_EQ(pool.bytesHeld(), 128u + 1024u);
+  { rt::ArenaPool::Lease c = pool.acquire(4096); }
+  EXPECT_EQ(pool.bytesHeld(), 128u + 4096u);
+  { rt::ArenaPool::Lease d = pool.acquire(64); }
+  EXPECT_EQ(pool.bytesHeld(), 128u + 4096u);
+}

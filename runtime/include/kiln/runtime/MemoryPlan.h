@@ -10,6 +10,7 @@
 #ifndef KILN_RUNTIME_MEMORYPLAN_H
 #define KILN_RUNTIME_MEMORYPLAN_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -88,12 +89,15 @@ public:
   Lease acquire(size_t bytes);
   /// Arenas allocated so far and not freed: the most calls that ran at once.
   size_t arenasAllocated() const;
+  /// Bytes of those arenas: memory the program holds between calls.
+  size_t bytesHeld() const;
 
 private:
   void giveBack(std::unique_ptr<Arena> arena);
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Arena>> free_;
   size_t allocated_ = 0;
+  std::atomic<size_t> bytesHeld_{0};
 };
 
 } // namespace kiln::runtime

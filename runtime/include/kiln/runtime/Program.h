@@ -84,6 +84,8 @@ public:
                                 const std::vector<TensorDesc> &inputDescs) const;
   /// Arenas allocated so far: the most calls that ran at once.
   size_t arenasAllocated() const { return arenas_.arenasAllocated(); }
+  /// Bytes of those arenas, held between calls.
+  size_t arenaBytes() const { return arenas_.bytesHeld(); }
 
 private:
   /// The Input or Alloc buffer a buffer's bytes belong to.
