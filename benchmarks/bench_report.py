@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import logging
-import math
 import os
 import sys
 import tempfile
@@ -63,17 +62,12 @@ class ModelRow:
         return baseline_ms / self.kiln_ms if baseline_ms and self.kiln_ms else None
 
 
-def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+def geomean(values: list[float | None]) -> float | None:
+    return bench_zoo.geomean([v for v in values if v])
 
 
 def fmt(value: float | None, spec: str = ".2f", missing: str = "-") -> str:
     return missing if value is None else format(value, spec)
-
-
-def times(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
 
 
 def progress(text: str) -> None:
@@ -225,11 +219,11 @@ def markdown(header: str, command: str, gemm: dict[str, list[dict]], models: lis
             peaks = " / ".join(fmt(p) for p in m.peaks_mb)
             lines.append(
                 f"| {m.name} | {fmt(m.eager_ms, '.3f')} | {fmt(m.inductor_ms, '.3f')} "
-                f"| {fmt(m.kiln_ms, '.3f')} | {times(m.speedup(m.eager_ms))} "
-                f"| {times(m.speedup(m.inductor_ms))} | {peaks} | {fmt(m.kiln_compile_s)} "
+                f"| {fmt(m.kiln_ms, '.3f')} | {bench_zoo.speedup_text(m.speedup(m.eager_ms))} "
+                f"| {bench_zoo.speedup_text(m.speedup(m.inductor_ms))} | {peaks} | {fmt(m.kiln_compile_s)} "
                 f"| {fmt(m.inductor_compile_s)} | {fmt(m.warm_graph_ms, '.1f')} |")
-        lines.append(f"| **geomean** | | | | **{times(geomean([m.speedup(m.eager_ms) for m in rows]))}** "
-                     f"| **{times(geomean([m.speedup(m.inductor_ms) for m in rows]))}** | | | | |")
+        lines.append(f"| **geomean** | | | | **{bench_zoo.speedup_text(geomean([m.speedup(m.eager_ms) for m in rows]))}** "
+                     f"| **{bench_zoo.speedup_text(geomean([m.speedup(m.inductor_ms) for m in rows]))}** | | | | |")
         notes = [f"{m.name}: {n}" for m in rows for n in m.notes]
         lines += [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
     return "\n".join(lines) + "\n"

@@ -239,11 +239,13 @@ private:
     if (failed(extent) || failed(work))
       return failure();
     E one = E::constant(1);
-    E cap = E::binary(Op::Min, *extent, E::constant((int64_t)launch.getWorkgroups()));
-    if (splitsColumns.contains(launch.getKernel()))
-      return E::binary(Op::Max, one, E::binary(Op::Min, E::constant((int64_t)launch.getWorkgroups()),
-                                               *work));
+    // A kernel that splits its columns too is not capped by its rows.
+    bool grid = splitsColumns.contains(launch.getKernel());
+    E plan = E::constant((int64_t)launch.getWorkgroups());
+    E cap = grid ? plan : E::binary(Op::Min, *extent, plan);
     E count = E::binary(Op::Max, one, E::binary(Op::Min, cap, *work));
+    if (grid)
+      return count;
     int64_t alignment = alignments.lookup(launch.getKernel());
     if (alignment < 1)
       return count; // a kernel without a distributed extent runs whatever count

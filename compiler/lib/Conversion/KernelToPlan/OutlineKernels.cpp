@@ -178,11 +178,9 @@ struct OutlineKernelsPass
           // Matmul kernels may split their columns too (decided in codegen,
           // which lowers the count to what it uses): not capped by the rows.
           bool columns = mayDistributeColumns(kernelOp);
-          workgroups = n > 1 || columns
-                           ? std::clamp<int64_t>(constWork.getValue(), 1,
-                                                 columns ? (int64_t)maxWorkgroups
-                                                         : std::min(n, (int64_t)maxWorkgroups))
-                           : 1;
+          int64_t cap = columns ? (int64_t)maxWorkgroups : std::min(n, (int64_t)maxWorkgroups);
+          if (n > 1 || columns)
+            workgroups = std::clamp<int64_t>(constWork.getValue(), 1, cap);
         } else if (!constExtent || constExtent.getValue() > 1) {
           // Sized at launch: clamp(work, 1, min(extent, workgroups)).
           workgroups = maxWorkgroups;
