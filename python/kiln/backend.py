@@ -29,6 +29,7 @@ import torch.fx
 from kiln.cache import build_id, cache_for
 from kiln.errors import SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
+    PARAMETER_META,
     SerializedGraph,
     computes_symint,
     constant_tensors,
@@ -87,6 +88,9 @@ class CompileRecord:
     kernels_reused: int = 0
     stage_times_ms: dict[str, float] = field(default_factory=dict)
     artifact_bytes: int = 0
+    # Bytes of matmul weights (parameters) the executables keep packed into
+    # panels (KilnOptions.pack_weights), made on the first call.
+    packed_weight_bytes: int = 0
     errors: list[str] = field(default_factory=list)
     dump_path: str | None = None
     # With dump_inputs: t.double().sum().item() per tensor output of the
@@ -97,8 +101,10 @@ class CompileRecord:
 def held_memory() -> int:
     """Bytes Kiln's loaded executables hold between calls: the arenas their
     intermediates live in (one per call that ran at once, reused by later
-    calls). Outputs and kernel scratch are allocated per call."""
-    return sum(getattr(exe, "arena_bytes", 0) for exe in list(_executables))
+    calls) and the weights they keep packed. Outputs and kernel scratch are
+    allocated per call."""
+    return sum(getattr(exe, "arena_bytes", 0) + getattr(exe, "persistent_bytes", 0)
+               for exe in list(_executables))
 
 
 def compile_records() -> list[CompileRecord]:
@@ -130,6 +136,8 @@ def kiln_backend(
 
     def compiler(kind: str) -> Callable[..., Any]:
         def compile_fn(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
+            if opts.pack_weights and kind != "backward":
+                mark_parameters(graph)
             return _compile_graph(graph, opts, kind)
 
         return compile_fn
@@ -144,6 +152,19 @@ def kiln_backend(
 
 
 kiln_backend.reset = reset  # type: ignore[attr-defined]
+
+
+def mark_parameters(gm: torch.fx.GraphModule) -> None:
+    """Mark the placeholders of a forward or inference graph that are the
+    module's parameters and buffers (aot_autograd's static inputs, the same
+    tensors every call), so the compiler may pack them once."""
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None) if context else None
+    static = getattr(metadata, "static_input_indices", None) or ()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for index in static:
+        if 0 <= index < len(placeholders):
+            placeholders[index].meta[PARAMETER_META] = True
 
 
 def _ext() -> Any:
@@ -400,6 +421,7 @@ def _compile_to_executable(
     record.kernels_reused += int(result.get("kernels_reused", 0))
     record.compile_time_ms += elapsed_ms
     record.artifact_bytes += len(artifact)
+    record.packed_weight_bytes += int(getattr(exe, "persistent_bytes", 0))
     for stage, ms in stage_times.items():
         record.stage_times_ms[stage] = record.stage_times_ms.get(stage, 0.0) + ms
     summary = {

@@ -4,7 +4,8 @@ The JSON is the contract with the C++ importer (kiln._C.compiler.compile):
 
     {"version": 1, "name": str,
      "symbols": [{"name", "min", "max"}],       size symbols (graphs with dynamic shapes)
-     "inputs":  [{"name", "shape", "dtype"}],   placeholders, then get_attr constants
+     "inputs":  [{"name", "shape", "dtype", "parameter"?}],
+                                                placeholders, then get_attr constants
      "nodes":   [{"name", "target", "args", "kwargs", "outputs", "loc"}],
      "outputs": [ARG or null]}
 
@@ -16,6 +17,9 @@ Nodes that compute symbolic integers (sym_size, SymInt arithmetic) are not
 emitted either: their values are size expressions where they are used, and
 SymInt placeholders are not graph inputs (their values are input sizes).
 Device, layout, memory_format and pin_memory keyword arguments are dropped.
+"parameter": true marks an input that is a module's parameter or buffer, or a
+constant: the same tensor every call, changed only in place (PARAMETER_META on
+the placeholder says so).
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ from kiln.layout import OutputLayout, output_layouts
 from kiln.symbolic import SymbolTable, is_symbolic
 
 FORMAT_VERSION = 1
+
+# Placeholder meta key: the input is a parameter, buffer or constant
+# (backend.mark_parameters), which Kiln may pack once (KilnOptions.pack_weights).
+PARAMETER_META = "kiln_parameter"
 
 DTYPE_NAMES: dict[torch.dtype, str] = {
     torch.float32: "float32",
@@ -300,12 +308,15 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
                 continue
             spec = tensor_spec(node_value(node), f"input {node.name}", symbols)
             inputs.append({"name": node.name, **spec})
+            if node.meta.get(PARAMETER_META):
+                inputs[-1]["parameter"] = True
         elif node.op == "get_attr":
             value = fetch_attr(gm, node.target)
             if not isinstance(value, torch.Tensor):
                 raise SerializeError(f"get_attr {node.target} is not a tensor")
             constants.append({"name": node.name,
-                              **tensor_spec(value, f"constant {node.target}", symbols)})
+                              **tensor_spec(value, f"constant {node.target}", symbols),
+                              "parameter": True})
             constant_values.append(value)  # no tensor ops here: a FakeTensorMode may be active
         elif node.op == "call_function":
             if is_getitem(node):

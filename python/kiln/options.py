@@ -19,6 +19,7 @@ ENV_VARS = {
     "force_eager": "KILN_FORCE_EAGER",
     "cache": "KILN_CACHE",
     "cache_dir": "KILN_CACHE_DIR",
+    "pack_weights": "KILN_PACK_WEIGHTS",
 }
 
 # force_eager: op names ("aten.mm" or "aten.mm.default"), FX node names, or a
@@ -52,6 +53,15 @@ class KilnOptions:
                  dump has every stage), and stored.
     cache_dir:   the cache's folder; default $XDG_CACHE_HOME/kiln, else
                  ~/.cache/kiln. `kiln-cache` lists and clears it.
+    pack_weights: matmuls whose right-hand side is a module's parameter read
+                 it from a copy packed into the microkernel's panel layout,
+                 made on the first call and again only when the parameter
+                 changes: replaced, or updated in place (an optimizer step,
+                 load_state_dict, any in-place op), which bumps its version
+                 counter. Writes through `.data` bypass that counter (as they
+                 bypass autograd's checks): after such a write, call
+                 torch._dynamo.reset() or set this to False. The packed
+                 copies take as much memory again as the packed weights.
     """
 
     target: str = "cpu"
@@ -61,6 +71,7 @@ class KilnOptions:
     force_eager: ForceEager = None
     cache: bool = True
     cache_dir: str | None = None
+    pack_weights: bool = True
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -120,7 +131,7 @@ def _check_field(name: str, value: Any) -> None:
     elif name in ("dump_dir", "cache_dir"):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise ValueError(f"kiln option {name!r} must be a path or None, got {value!r}")
-    elif name in ("dump_inputs", "cache"):
+    elif name in ("dump_inputs", "cache", "pack_weights"):
         if not isinstance(value, bool):
             raise ValueError(f"kiln option {name!r} must be True or False, got {value!r}")
     elif name == "force_eager":
@@ -135,7 +146,7 @@ def _check_field(name: str, value: Any) -> None:
 def _parse_env(name: str, raw: str) -> Any:
     if name == "force_eager":
         return tuple(part.strip() for part in raw.split(",") if part.strip())
-    if name not in ("dump_inputs", "cache"):
+    if name not in ("dump_inputs", "cache", "pack_weights"):
         return raw
     if raw.lower() in _TRUE:
         return True

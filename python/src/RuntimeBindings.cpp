@@ -205,12 +205,13 @@ public:
       descs.push_back({*dtype, input.sizes().vec()});
       inputs.push_back(std::move(input));
     }
+    rt::InputVersions versions = versionsOf(args);
     TorchAllocator allocator;
     std::vector<std::shared_ptr<rt::Buffer>> allocated;
     std::vector<rt::OutputRef> outputs;
     rt::Status status = [&] {
       py::gil_scoped_release release;
-      return program_->run(pointers, descs, allocator, allocated, outputs);
+      return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions);
     }();
     // A failed kernel check is the user's error, raised as ATen raises it.
     if (status.code() == rt::StatusCode::IndexOutOfRange)
@@ -240,6 +241,28 @@ public:
         results.back() = applyLayout(std::move(results.back()), *layouts_[index], args);
     }
     return results;
+  }
+
+  /// The version counters of the inputs the cached launches (packed
+  /// weights) read, with the tensors themselves to keep their memory from
+  /// passing to another tensor while results made from them are kept. An
+  /// input copied to be contiguous (new memory every call) or an inference
+  /// tensor (no version counter) is untracked: its launches run every call.
+  rt::InputVersions versionsOf(const std::vector<at::Tensor> &args) const {
+    rt::InputVersions versions;
+    const std::vector<uint32_t> &reads = program_->cachedReads();
+    if (reads.empty())
+      return versions;
+    versions.values.assign(args.size(), rt::InputVersions::kUntracked);
+    auto held = std::make_shared<std::vector<at::Tensor>>();
+    for (uint32_t i : reads) {
+      if (i >= args.size() || !args[i].is_contiguous() || args[i].is_inference())
+        continue;
+      versions.values[i] = args[i]._version();
+      held->push_back(args[i]);
+    }
+    versions.keepAlive = std::move(held);
+    return versions;
   }
 
   /// One entry per output: a layout dict (kiln.layout.OutputLayout.to_dict)
@@ -310,6 +333,14 @@ void initRuntime(py::module_ m) {
                              [](const Executable &e) { return e.program().arenaBytes(); },
                              "Bytes of the arenas this executable holds between calls (its "
                              "intermediates; one arena per call that ran at once).")
+      .def_property_readonly("cached_runs",
+                             [](const Executable &e) { return e.program().cachedRuns(); },
+                             "How many calls ran the cached launches (weights packed into "
+                             "panels): the first, then those whose weights had changed.")
+      .def_property_readonly("persistent_bytes",
+                             [](const Executable &e) { return e.program().persistentBytes(); },
+                             "Bytes of the buffers kept for the executable's life (packed "
+                             "weights).")
       .def_property_readonly("metadata",
                              [](const Executable &e) { return e.program().artifact().metadata; });
   m.def("num_threads", [] { return device().pool().activeThreads(); },

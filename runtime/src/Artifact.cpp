@@ -13,7 +13,7 @@ namespace kiln::runtime {
 // Smallest encodings of repeated records, used to reject element counts that
 // cannot possibly fit in the bytes that remain.
 static constexpr size_t kMinBufferBytes = 1 + 1 + 4 + 4 + 8 + 4;
-static constexpr size_t kMinLaunchBytes = 4 + 4 + 4 + 4;
+static constexpr size_t kMinLaunchBytes = 4 + 4 + 1 + 4 + 4;
 static constexpr size_t kMinKernelBytes = 4 + 4 + 4 + 4;
 static constexpr size_t kMinSymbolBytes = 4 + 4 + 4 + 8 + 8;
 static constexpr size_t kTermBytes = 1 + 8;
@@ -97,6 +97,7 @@ static std::vector<uint8_t> serializePayload(const Artifact &a) {
   for (const LaunchCmd &launch : a.launches) {
     w.u32(launch.kernel);
     w.u32(launch.workgroups);
+    w.u8(launch.cached ? kLaunchCached : 0);
     w.u32(static_cast<uint32_t>(launch.bindings.size()));
     for (uint32_t binding : launch.bindings)
       w.u32(binding);
@@ -230,7 +231,7 @@ static BufferDesc readBuffer(ByteReader &r) {
   BufferDesc buffer;
   size_t at = r.offset();
   uint8_t kind = r.u8("buffer kind");
-  if (r.ok() && kind > static_cast<uint8_t>(BufferKind::View))
+  if (r.ok() && kind > static_cast<uint8_t>(BufferKind::Persistent))
     r.fail(at, "unknown buffer kind " + std::to_string(kind));
   buffer.kind = static_cast<BufferKind>(kind);
   buffer.type = readDesc(r);
@@ -246,6 +247,11 @@ static LaunchCmd readLaunch(ByteReader &r) {
   LaunchCmd launch;
   launch.kernel = r.u32("launch kernel");
   launch.workgroups = r.u32("launch workgroups");
+  size_t at = r.offset();
+  uint8_t flags = r.u8("launch flags");
+  if (r.ok() && (flags & ~kLaunchCached))
+    r.fail(at, "unknown launch flags " + std::to_string(flags));
+  launch.cached = flags & kLaunchCached;
   uint32_t count = r.count("launch binding count", sizeof(uint32_t));
   launch.bindings.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)

@@ -96,9 +96,14 @@ static Status verifyBuffer(const Artifact &a, size_t id, uint32_t numInputs,
     break;
   }
   case BufferKind::Alloc:
+  case BufferKind::Persistent:
     if (buffer.source != 0)
-      return Status::error("Alloc buffers must have source 0, got " +
+      return Status::error("Alloc and Persistent buffers must have source 0, got " +
                            str(buffer.source));
+    // Persistent buffers are allocated once, at load: their size is fixed.
+    if (buffer.kind == BufferKind::Persistent && isSymbolic(buffer.type))
+      return Status::error("a Persistent buffer has a symbolic shape (" +
+                           buffer.type.str() + ")");
     break;
   case BufferKind::View:
     return verifyView(a, id);
@@ -111,6 +116,15 @@ static Status verifyBuffer(const Artifact &a, size_t id, uint32_t numInputs,
                          std::to_string(buffer.byteOffset));
   return Status::OK();
 }
+
+/// The Input, Alloc or Persistent buffer that buffer `id`'s bytes belong to
+/// (views verified to point backwards).
+static const BufferDesc &rootOf(const Artifact &a, uint32_t id) {
+  while (a.buffers[id].kind == BufferKind::View)
+    id = a.buffers[id].source;
+  return a.buffers[id];
+}
+static BufferKind rootKind(const Artifact &a, uint32_t id) { return rootOf(a, id).kind; }
 
 static Status verifyLaunch(const Artifact &a, const LaunchCmd &launch) {
   if (launch.kernel >= a.kernels.size())
@@ -133,7 +147,19 @@ static Status verifyLaunch(const Artifact &a, const LaunchCmd &launch) {
       return Status::error("binding " + str(i) + " refers to buffer " +
                            str(launch.bindings[i]) + ", but there are only " +
                            str(a.buffers.size()) + " buffers");
+    // A cached launch may be skipped, so it can only make Persistent
+    // buffers, and only from graph inputs.
+    BufferKind root = rootKind(a, launch.bindings[i]);
+    if (launch.cached && root != BufferKind::Input && root != BufferKind::Persistent)
+      return Status::error("binding " + str(i) + " of a cached launch is buffer " +
+                           str(launch.bindings[i]) +
+                           ", neither a graph input nor a Persistent buffer");
+    // Its inputs are compared by pointer, so their shapes must be fixed.
+    if (launch.cached && isSymbolic(rootOf(a, launch.bindings[i]).type))
+      return Status::error("binding " + str(i) + " of a cached launch has a symbolic shape");
   }
+  if (launch.cached && !launch.symbolicWorkgroups.empty())
+    return Status::error("a cached launch has a workgroup count computed at run time");
   return Status::OK();
 }
 
@@ -249,6 +275,9 @@ Status verifyArtifact(const Artifact &a) {
       return Status::error("output " + str(i) + " refers to buffer " +
                            str(a.outputs[i]) + ", but there are only " +
                            str(a.buffers.size()) + " buffers");
+    if (rootKind(a, a.outputs[i]) == BufferKind::Persistent)
+      return Status::error("output " + str(i) + " is buffer " + str(a.outputs[i]) +
+                           ", which lives in a Persistent buffer that later calls overwrite");
   }
   return Status::OK();
 }

@@ -408,7 +408,9 @@ private:
         auto desc = descOf(op.getLoc(), alloc.getType());
         if (failed(desc))
           return failure();
-        runtime::BufferDesc buffer{runtime::BufferKind::Alloc, *desc, 0, 0, {}};
+        runtime::BufferDesc buffer{alloc.getPersistent() ? runtime::BufferKind::Persistent
+                                                         : runtime::BufferKind::Alloc,
+                                   *desc, 0, 0, {}};
         if (failed(dimExprs(op.getLoc(), alloc.getDimsAttr(), buffer)))
           return failure();
         addBuffer(alloc, std::move(buffer));
@@ -437,6 +439,7 @@ private:
           cmd.symbolicWorkgroups = std::move(*count);
           cmd.workgroups = 0;
         }
+        cmd.cached = launch.getCached();
         for (Value binding : launch.getBindings())
           cmd.bindings.push_back(ids.lookup(binding));
         artifact.launches.push_back(std::move(cmd));

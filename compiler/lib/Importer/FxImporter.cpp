@@ -2054,6 +2054,7 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
   SmallVector<Type> inputTypes;
   SmallVector<std::string> inputNames;
   SmallVector<std::optional<int64_t>> symbolInputs; // "symbol": the input is its value
+  SmallVector<bool> parameterInputs;                // "parameter": a module's tensor
   if (const json::Array *inputs = graph->getArray("inputs")) {
     for (const json::Value &input : *inputs) {
       const json::Object *o = input.getAsObject();
@@ -2071,6 +2072,7 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
         return nullptr;
       }
       symbolInputs.push_back(symbol);
+      parameterInputs.push_back(o && o->getBoolean("parameter").value_or(false));
     }
   }
   auto func = func::FuncOp::create(b, fileLoc, name, b.getFunctionType(inputTypes, {}));
@@ -2079,6 +2081,9 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
   for (auto [i, symbol] : llvm::enumerate(symbolInputs))
     if (symbol)
       func.setArgAttr(i, graph::kSymbolArgAttr, b.getI64IntegerAttr(*symbol));
+  for (auto [i, parameter] : llvm::enumerate(parameterInputs))
+    if (parameter)
+      func.setArgAttr(i, graph::kParameterArgAttr, b.getUnitAttr());
   Block *entry = func.addEntryBlock();
   for (auto [i, inputName] : llvm::enumerate(inputNames))
     values[inputName] = {entry->getArgument(i)};

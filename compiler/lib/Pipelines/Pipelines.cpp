@@ -7,7 +7,7 @@ using namespace kiln;
 std::vector<PipelineStage> kiln::graphStages() {
   return {
       {"kernels", "canonicalize,cse,func.func(kiln-form-kernels),canonicalize"},
-      {"plan", "kiln-outline-kernels,symbol-dce"},
+      {"plan", "kiln-outline-kernels,symbol-dce,kiln-pack-weights"},
   };
 }
 

@@ -146,6 +146,8 @@ struct OutlineKernelsPass
         plan.setArgAttr(i, plan::kDimsAttr, dims);
       if (Attribute symbol = func.getArgAttr(i, graph::kSymbolArgAttr))
         plan.setArgAttr(i, graph::kSymbolArgAttr, symbol);
+      if (Attribute parameter = func.getArgAttr(i, graph::kParameterArgAttr))
+        plan.setArgAttr(i, graph::kParameterArgAttr, parameter);
     }
     IRMapping buffers; // graph tensor value -> plan buffer
     for (auto [tensor, buffer] : llvm::zip(block.getArguments(), planBlock->getArguments()))

@@ -72,18 +72,24 @@ public:
   /// small and already packed.
   void setPackB(bool pack) { packB = pack; }
 
+  /// B's full panels, packed ahead of the call (kiln-pack-weights): a
+  /// [N / NR, K, NR] memref with NR = columnsPerTile(), where panel p holds
+  /// B[:, p * NR : (p + 1) * NR] row by row. Tiles read those columns from
+  /// it; the columns past the last full panel still come from B.
+  void setPrepackedB(Value panels) { prepacked = panels; }
+
   /// Whether B, given as [N, K], is transposed into panels, so that the
   /// broadcast-FMA microkernel runs instead of dot products (whose
   /// horizontal reductions cost most where vectors are short). The copy
   /// costs one pass over B per block of rows: worth it from kPackedRows
   /// rows.
   bool packsTransposedB() const {
-    return transposed && packB && k.known && *k.known >= 2 * kKc && m.known &&
+    return transposed && packB && !prepacked && k.known && *k.known >= 2 * kKc && m.known &&
            *m.known >= kPackedRows;
   }
   /// Whether tiles broadcast A against rows of B (or of its panel) rather
   /// than take dot products along k.
-  bool broadcastsA() const { return !transposed || packsTransposedB(); }
+  bool broadcastsA() const { return !transposed || packsTransposedB() || prepacked; }
 
   /// Rows of C per microkernel tile: as many as the vector registers hold
   /// beside the B row vectors and the broadcast (AVX-512's 32 registers:
@@ -115,7 +121,7 @@ public:
     // Blocks of `mc` rows: within one, the B panel of a column tile is reused
     // from cache by every row tile before moving to the next columns.
     int64_t mc = rowsPerBlock();
-    if (!transposed && m.known && *m.known < mr) {
+    if (!transposed && !prepacked && m.known && *m.known < mr) {
       // Too few rows for a register tile: stream B's rows through them.
       forLoop(Size(0), m, mc, [&](Value ib) { streamRows(ib, *m.known); });
       return;
@@ -125,8 +131,9 @@ public:
     // outgrows L1: copy kKc rows of it at a time into a contiguous stack
     // panel, reused by every row tile of the block (BLIS's packed B, per
     // block of K). The copy costs 1 / mc of the FMAs.
-    Value panel;
-    if (packB && broadcastsA() && k.known && *k.known >= 2 * kKc)
+    // Panels packed ahead of the call serve every block of K as they are.
+    Value panel = prepacked;
+    if (!panel && packB && broadcastsA() && k.known && *k.known >= 2 * kKc)
       panel = stackPanel(nr);
     // With M known, the rows below the last full tile (fewer than mr) are
     // one shorter tile, run by the last block of rows.
@@ -148,6 +155,9 @@ public:
             // The last block may be shorter: its length, at run time.
             Value length = arith::MinSIOp::create(
                 b, loc, index(kKc), arith::SubIOp::create(b, loc, index(*k.known), k0));
+            if (prepacked)
+              return tiles(PanelRange{panel, k0, length,
+                                      arith::DivUIOp::create(b, loc, j0, index(nr))});
             pack(panel, k0, length, j0, nr);
             tiles(PanelRange{panel, k0, length});
           });
@@ -226,9 +236,11 @@ private:
                                  flags);
   }
 
-  /// Rows [k0, k0 + length) of B's column tile, packed: panel[k - k0, :].
+  /// Rows [k0, k0 + length) of B's column tile, packed: panel[k - k0, :],
+  /// or, in panels packed ahead (with `index`, the tile's panel),
+  /// panel[index, k, :].
   struct PanelRange {
-    Value panel, k0, length;
+    Value panel, k0, length, index;
   };
 
   /// A kKc x nr buffer at the start of the function (not in a loop, where
@@ -322,11 +334,16 @@ private:
       Value kk = loop.getInductionVar();
       Value kA = packed ? arith::AddIOp::create(b, loc, packed->k0, kk).getResult() : kk;
       SmallVector<Value> rows;
-      for (int64_t v = 0; v < nv; ++v)
-        rows.push_back(packed ? vector::LoadOp::create(b, loc, vector, packed->panel,
-                                                       ValueRange{kk, index(v * vl)})
-                              : vector::LoadOp::create(b, loc, vector, bMat,
-                                                       at(kk, add(j0, v * vl))));
+      for (int64_t v = 0; v < nv; ++v) {
+        if (!packed)
+          rows.push_back(vector::LoadOp::create(b, loc, vector, bMat, at(kk, add(j0, v * vl))));
+        else if (packed->index)
+          rows.push_back(vector::LoadOp::create(b, loc, vector, packed->panel,
+                                                ValueRange{packed->index, kA, index(v * vl)}));
+        else
+          rows.push_back(vector::LoadOp::create(b, loc, vector, packed->panel,
+                                                ValueRange{kk, index(v * vl)}));
+      }
       SmallVector<Value> next;
       for (int64_t r = 0; r < mr; ++r) {
         Value scalarA = memref::LoadOp::create(b, loc, a, at(add(i0, r), kA));
@@ -574,6 +591,7 @@ private:
   arith::FastMathFlagsAttr flags;
   SmallVector<Value> batch;
   bool packB = false;
+  Value prepacked;
   /// Rows of K per packed panel: with NR = 2 vectors, 16 KB (AVX-512) or
   /// 8 KB (AVX2) of floats, which stay in L1 beside A's rows.
   static constexpr int64_t kKc = 128;

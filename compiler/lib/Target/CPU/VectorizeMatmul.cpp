@@ -61,6 +61,25 @@ bool columnsSplit(func::FuncOp func, linalg::GenericOp matmul) {
   return true;
 }
 
+/// The argument of `func` holding `rhs` packed into panels as a matmul
+/// reading it `transposed` or not takes it (kiln-pack-weights), if any.
+Value prepackedPanels(func::FuncOp func, Value rhs, bool transposed) {
+  auto argument = dyn_cast<BlockArgument>(rhs);
+  if (!argument || argument.getOwner() != &func.getBody().front())
+    return Value();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto packed = func.getArgAttrOfType<DictionaryAttr>(i, kiln::kernel::kPackedRhsAttr);
+    if (!packed)
+      continue;
+    auto of = packed.getAs<IntegerAttr>("of");
+    auto packedTransposed = packed.getAs<BoolAttr>("transposed");
+    if (of && packedTransposed && of.getInt() == argument.getArgNumber() &&
+        packedTransposed.getValue() == transposed)
+      return func.getArgument(i);
+  }
+  return Value();
+}
+
 struct VectorizeMatmulPass
     : kiln::cpu::impl::VectorizeMatmulPassBase<VectorizeMatmulPass> {
   using Base::Base;
@@ -90,6 +109,9 @@ struct VectorizeMatmulPass
                             op.getDpsInputOperand(1)->get(),
                             op.getDpsInitOperand(0)->get(), transposed, vl);
       emitter.setPackB(true);
+      if (Value panels = prepackedPanels(getOperation(), op.getDpsInputOperand(1)->get(),
+                                         transposed))
+        emitter.setPrepackedB(panels);
       if (matmuls.size() == 1 && columnsSplit(getOperation(), op)) {
         func::FuncOp func = getOperation();
         func->setAttr(kiln::kernel::kColumnExtentAttr, b.getI64IntegerAttr(cType.getDimSize(1)));

@@ -14,7 +14,7 @@
 //     string target, string graphName
 //     u32 n, n x symbol  { string name, u32 input, u32 dim, i64 min, i64 max }
 //     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset, u32 n, n x expr }
-//     u32 n, n x launch  { u32 kernel, u32 workgroups, u32 n, n x u32, expr }
+//     u32 n, n x launch  { u32 kernel, u32 workgroups, u8 flags, u32 n, n x u32, expr }
 //     u32 n, n x check   { u32 buffer, u32 afterLaunches, u8 code, string message }
 //     u32 n, n x u32 output buffer id
 //     u32 n, n x kernel  { string symbol, u32 numBindings, u32 numSymbols, string name }
@@ -40,7 +40,7 @@
 namespace kiln::runtime {
 
 /// Bump on any change to the encoding; readers reject other versions.
-inline constexpr uint32_t kArtifactFormatVersion = 3;
+inline constexpr uint32_t kArtifactFormatVersion = 4;
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
                                            'A', 'R', 'T', '\0'};
 inline constexpr size_t kArtifactHeaderSize = 32;
@@ -66,14 +66,16 @@ struct SymbolDesc {
   int64_t max = INT64_MAX;
 };
 
-/// Values are part of the format: never renumber.
-enum class BufferKind : uint8_t { Input = 0, Alloc = 1, View = 2 };
+/// Values are part of the format: never renumber. A Persistent buffer
+/// outlives calls: the program allocates it once, cached launches (see
+/// LaunchCmd::cached) write it, and every call's other launches read it.
+enum class BufferKind : uint8_t { Input = 0, Alloc = 1, View = 2, Persistent = 3 };
 
 struct BufferDesc {
   BufferKind kind;
   TensorDesc type;
   /// Input: graph input index. View: id of the aliased buffer, which must be
-  /// smaller than this buffer's id. Alloc: unused (0).
+  /// smaller than this buffer's id. Alloc and Persistent: unused (0).
   uint32_t source = 0;
   /// View only (0 otherwise): where the view starts within its source.
   int64_t byteOffset = 0;
@@ -91,7 +93,16 @@ struct LaunchCmd {
   /// When not empty, the workgroup count, computed at run time (and
   /// `workgroups` is unused).
   SizeExpr symbolicWorkgroups;
+  /// A cached launch computes Persistent buffers from graph inputs alone (a
+  /// weight packed into the matmul's panel layout, say). It runs only when
+  /// the inputs it reads changed since it last ran: other data pointers or
+  /// version counters (Program::run's `versions`), or always where the caller
+  /// gives none. Its bindings are Input and Persistent buffers only.
+  bool cached = false;
 };
+
+/// LaunchCmd's flags byte in the encoding.
+inline constexpr uint8_t kLaunchCached = 1;
 
 /// A run-time check (an index in range, say): once the first `afterLaunches`
 /// launches have run, the one-byte bool in `buffer` must be true, or the run

@@ -10,9 +10,12 @@
 #include "kiln/runtime/Status.h"
 #include "kiln/runtime/ThreadPool.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <vector>
 
 namespace kiln::runtime {
@@ -37,6 +40,17 @@ struct OutputRef {
   int64_t input = -1;  // graph input index when the output aliases an input
   int64_t byteOffset = 0;
   TensorDesc type;
+};
+
+/// What the caller knows of each graph input's contents, for the cached
+/// launches (LaunchCmd::cached): a counter that changes whenever the input's
+/// bytes do (PyTorch's tensor version counter), or kUntracked. `keepAlive`
+/// holds the inputs' memory while a cached result made from them is kept,
+/// so that no other tensor can take their address and pass for them.
+struct InputVersions {
+  static constexpr uint64_t kUntracked = UINT64_MAX;
+  std::vector<uint64_t> values; // by graph input index
+  std::shared_ptr<const void> keepAlive;
 };
 
 /// A loaded artifact, ready to run many times. run() is const and may be
@@ -67,11 +81,17 @@ public:
   /// Both vectors are replaced, and left empty on error. With `launchMs`,
   /// the wall time of each launch (in artifact().launches order, 0 for a
   /// skipped launch) is stored there, for profiling.
+  ///
+  /// Cached launches run on the first call and again only when an input they
+  /// read has another data pointer or version than when they last ran; with
+  /// no `versions` (or an input kUntracked) they run on every call. A call
+  /// that runs them excludes concurrent calls; the others share.
   Status run(const std::vector<void *> &inputs,
              const std::vector<TensorDesc> &inputDescs, Allocator &allocator,
              std::vector<std::shared_ptr<Buffer>> &allocated,
              std::vector<OutputRef> &outputs,
-             std::vector<double> *launchMs = nullptr) const;
+             std::vector<double> *launchMs = nullptr,
+             const InputVersions *versions = nullptr) const;
 
   /// What a call with these inputs (as for run()) takes besides its inputs,
   /// in bytes.
@@ -86,18 +106,25 @@ public:
   size_t arenasAllocated() const { return arenas_.arenasAllocated(); }
   /// Bytes of those arenas, held between calls.
   size_t arenaBytes() const { return arenas_.bytesHeld(); }
+  /// Bytes of the Persistent buffers (packed weights), held for the
+  /// program's life.
+  int64_t persistentBytes() const { return persistent_.bytes; }
+  /// How many times the cached launches have run (each time, all of them).
+  int64_t cachedRuns() const;
+  /// The graph inputs the cached launches read, whose versions run() compares.
+  const std::vector<uint32_t> &cachedReads() const { return cachedReads_; }
 
 private:
   /// The Input or Alloc buffer a buffer's bytes belong to.
   struct Root {
-    BufferKind kind;    // Input or Alloc
-    uint32_t index;     // graph input index or Alloc slot
+    BufferKind kind;    // Input, Alloc or Persistent
+    uint32_t index;     // graph input index, Alloc or Persistent slot
     int64_t byteOffset; // summed over the chain of views
   };
 
   Program(Artifact artifact, CpuDevice &device,
           std::unique_ptr<CpuExecutable> executable);
-  void plan();
+  Status plan();
   Status checkInputs(const std::vector<void *> &inputs,
                      const std::vector<TensorDesc> &inputDescs,
                      std::vector<int64_t> &symbols) const;
@@ -123,7 +150,19 @@ private:
                  const std::vector<int64_t> &symbols, Allocator &allocator,
                  std::vector<std::shared_ptr<Buffer>> &allocated,
                  std::vector<OutputRef> &outputs,
-                 std::vector<double> *launchMs) const;
+                 std::vector<double> *launchMs, bool runCached) const;
+  /// The identity of the inputs the cached launches read, as run() compares
+  /// it; empty if any is untracked.
+  struct CachedInputs {
+    std::vector<void *> pointers;
+    std::vector<uint64_t> versions;
+    std::shared_ptr<const void> keepAlive;
+    bool operator==(const CachedInputs &o) const {
+      return pointers == o.pointers && versions == o.versions;
+    }
+  };
+  std::optional<CachedInputs> cachedInputsOf(const std::vector<void *> &inputs,
+                                             const InputVersions *versions) const;
 
   Artifact artifact_;
   CpuDevice &device_;
@@ -140,6 +179,17 @@ private:
   std::vector<uint32_t> inputBuffers_;  // buffer id of each graph input
   mutable std::mutex lastResolvedMutex_; // run() is const and may run concurrently
   mutable std::shared_ptr<const Resolved> lastResolved_;
+  /// The Persistent buffers: one block, allocated at load, offsets by slot.
+  MemoryPlan persistent_;
+  std::unique_ptr<char[]> persistentBlock_;
+  char *persistentBase_ = nullptr; // 64-byte aligned within the block
+  bool hasCached_ = false;
+  std::vector<uint32_t> cachedReads_; // graph inputs the cached launches read
+  /// Held shared by calls that reuse the cached results, exclusively by one
+  /// that runs the cached launches.
+  mutable std::shared_mutex cacheMutex_;
+  mutable std::optional<CachedInputs> cachedFrom_; // inputs of the last refresh
+  mutable std::atomic<int64_t> cachedRuns_{0};
 };
 
 } // namespace kiln::runtime

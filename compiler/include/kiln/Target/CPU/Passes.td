@@ -52,6 +52,29 @@ def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+def PackWeightsPass : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
+  let summary = "Pack parameter matmul operands into panels once, not per call";
+  let description = [{
+    Runs on the host plan and its kernels (still graph ops). Where a kernel's
+    2-D f32 matmul takes its right-hand side straight from a graph input
+    marked `kiln_graph.parameter` (a module's weight, [K, N] or, with
+    `transpose_rhs`, [N, K]), a new kernel copies that weight into the
+    microkernel's panel layout, [N / NR, K, NR] with NR = two vectors (the
+    columns past the last full panel stay where they are): an `alloc
+    {persistent}` written by a `launch {cached}` at the plan's start, which
+    the runtime re-runs only when the weight changes (a new tensor, or an
+    in-place update that bumps its version counter). The matmul kernel takes
+    the panels as one more input, marked `kiln.packed_rhs`, and reads B's
+    full panels from there (kiln-vectorize-matmul): no per-call transpose or
+    copy of the weight. A weight used by several kernels is packed once.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "SIMD register width in bits (0: the host CPU's)">,
+  ];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
 def LowerAttentionPass : Pass<"kiln-lower-attention", "mlir::func::FuncOp"> {
   let summary = "Fused attention loops: online softmax over tiles of keys";
   let description = [{

@@ -45,6 +45,9 @@ static LogicalResult verifyDims(Operation *op, MemRefType type, AffineMapAttr di
 LogicalResult AllocOp::verify() {
   if (failed(verifyDims(*this, getBuffer().getType(), getDimsAttr())))
     return failure();
+  if (getPersistent() && !getBuffer().getType().hasStaticShape())
+    return emitOpError("a persistent buffer must have a static shape, got ")
+           << getBuffer().getType();
   return verifyContiguous(*this, getBuffer().getType());
 }
 
@@ -88,6 +91,20 @@ LogicalResult LaunchOp::verify() {
   for (AffineMapAttr map : {getSymbolicExtentAttr(), getSymbolicWorkAttr()})
     if (map && (map.getValue().getNumDims() != 0 || map.getValue().getNumResults() != 1))
       return emitOpError("a symbolic workgroup size is one expression over the size symbols");
+  if (!getCached())
+    return success();
+  // A cached launch may be skipped: it reads graph inputs and writes
+  // persistent buffers, nothing a call makes anew.
+  if (getSymbolicExtentAttr())
+    return emitOpError("a cached launch needs a static workgroup count");
+  for (auto [i, binding] : llvm::enumerate(getBindings())) {
+    bool input = i < (size_t)getNumInputs();
+    auto alloc = binding.getDefiningOp<AllocOp>();
+    if (input ? !isa<BlockArgument>(binding) : !(alloc && alloc.getPersistent()))
+      return emitOpError("a cached launch reads graph inputs and writes persistent buffers; "
+                         "binding ")
+             << i << " is neither";
+  }
   return success();
 }
 

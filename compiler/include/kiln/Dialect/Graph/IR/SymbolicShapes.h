@@ -33,6 +33,11 @@ inline constexpr llvm::StringLiteral kSymbolsAttr = "kiln_graph.symbols";
 /// The argument attribute of a 0-d int64 graph input whose value is a size
 /// symbol (its index), for a symbol that is no input's dim.
 inline constexpr llvm::StringLiteral kSymbolArgAttr = "kiln_graph.symbol";
+/// The (unit) argument attribute of a graph input that is a module's
+/// parameter or buffer: the same tensor on every call, changed only in
+/// place (which bumps its version counter). Kept on the plan's arguments:
+/// computations on parameters alone may be cached across calls.
+inline constexpr llvm::StringLiteral kParameterArgAttr = "kiln_graph.parameter";
 
 /// Every dim of `type` as an expression (constants for static dims).
 llvm::SmallVector<mlir::AffineExpr> dimExprs(mlir::ShapedType type);

@@ -26,7 +26,11 @@ class Plan_Op<string mnemonic, list<Trait> traits = []>
 
 def Plan_AllocOp : Plan_Op<"alloc"> {
   let summary = "A new buffer from the runtime's allocator";
-  let arguments = (ins OptionalAttr<AffineMapAttr>:$dims);
+  let description = [{
+    With `persistent`, the buffer outlives calls: the runtime allocates it
+    once, `cached` launches write it, and every call reads it.
+  }];
+  let arguments = (ins OptionalAttr<AffineMapAttr>:$dims, UnitAttr:$persistent);
   let results = (outs Res<AnyMemRef, "", [MemAlloc]>:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
   let hasVerifier = 1;
@@ -49,12 +53,18 @@ def Plan_LaunchOp : Plan_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
     is a function `(index workgroup_id, index workgroup_count, memref...,
     index symbols...)`. With `symbolic_extent` and `symbolic_work` the count
     is computed at launch, clamp(work, 1, min(extent, workgroups)).
+
+    A `cached` launch reads only graph inputs (the entry's arguments) and
+    writes only `persistent` buffers; the runtime runs it again only when
+    those inputs changed (their data pointers or version counters) since it
+    last ran. Packed weights are made so.
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel, I64Attr:$workgroups,
                        I64Attr:$num_inputs,
                        Variadic<AnyMemRef>:$bindings,
                        OptionalAttr<AffineMapAttr>:$symbolic_extent,
-                       OptionalAttr<AffineMapAttr>:$symbolic_work);
+                       OptionalAttr<AffineMapAttr>:$symbolic_work,
+                       UnitAttr:$cached);
   let assemblyFormat = [{
     $kernel `[` $workgroups `]` `(` $bindings `)` attr-dict `:` type($bindings)
   }];
