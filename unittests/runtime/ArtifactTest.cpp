@@ -379,3 +379,29 @@ TEST(ArtifactTest, CorruptFileNamesPath) {
   EXPECT_ERROR_HAS(status, "artifact '" + path + "': not a Kiln artifact");
   std::remove(path.c_str());
 }
+
+TEST(ArtifactTest, CachedLaunchesAndPersistentBuffers) {
+  Artifact a = sampleArtifact();
+  size_t persistent = a.buffers.size();
+  a.buffers.push_back({BufferKind::Persistent, {DType::F32, {8, 256}}, 0, 0});
+  LaunchCmd pack{0, 1, {0, 1, static_cast<uint32_t>(persistent)}, {}};
+  pack.cached = true;
+  a.launches.insert(a.launches.begin(), pack);
+  ASSERT_TRUE(verifyArtifact(a).ok()) << verifyArtifact(a).message();
+  std::vector<uint8_t> bytes = serializeArtifact(a);
+  Artifact b;
+  ASSERT_TRUE(parse(bytes, b).ok());
+  EXPECT_TRUE(b.launches[0].cached);
+  EXPECT_FALSE(b.launches[1].cached);
+  EXPECT_EQ(b.buffers[persistent].kind, BufferKind::Persistent);
+
+  Artifact writesAlloc = a; // a cached launch may be skipped: no fresh buffers
+  writesAlloc.launches[0].bindings[2] = 2;
+  EXPECT_ERROR_HAS(verifyArtifact(writesAlloc), "neither a graph input nor a Persistent buffer");
+  Artifact returnsPersistent = a; // later calls would overwrite the output
+  returnsPersistent.outputs.push_back(static_cast<uint32_t>(persistent));
+  EXPECT_ERROR_HAS(verifyArtifact(returnsPersistent), "lives in a Persistent buffer");
+  Artifact symbolic = a;
+  symbolic.buffers[persistent].type.shape = {-1, 256};
+  EXPECT_ERROR_HAS(verifyArtifact(symbolic), "symbolic");
+}

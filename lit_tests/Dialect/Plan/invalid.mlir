@@ -183,3 +183,32 @@ func.func @extent_without_work(%x: memref<?xf32> {kiln_plan.dims = #s0}) {
   kiln_plan.launch @k[8](%x) {num_inputs = 1 : i64, symbolic_extent = #s0} : memref<?xf32>
   return
 }
+
+// -----
+
+func.func @persistent_dynamic() {
+  // expected-error @+1 {{a persistent buffer must have a static shape, got 'memref<?xf32>'}}
+  %0 = kiln_plan.alloc {persistent, dims = affine_map<()[s0] -> (s0)>} : memref<?xf32>
+  return
+}
+
+// -----
+
+func.func private @pack(index, index, memref<4xf32>, memref<4xf32>)
+func.func @cached_writes_a_fresh_buffer(%w: memref<4xf32>) {
+  %0 = kiln_plan.alloc : memref<4xf32>
+  // expected-error @+1 {{a cached launch reads graph inputs and writes persistent buffers; binding 1 is neither}}
+  kiln_plan.launch @pack[1] (%w, %0) {cached, num_inputs = 1 : i64} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @pack(index, index, memref<4xf32>, memref<4xf32>)
+func.func @cached_reads_an_intermediate(%w: memref<4xf32>) {
+  %0 = kiln_plan.alloc : memref<4xf32>
+  %1 = kiln_plan.alloc {persistent} : memref<4xf32>
+  // expected-error @+1 {{binding 0 is neither}}
+  kiln_plan.launch @pack[1] (%0, %1) {cached, num_inputs = 1 : i64} : memref<4xf32>, memref<4xf32>
+  return
+}

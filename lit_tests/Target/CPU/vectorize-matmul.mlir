@@ -456,3 +456,36 @@ func.func @matmul_ijk_packed(%a: memref<64x256xf32>, %b: memref<16x256xf32>, %c:
   }
   return
 }
+
+// -----
+
+// B [N = 40, K = 24] given as [N, K], with its first two 16-column panels
+// packed ahead of the call (kiln-pack-weights): the tiles broadcast A against
+// rows of panel j0 / 16 (no transposing, no dot products); the 8 columns past
+// the panels are dot products against B itself.
+// CHECK-LABEL: func.func @matmul_prepacked
+// CHECK-SAME: (%[[A:.*]]: memref<8x24xf32>, %[[B:.*]]: memref<40x24xf32>, %[[P:.*]]: memref<2x24x16xf32> {kiln.packed_rhs = {of = 1 : i64, transposed = true}}, %[[C:.*]]: memref<8x40xf32>)
+// CHECK-NOT: vector.shuffle
+// CHECK: %[[PANEL:.*]] = arith.divui %{{.*}}, %{{.*}} : index
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: vector.load %[[P]][%[[PANEL]], %{{.*}}, %{{.*}}] : memref<2x24x16xf32>, vector<8xf32>
+// CHECK: vector.fma
+// CHECK: memref.load %[[B]]
+// CHECK-NOT: vector.load %[[B]]
+// CHECK: return
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @matmul_prepacked(%a: memref<8x24xf32>, %b: memref<40x24xf32>,
+                            %p: memref<2x24x16xf32> {kiln.packed_rhs = {of = 1 : i64, transposed = true}},
+                            %c: memref<8x40xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x24xf32>, memref<40x24xf32>) outs(%c : memref<8x40xf32>)
+      attrs = {kiln.contraction = "ijk"} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y fastmath<reassoc,contract> : f32
+    %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32
+    linalg.yield %s : f32
+  }
+  return
+}

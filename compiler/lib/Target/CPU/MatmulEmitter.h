@@ -105,7 +105,9 @@ public:
   /// Rows per cache block: the step of the top-level row loop. A transposed
   /// panel serves four times as many rows (A's block of rows by kKc stays in
   /// L2: 256 x 128 floats, 128 KB).
-  int64_t rowsPerBlock() const { return rowsPerTile() * (packsTransposedB() ? 32 : 8); }
+  int64_t rowsPerBlock() const {
+    return rowsPerTile() * (packsTransposedB() || prepacked ? 32 : 8);
+  }
 
   /// Emits C += A * B for the batch indices `batch` (empty for mm).
   ///
