@@ -79,13 +79,18 @@ def compile_variant(
 ) -> None:
     """Compile (the first call), check the result; on failure record why."""
     try:
-        held = kiln.held_memory()
+        held = kiln.held_memory(packed_weights=False)
+        packed = kiln.held_memory() - held
         start = time.perf_counter()
         fn = make()
         out = fn(*inputs)
         variant.compile_s = time.perf_counter() - start
         # Arenas allocated by the first call, held between calls after it.
-        variant.held_bytes = max(0, kiln.held_memory() - held)
+        # (Packed weight copies scale with the model, not the call: noted.)
+        variant.held_bytes = max(0, kiln.held_memory(packed_weights=False) - held)
+        packed = kiln.held_memory() - variant.held_bytes - held - packed
+        if packed > 0:
+            variant.notes.append(f"packed weights {packed / 2**20:.2f} MB")
         variant.max_err = max_abs_err(out, expected)
         variant.fn = fn
     except Exception as err:  # report and keep benchmarking the rest

@@ -98,12 +98,14 @@ class CompileRecord:
     output_checksums: list[float] | None = None
 
 
-def held_memory() -> int:
+def held_memory(packed_weights: bool = True) -> int:
     """Bytes Kiln's loaded executables hold between calls: the arenas their
     intermediates live in (one per call that ran at once, reused by later
-    calls) and the weights they keep packed. Outputs and kernel scratch are
-    allocated per call."""
-    return sum(getattr(exe, "arena_bytes", 0) + getattr(exe, "persistent_bytes", 0)
+    calls) and, unless packed_weights=False, the copies of weights they keep
+    packed (KilnOptions.pack_weights), which scale with the model rather than
+    with a call. Outputs and kernel scratch are allocated per call."""
+    return sum(getattr(exe, "arena_bytes", 0)
+               + (getattr(exe, "persistent_bytes", 0) if packed_weights else 0)
                for exe in list(_executables))
 
 

@@ -114,9 +114,9 @@ _DIRECT_CONVOLUTION_MIN_WIDTH = 8
 
 def _direct_convolution(x, weight, stride, padding, dilation, groups) -> bool:
     """Is this (non-transposed) convolution left to kiln_graph.conv2d? 1-D
-    and 2-D, one group, floating point, output rows of at least 8."""
+    and 2-D, grouped or not, floating point, output rows of at least 8."""
     n = weight.dim() - 2
-    if groups != 1 or n not in (1, 2) or x.dtype not in (torch.float32, torch.float64):
+    if n not in (1, 2) or x.dtype not in (torch.float32, torch.float64):
         return False
     if x.numel() == 0 or weight.numel() == 0:
         return False
@@ -145,6 +145,7 @@ def _convolution(
     nn.Linear). 1x1 stride-1 convolutions skip the gather. Depthwise
     convolutions multiply and sum instead (one channel per group leaves
     nothing to multiply as a matrix), other groups use a batched product.
+    (Grouped 1-D and 2-D convolutions with wide enough outputs are direct.)
     Transposed convolutions become one of these (_transposed_convolution).
     """
     n = weight.dim() - 2

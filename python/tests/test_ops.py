@@ -901,6 +901,43 @@ def test_direct_convolution(fn, kernel, out_channels, with_bias, width):
     assert [ops[0] for ops in kernels if ops != ["pad"]] == ["conv2d"], kernels
 
 
+# Grouped convolutions run directly too: each group's tiles reduce over that
+# group's input channels. (in channels, out channels, groups, conv kwargs):
+# groups whose output channels are a tile (6) and more, fewer, and one
+# (depthwise), strided, dilated, and 1-D as wav2vec2's positional conv.
+GROUPED_CONVS = [
+    ("groups2_tile_and_rest", 8, 16, 2, {"padding": 1}),
+    ("groups4_narrow", 8, 8, 4, {"padding": 1, "bias": True}),
+    ("depthwise", 12, 12, 12, {"padding": 1}),
+    ("depthwise_stride2", 12, 24, 12, {"padding": 1, "stride": 2}),
+    ("groups2_dilation2", 6, 12, 2, {"padding": 2, "dilation": 2}),
+]
+
+
+@pytest.mark.parametrize("width", [19, 37])  # outputs of at least 8 columns: direct
+@pytest.mark.parametrize("in_ch, out_ch, groups, kwargs",
+                         [pytest.param(i, o, g, k, id=n) for n, i, o, g, k in GROUPED_CONVS])
+def test_grouped_convolution_is_direct(in_ch, out_ch, groups, kwargs, width):
+    torch.manual_seed(width)
+    kwargs = dict(kwargs)
+    bias = f32(out_ch) if kwargs.pop("bias", False) else None
+    x, w = f32(2, in_ch, 9, width), f32(out_ch, in_ch // groups, 3, 3)
+    fn = lambda x, w, b: F.conv2d(x, w, b, groups=groups, **kwargs).relu()  # noqa: E731
+    torch._dynamo.reset()
+    before = len(kiln.compile_records())
+    check(fn, x, w, bias, rtol=1e-4, atol=1e-4)
+    kernels = [list(k["ops"]) for r in kiln.compile_records()[before:] for k in r.kernels]
+    assert [ops[0] for ops in kernels if ops != ["pad"]] == ["conv2d"], kernels
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_grouped_conv1d_positional_embedding(batch):
+    # wav2vec2's positional convolution: 1-D, 16 groups, kernel 128, padding 64.
+    conv = torch.nn.Conv1d(32, 32, 128, padding=64, groups=16)
+    x = f32(batch, 32, 79)
+    check(lambda t: F.gelu(conv(t)), x, rtol=1e-4, atol=1e-4)
+
+
 class _ConvBlock(torch.nn.Module):
     """conv, eval-mode batch norm, residual add, activation: the epilogue."""
 

@@ -906,7 +906,7 @@ LogicalResult attention(Importer &im) {
 }
 
 /// aten.convolution, for what kiln_graph.conv2d computes: 1-D (as 2-D with
-/// height 1) and 2-D, one group, not transposed. Kiln's decomposition of
+/// height 1) and 2-D, grouped or not, not transposed. Kiln's decomposition of
 /// aten.convolution leaves exactly these in the graph (the others become
 /// gathers and matmuls). Padding becomes a kiln_graph.pad.
 LogicalResult convolution(Importer &im) {
@@ -918,9 +918,9 @@ LogicalResult convolution(Importer &im) {
   if (failed(input) || failed(weight) || failed(stride) || failed(padding) ||
       failed(dilation) || failed(groups))
     return failure();
-  if (im.flag(6, "transposed", false) || *groups != 1)
-    return im.fail("only 1-D and 2-D convolutions of one group that are not transposed are "
-                   "imported (Kiln decomposes the others)");
+  if (im.flag(6, "transposed", false))
+    return im.fail("only 1-D and 2-D convolutions that are not transposed are imported (Kiln "
+                   "decomposes the others)");
   auto inputType = cast<RankedTensorType>(input->getType());
   auto weightType = cast<RankedTensorType>(weight->getType());
   int64_t spatial = inputType.getRank() - 2;
@@ -934,6 +934,10 @@ LogicalResult convolution(Importer &im) {
                      "be symbolic)");
   if (!weightType.hasStaticShape())
     return im.fail("a symbolic weight shape");
+  if (*groups < 1 || weightType.getDimSize(0) % *groups != 0 ||
+      weightType.getDimSize(1) * *groups != inputType.getDimSize(1))
+    return im.fail("groups must divide the output channels, and the input's channels must be "
+                   "the weight's times groups");
   if ((inputType.hasStaticShape() && inputType.getNumElements() == 0) ||
       weightType.getNumElements() == 0)
     return im.fail("empty input or weight");
@@ -992,7 +996,7 @@ LogicalResult convolution(Importer &im) {
   }
   Value result = graph::Conv2dOp::create(b, im.loc(), batched(outShape),
                                          x, w, bias, b.getDenseI64ArrayAttr(strides),
-                                         b.getDenseI64ArrayAttr(dilations));
+                                         b.getDenseI64ArrayAttr(dilations), *groups);
   return im.define(im.reshape(result, im.outType()));
 }
 

@@ -698,7 +698,7 @@ func.func @attention_logsumexp(%q: tensor<1x2x4x8xf32>) {
 // -----
 
 func.func @conv2d_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
-  // expected-error @+1 {{weight has 2 input channels, input 3}}
+  // expected-error @+1 {{weight has 2 input channels per group (1 groups), input 3}}
   %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
   return
 }
@@ -793,5 +793,13 @@ func.func @size_with_dims() -> tensor<i64> {
 func.func @conv2d_symbolic_width(%x: tensor<1x3x8x?xf32, #hw>, %w: tensor<4x3x3x3xf32>) {
   // expected-error @+1 {{only the batch may be symbolic}}
   %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x?xf32, #hw>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_groups_do_not_divide(%x: tensor<1x4x8x8xf32>, %w: tensor<6x1x3x3xf32>) {
+  // expected-error @+1 {{groups must be positive and divide the 6 output channels, got 4}}
+  %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : tensor<1x4x8x8xf32>, tensor<6x1x3x3xf32> -> tensor<1x6x6x6xf32>
   return
 }

@@ -80,3 +80,25 @@ func.func private @kernel_0_conv2d_batch(%wg: index, %wgc: index, %x: memref<?x4
   kiln_kernel.conv2d %x, %w into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : memref<?x4x8x18xf32>, memref<4x4x3x3xf32> into memref<?x4x6x16xf32>
   return
 }
+
+// -----
+
+// Two groups of 8 output channels over 4 input channels each: a loop over the
+// groups, each a tile of 6 channels and a ragged 2, reducing over its group's
+// 4 channels x 3 rows of taps; the input channel is the group's first (g * 4)
+// plus the weight's.
+// CHECK-LABEL: func.func private @kernel_grouped
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<1x8x5x34xf32>, %[[W:[a-z0-9]+]]: memref<16x4x3x3xf32>
+// CHECK: scf.for %[[G:[a-z0-9_]+]] = %{{.*}} to %c2{{.*}} step %c1
+// CHECK: %[[FIRST:[0-9]+]] = arith.muli %[[G]], %c4
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c12{{.*}} iter_args
+// CHECK: %[[C:[0-9]+]] = arith.divui
+// CHECK: %[[IC:[0-9]+]] = arith.addi %[[FIRST]], %[[C]]
+// CHECK: vector.load %[[X]][%{{.*}}, %[[IC]], %{{.*}}, %{{.*}}]
+// CHECK: memref.load %[[W]][%{{.*}}, %[[C]], %{{.*}}, %{{.*}}]
+func.func private @kernel_grouped(%wg: index, %wgc: index, %x: memref<1x8x5x34xf32>, %w: memref<16x4x3x3xf32>, %out: memref<1x16x3x32xf32>)
+    attributes {kiln.kernel = "kernel_grouped", kiln.workgroup_extent = 3 : i64} {
+  kiln_kernel.conv2d %x, %w into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : memref<1x8x5x34xf32>, memref<16x4x3x3xf32> into memref<1x16x3x32xf32>
+  return
+}

@@ -1113,7 +1113,7 @@ LogicalResult lowerConv2d(RewriterBase &rewriter, Conv2dOp op) {
   auto conv = kiln::kernel::Conv2dOp::create(
       rewriter, op.getLoc(), TypeRange{empty.getType()}, op.getInput(), op.getWeight(),
       op.getBias(), empty, ValueRange{}, op.getStridesAttr(), op.getDilationsAttr(),
-      /*epilogue_maps=*/ArrayAttr());
+      /*epilogue_maps=*/ArrayAttr(), op.getGroupsAttr());
   rewriter.replaceOp(op, conv);
   return success();
 }

@@ -9,6 +9,8 @@
 // and FMAs it with the input row segment input[n, c, y*sh + ky*dh, x*sw +
 // kx*dw] (a vector load for stride 1, a gather otherwise). The ragged last
 // columns use masked loads and stores, the ragged last channels a smaller MR.
+// A grouped convolution runs the tiles group by group, each reducing over
+// its group's input channels only (depthwise: one channel per tile row).
 // The bias initializes the accumulators; the epilogue (batch norm,
 // activation, residual) is applied to them in registers before the store.
 // The batch may be symbolic (the row loop then ends at N * OH computed from
@@ -40,8 +42,9 @@ public:
     auto weight = cast<MemRefType>(op.getWeight().getType());
     auto out = cast<MemRefType>(op.getInit().getType());
     element = input.getElementType();
-    channels = input.getDimSize(1);
+    channels = weight.getDimSize(1); // per group
     outChannels = weight.getDimSize(0);
+    groups = op.getGroups();
     kernelH = weight.getDimSize(2);
     kernelW = weight.getDimSize(3);
     outH = out.getDimSize(2);
@@ -62,11 +65,14 @@ public:
     forLoop(index(0), rows, 1, [&](Value row) {
       n = arith::DivUIOp::create(b, loc, row, index(outH));
       y = arith::RemUIOp::create(b, loc, row, index(outH));
-      int64_t fullChannels = outChannels - outChannels % kChannelTile;
-      forLoop(index(0), index(fullChannels), kChannelTile,
-              [&](Value o0) { channelTile(o0, kChannelTile); });
-      if (fullChannels < outChannels)
-        channelTile(index(fullChannels), outChannels - fullChannels);
+      if (groups == 1) {
+        firstInputChannel = index(0);
+        return groupTiles(index(0));
+      }
+      forLoop(index(0), index(groups), 1, [&](Value g) {
+        firstInputChannel = mul(g, channels);
+        groupTiles(mul(g, outChannels / groups));
+      });
     });
     op.erase();
   }
@@ -74,6 +80,8 @@ public:
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value x, int64_t v) {
+    if (std::optional<int64_t> known = getConstantIntValue(x))
+      return index(*known + v);
     return v ? arith::AddIOp::create(b, loc, x, index(v)).getResult() : x;
   }
   Value mul(Value x, int64_t v) {
@@ -84,6 +92,18 @@ private:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
+  }
+
+  /// The output channels of one group, from `first`: tiles of MR, then the
+  /// ragged rest.
+  void groupTiles(Value first) {
+    int64_t perGroup = outChannels / groups;
+    int64_t full = perGroup - perGroup % kChannelTile;
+    if (full)
+      forLoop(first, add(first, full), kChannelTile,
+              [&](Value o0) { channelTile(o0, kChannelTile); });
+    if (full < perGroup)
+      channelTile(add(first, full), perGroup - full);
   }
 
   /// Output channels [o0, o0 + mr) of the row: full tiles of two vectors of
@@ -116,7 +136,10 @@ private:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value iv = loop.getInductionVar();
+      // c: the weight's input channel (within the group); the input's is
+      // the group's first plus c.
       Value c = arith::DivUIOp::create(b, loc, iv, index(kernelH));
+      Value inputChannel = arith::AddIOp::create(b, loc, firstInputChannel, c);
       Value ky = arith::RemUIOp::create(b, loc, iv, index(kernelH));
       Value iy = arith::AddIOp::create(b, loc, mul(y, strideH), mul(ky, dilationH));
       SmallVector<Value> acc(loop.getRegionIterArgs());
@@ -127,7 +150,7 @@ private:
           Value ix = arith::AddIOp::create(b, loc, add(mul(x0, strideW), v * vl * strideW),
                                            mul(kx, dilationW));
           bool masked = mask && v == vectors - 1;
-          rows.push_back(inputRow(c, iy, ix, masked ? mask : Value()));
+          rows.push_back(inputRow(inputChannel, iy, ix, masked ? mask : Value()));
         }
         for (int64_t r = 0; r < mr; ++r) {
           Value w = memref::LoadOp::create(b, loc, op.getWeight(), ValueRange{add(o0, r), c, ky, kx});
@@ -256,9 +279,10 @@ private:
   Type element;
   VectorType vector;
   int64_t channels = 0, outChannels = 0, kernelH = 0, kernelW = 0, outH = 0, outW = 0,
-          strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+          strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, groups = 1;
   OpFoldResult batch; // a symbolic batch is read from the result buffer
   Value n, y;
+  Value firstInputChannel; // of the group being emitted
 };
 
 struct LowerConvolutionPass

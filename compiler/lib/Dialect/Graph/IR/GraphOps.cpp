@@ -447,8 +447,13 @@ LogicalResult Conv2dOp::verify() {
   if (!weight.hasStaticShape() || input.isDynamicDim(1) || input.isDynamicDim(2) ||
       input.isDynamicDim(3) || !sameSize(dimExpr(input, 0), dimExpr(result, 0)))
     return emitOpError("only the batch may be symbolic, and the same in the input and result");
-  if (weight.getDimSize(1) != input.getDimSize(1))
-    return emitOpError("weight has ") << weight.getDimSize(1) << " input channels, input "
+  int64_t groups = getGroups();
+  if (groups < 1 || weight.getDimSize(0) % groups != 0)
+    return emitOpError("groups must be positive and divide the ")
+           << weight.getDimSize(0) << " output channels, got " << groups;
+  if (weight.getDimSize(1) * groups != input.getDimSize(1))
+    return emitOpError("weight has ") << weight.getDimSize(1) << " input channels per group ("
+                                      << groups << " groups), input "
                                       << input.getDimSize(1);
   SmallVector<int64_t> expected{input.getDimSize(0), weight.getDimSize(0)};
   for (int64_t d = 0; d < 2; ++d) {

@@ -124,7 +124,7 @@ void foldConvolutionEpilogues(func::FuncOp func) {
     auto fused = kiln::kernel::Conv2dOp::create(
         b, conv.getLoc(), op.getResultTypes(), conv.getInput(), conv.getWeight(), conv.getBias(),
         op.getDpsInitOperand(0)->get(), inputs, conv.getStridesAttr(), conv.getDilationsAttr(),
-        b.getArrayAttr(maps));
+        b.getArrayAttr(maps), conv.getGroupsAttr());
     // The block: the convolution's value first, then the other inputs' elements.
     Block &old = op.getRegion().front();
     Block *body = b.createBlock(&fused.getEpilogue());

@@ -350,18 +350,21 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnL
 
 def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, Graph_OwnKernel, Graph_TakesEpilogue,
     Graph_OwnLeadingDim]> {
-  let summary = "aten.convolution (2-D, one group) of an already padded input";
+  let summary = "aten.convolution (2-D, grouped) of an already padded input";
   let description = [{
     `input` [N, C, H, W] (padding is a `kiln_graph.pad` before it), `weight`
-    [O, C, KH, KW] and the optional `bias` [O] give the result [N, O, OH, OW]
-    with OH = (H - dilation_h * (KH - 1) - 1) / stride_h + 1 (and so for W).
+    [O, C / groups, KH, KW] and the optional `bias` [O] give the result [N, O,
+    OH, OW] with OH = (H - dilation_h * (KH - 1) - 1) / stride_h + 1 (and so
+    for W). With `groups` G, output channel o reads the input channels of its
+    group, [g * C / G, (g + 1) * C / G) for g = o / (O / G) (G = C: depthwise).
     Lowered to a direct convolution vectorized along output rows (no im2col
     buffer); its workgroups split the N * OH output rows. Elementwise ops
     that consume its result (batch norm, activation, residual) join its
     kernel and are applied in registers before the store (TakesEpilogue).
   }];
   let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$weight, Optional<Graph_Tensor>:$bias,
-                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,` type($weight)

@@ -100,7 +100,8 @@ def Kernel_Conv2dOp : Kernel_Op<"conv2d", [AttrSizedOperandSegments,
   let arguments = (ins AnyShaped:$input, AnyShaped:$weight, Optional<AnyShaped>:$bias,
                        AnyShaped:$init, Variadic<AnyShaped>:$epilogue_inputs,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
-                       OptionalAttr<AffineMapArrayAttr>:$epilogue_maps);
+                       OptionalAttr<AffineMapArrayAttr>:$epilogue_maps,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region AnyRegion:$epilogue);
   let assemblyFormat = [{
