@@ -270,3 +270,49 @@ func.func @one_row(%wg: index, %wgc: index, %out: memref<1x4xf32>)
   }
   return
 }
+
+// -----
+
+// A temporary [extent, ...] that every loop reads and writes only at its own
+// leading index holds just the workgroup's rows: allocated [end - begin, 8]
+// and viewed from `begin` rows before it, so the accesses are unchanged. One
+// that is reshaped (its rows regrouped) keeps its full size.
+// CHECK-LABEL: func.func @shrunk_temporary
+// CHECK: %[[BEGIN:.*]] = arith.minui
+// CHECK: %[[END:.*]] = arith.minui
+// CHECK: %[[ROWS:.*]] = arith.subi %[[END]], %[[BEGIN]]
+// CHECK: %[[SMALL:.*]] = memref.alloc(%[[ROWS]]) {alignment = 64 : i64} : memref<?x8xf32>
+// CHECK: %[[START:.*]] = arith.muli %[[BEGIN]], %c8
+// CHECK: %[[OFFSET:.*]] = arith.subi %c0{{.*}}, %[[START]]
+// CHECK: %[[T:.*]] = memref.reinterpret_cast %[[SMALL]] to offset: [%[[OFFSET]]], sizes: [6, 8], strides: [8, 1] : memref<?x8xf32> to memref<6x8xf32, strided<[8, 1], offset: ?>>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
+// CHECK: memref.store %{{.*}}, %[[T]][%{{.*}}, %{{.*}}]
+// CHECK: memref.load %[[T]][%{{.*}}, %{{.*}}]
+// CHECK: memref.dealloc %[[SMALL]]
+func.func @shrunk_temporary(%wg: index, %wgc: index, %x: memref<6x8xf32>, %out: memref<6x8xf32>, %flat: memref<48xf32>)
+    attributes {kiln.workgroup_extent = 6 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %t = memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
+  %kept = memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
+  scf.for %i = %c0 to %c6 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      %v = memref.load %x[%i, %j] : memref<6x8xf32>
+      memref.store %v, %t[%i, %j] : memref<6x8xf32>
+      memref.store %v, %kept[%i, %j] : memref<6x8xf32>
+    }
+  }
+  scf.for %i = %c0 to %c6 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      %v = memref.load %t[%i, %j] : memref<6x8xf32>
+      memref.store %v, %out[%i, %j] : memref<6x8xf32>
+    }
+  }
+  %collapsed = memref.collapse_shape %kept [[0, 1]] : memref<6x8xf32> into memref<48xf32>
+  memref.copy %collapsed, %flat : memref<48xf32> to memref<48xf32>
+  memref.dealloc %t : memref<6x8xf32>
+  memref.dealloc %kept : memref<6x8xf32>
+  return
+}

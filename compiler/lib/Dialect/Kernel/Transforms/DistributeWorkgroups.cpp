@@ -13,6 +13,8 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <numeric>
 
@@ -139,6 +141,9 @@ struct DistributeWorkgroupsPass
         b, loc, arith::MulIOp::create(b, loc, rowGroup, chunk), extentValue);
     Value end = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, begin, chunk), extentValue);
+    if (!symbolicExtent && !columnExtent && extent > 1)
+      for (auto alloc : llvm::to_vector(entry.getOps<memref::AllocOp>()))
+        shrinkToChunk(b, alloc, loops, extent, begin, end);
     for (scf::ForOp loop : loops) {
       if (splitRows)
         clamp(b, loop, begin, end);
@@ -174,6 +179,71 @@ struct DistributeWorkgroupsPass
         clamp(b, inner, columnBegin, columnEnd);
       }
     }
+  }
+
+  /// A temporary of the kernel [extent, ...] that the workgroup touches only
+  /// at its own leading indices (every access is a load or store, in a
+  /// top-level loop, at that loop's index) holds just the rows [begin, end):
+  /// it is allocated that small and viewed with its offset moved back by
+  /// `begin` rows, so the accesses stay as they are. (Every workgroup
+  /// otherwise allocated the whole temporary per launch.)
+  static void shrinkToChunk(OpBuilder &b, memref::AllocOp alloc, ArrayRef<scf::ForOp> loops,
+                            int64_t extent, Value begin, Value end) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || type.getRank() < 1 || type.getDimSize(0) != extent ||
+        !type.getLayout().isIdentity() || type.getNumElements() == 0)
+      return;
+    SmallVector<memref::DeallocOp> deallocs;
+    for (Operation *user : alloc->getUsers()) {
+      if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+        deallocs.push_back(dealloc);
+        continue;
+      }
+      Value row;
+      if (auto load = dyn_cast<memref::LoadOp>(user))
+        row = load.getIndices().front();
+      else if (auto store = dyn_cast<memref::StoreOp>(user); store && store.getMemRef() == alloc)
+        row = store.getIndices().front();
+      else if (auto load = dyn_cast<vector::LoadOp>(user))
+        row = load.getIndices().front();
+      else if (auto store = dyn_cast<vector::StoreOp>(user); store && store.getBase() == alloc)
+        row = store.getIndices().front();
+      if (!row)
+        return;
+      auto loop = llvm::find_if(loops, [&](scf::ForOp l) { return l->isProperAncestor(user); });
+      if (loop == loops.end() || row != scf::ForOp(*loop).getInductionVar())
+        return;
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(alloc);
+    Location loc = alloc.getLoc();
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = ShapedType::kDynamic;
+    Value rows = arith::SubIOp::create(b, loc, end, begin);
+    auto small = memref::AllocOp::create(b, loc, MemRefType::get(shape, type.getElementType()),
+                                         ValueRange{rows}, alloc.getAlignmentAttr());
+    int64_t rowStride = type.getNumElements() / extent;
+    SmallVector<OpFoldResult> sizes, strides;
+    for (int64_t d = 0, stride = type.getNumElements(); d < type.getRank(); ++d) {
+      stride /= type.getDimSize(d);
+      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+      strides.push_back(b.getIndexAttr(stride));
+    }
+    // Row i lives at small[i - begin]: the view starts begin rows before it.
+    Value offset = arith::SubIOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+        arith::MulIOp::create(b, loc, begin, arith::ConstantIndexOp::create(b, loc, rowStride)));
+    SmallVector<int64_t> staticStrides;
+    for (OpFoldResult s : strides)
+      staticStrides.push_back(*getConstantIntValue(s));
+    auto viewType = MemRefType::get(
+        type.getShape(), type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, staticStrides));
+    Value view = memref::ReinterpretCastOp::create(b, loc, viewType, small, offset, sizes, strides);
+    for (memref::DeallocOp dealloc : deallocs)
+      dealloc.getMemrefMutable().assign(small);
+    alloc.getResult().replaceAllUsesWith(view);
+    alloc.erase();
   }
 
   /// Narrows `loop` to [lb, ub) ∩ [begin, end).
