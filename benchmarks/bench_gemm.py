@@ -3,8 +3,9 @@
 
 The shapes are those of torch.mm and nn.Linear in models: M in {1, 8, 128,
 1024} with K and N in {768, 3072}, and squares from 256 to 2048. Each is
-compiled alone (`a @ b`, B as [K, N]; with --linear, `x @ w.t()` as nn.Linear
-computes it) and timed side by side with eager and Inductor (interleaved
+compiled alone (`a @ b`, B as [K, N]; with --linear, an nn.Linear layer,
+`x @ w.t()` with w a parameter, which Kiln packs once) and timed side by
+side with eager and Inductor (interleaved
 rounds, medians), in GFLOP/s. Small shapes are bound by the per-call cost of
 any torch.compile backend (~20-40 us): for them, compare the kernel alone
 with `kiln-run --profile` on a dump (KILN_DUMP_DIR).
@@ -50,9 +51,17 @@ def bench_shape(m: int, k: int, n: int, args: argparse.Namespace) -> dict:
     b = torch.randn(n, k, generator=gen) if args.linear else torch.randn(k, n, generator=gen)
 
     def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return x @ y.t() if args.linear else x @ y
+        return x @ y
 
-    inputs = (a, b)
+    inputs: tuple[torch.Tensor, ...] = (a, b)
+    if args.linear:
+        # An nn.Linear layer: its weight is a parameter, which Kiln packs
+        # once (KilnOptions.pack_weights) and eager multiplies as w.t().
+        layer = torch.nn.Linear(k, n, bias=False)
+        with torch.no_grad():
+            layer.weight.copy_(b)
+        layer.weight.requires_grad_(False)
+        fn, inputs = layer, (a,)  # type: ignore[assignment]
     torch._dynamo.reset()
     kiln.reset()
     expected = fn(*inputs)
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=None,
                         help="comma-separated MxKxN (or S for SxSxS); default: the issue's set")
-    parser.add_argument("--linear", action="store_true", help="x @ w.t() (nn.Linear's layout)")
+    parser.add_argument("--linear", action="store_true", help="nn.Linear: x @ w.t() with w a parameter")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--repeat", type=int, default=9, help="timed rounds per backend")
     parser.add_argument("--warmup", type=int, default=3)

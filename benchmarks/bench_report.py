@@ -4,7 +4,8 @@
 Eager, Inductor (default settings) and Kiln run side by side in this process
 (interleaved rounds, medians), on:
 
-  1. GEMM: `a @ b` and `x @ w.t()` over the issue's 20 shapes (bench_gemm.py),
+  1. GEMM: `a @ b` and nn.Linear (`x @ w.t()`, w a parameter: packed once)
+     over the issue's 20 shapes (bench_gemm.py),
      in GFLOP/s, Kiln against torch.mm;
   2. the repository's models (MLP, transformer block; bench_models.py) at
      batch 1 and 16: latency and peak memory per call;
@@ -82,7 +83,7 @@ def run_gemm(args: argparse.Namespace) -> dict[str, list[dict]]:
     shapes = QUICK_SHAPES if args.quick else bench_gemm.default_shapes()
     rows: dict[str, list[dict]] = {}
     for linear in (False, True):
-        mode = "x @ w.t()" if linear else "a @ b"
+        mode = "nn.Linear" if linear else "a @ b"
         ns = argparse.Namespace(linear=linear, no_inductor=args.no_inductor,
                                 repeat=args.rounds, warmup=3, block_ms=args.block_ms)
         rows[mode] = []
