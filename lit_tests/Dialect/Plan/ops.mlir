@@ -94,3 +94,16 @@ func.func @symbolic(%x: memref<?x8xf32> {kiln_plan.dims = #s0}) -> memref<?x2x4x
   kiln_plan.launch @k[64](%x, %out) {num_inputs = 1 : i64, symbolic_extent = #s0, symbolic_work = #work} : memref<?x8xf32>, memref<?x8xf32>
   return %view : memref<?x2x4xf32>
 }
+
+// -----
+
+// A weight packed by a cached launch into a persistent buffer.
+func.func private @pack(%wg: index, %wgc: index, %w: memref<64x32xf32>, %p: memref<2x32x32xf32>)
+// CHECK-LABEL: func.func @packed
+// CHECK: %[[P:.*]] = kiln_plan.alloc {persistent} : memref<2x32x32xf32>
+// CHECK: kiln_plan.launch @pack[2] (%arg0, %[[P]]) {cached, num_inputs = 1 : i64} : memref<64x32xf32>, memref<2x32x32xf32>
+func.func @packed(%w: memref<64x32xf32> {kiln_graph.parameter}) attributes {kiln_plan.entry} {
+  %p = kiln_plan.alloc {persistent} : memref<2x32x32xf32>
+  kiln_plan.launch @pack[2] (%w, %p) {cached, num_inputs = 1 : i64} : memref<64x32xf32>, memref<2x32x32xf32>
+  return
+}
