@@ -131,3 +131,65 @@ def test_dropout_falls_back_with_its_reason():
         with torch.no_grad():
             compile_kiln(lambda q, k, v: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
                 q, k, v, 0.5)[0], fallback="error")(q, k, v)
+
+
+# Attention written out as ops (kiln-recognize-attention): the same one
+# kernel, whatever spelling of the scale and the mask a model uses.
+def _by_hand_divided(q, k, v, mask):
+    scores = q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5)
+    return torch.softmax(scores + mask, dim=-1) @ v
+
+
+def _by_hand_multiplied(q, k, v, mask):
+    scores = torch.matmul(q, k.transpose(2, 3)) * q.shape[-1] ** -0.5
+    return torch.matmul(F.softmax(mask + scores, dim=3), v)
+
+
+def _by_hand_unscaled_unmasked(q, k, v, mask):
+    return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s[1] == s[2]], ids=str)
+@pytest.mark.parametrize("fn", [_by_hand_divided, _by_hand_multiplied, _by_hand_unscaled_unmasked],
+                         ids=lambda f: f.__name__.removeprefix("_by_hand_"))
+def test_attention_written_out_is_one_kernel(shape, fn):
+    q, k, v = qkv(*shape)
+    mask = torch.randn(shape[3], shape[4])
+    check_fused(fn, q, k, v, mask)
+
+
+def test_attention_written_out_one_head_3d():
+    q, k, v = (t[:, 0] for t in qkv(3, 1, 1, 21, 17, 8))
+    check_fused(lambda q, k, v: torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.3, -1) @ v,
+                q, k, v)
+
+
+def test_attention_written_out_keeps_softmax_nan_for_fully_masked_rows():
+    # softmax over a row of -inf is NaN in eager; the fused kernel agrees
+    # (where scaled_dot_product_attention gives 0, as ATen's does).
+    q, k, v = qkv(1, 2, 2, 5, 7, 8)
+    mask = torch.zeros(5, 7)
+    mask[2] = float("-inf")
+    fn = lambda q, k, v, m: torch.softmax(q @ k.transpose(-2, -1) + m, dim=-1) @ v  # noqa: E731
+    torch._dynamo.reset()
+    with torch.no_grad():
+        expected = fn(q, k, v, mask)
+        actual = compile_kiln(fn, fallback="error")(q, k, v, mask)
+    assert expected[:, :, 2].isnan().all()
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def test_probabilities_used_elsewhere_stay_ops():
+    q, k, v = qkv(2, 2, 2, 9, 9, 8)
+
+    def fn(q, k, v):
+        p = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        return p @ v, p.sum(-1)
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        expected = fn(q, k, v)
+        before = len(kiln.compile_records())
+        actual = compile_kiln(fn, fallback="error")(q, k, v)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    assert not any("attention" in ops for ops in _kernels_of_last_compile(before))

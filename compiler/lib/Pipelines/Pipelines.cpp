@@ -6,7 +6,8 @@ using namespace kiln;
 
 std::vector<PipelineStage> kiln::graphStages() {
   return {
-      {"kernels", "canonicalize,cse,func.func(kiln-form-kernels),canonicalize"},
+      {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention),canonicalize,"
+                  "func.func(kiln-form-kernels),canonicalize"},
       {"plan", "kiln-outline-kernels,symbol-dce,kiln-pack-weights"},
   };
 }

@@ -1101,7 +1101,7 @@ LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
   auto attention = kiln::kernel::AttentionOp::create(
       rewriter, op.getLoc(), TypeRange{empty.getType(), logsumexp.getType()}, op.getQ(),
       op.getK(), op.getV(), op.getMask(), empty, logsumexp, op.getScaleAttr(),
-      op.getIsCausalAttr());
+      op.getIsCausalAttr(), op.getMaskedRowsNanAttr());
   rewriter.replaceOp(op, attention);
   return success();
 }

@@ -230,11 +230,14 @@ private:
           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max,
                                 constant(-std::numeric_limits<double>::infinity())),
           constant(0.0), max);
+      Value rawSum = sum;
       sum = arith::SelectOp::create(b, loc, masked, constant(1.0), sum);
       memref::StoreOp::create(b, loc,
                               arith::AddFOp::create(b, loc, max, math::LogOp::create(b, loc, sum)),
                               op.getLogsumexpInit(), ValueRange{batchIndex, headIndex, i});
-      Value reciprocal = arith::DivFOp::create(b, loc, constant(1.0), sum);
+      // Softmax written out gives NaN there (0 * 1 / 0): so does its match.
+      Value reciprocal =
+          arith::DivFOp::create(b, loc, constant(1.0), op.getMaskedRowsNan() ? rawSum : sum);
       forLoop(index(0), index(valueSize), 1, [&](Value e) {
         Value x = memref::LoadOp::create(b, loc, out, ValueRange{r, e});
         memref::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, x, reciprocal),

@@ -330,7 +330,9 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnL
     value head h / (H / Hkv). The optional additive `mask` is [Bm, Hm, Lm, Sm]
     with every dim either 1 (broadcast) or the full size. `is_causal` lets
     query i see keys 0..i (top-left aligned, as PyTorch). A row whose keys
-    are all masked gives 0 and logsumexp 0, as ATen's CPU flash attention.
+    are all masked gives 0 and logsumexp 0, as ATen's CPU flash attention;
+    with `masked_rows_nan` it gives NaN, as softmax does (attention that was
+    written out as ops, kiln-recognize-attention).
     `logsumexp` [B, H, L] is the log of each row's softmax denominator (what
     the backward of ATen's CPU flash attention reads).
 
@@ -339,7 +341,8 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_OwnKernel, Graph_OwnL
   }];
   let arguments = (ins Graph_Tensor:$q, Graph_Tensor:$k, Graph_Tensor:$v,
                        Optional<Graph_Tensor>:$mask, F64Attr:$scale,
-                       DefaultValuedAttr<BoolAttr, "false">:$is_causal);
+                       DefaultValuedAttr<BoolAttr, "false">:$is_causal,
+                       DefaultValuedAttr<BoolAttr, "false">:$masked_rows_nan);
   let results = (outs Graph_Tensor:$result, Graph_Tensor:$logsumexp);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`mask` $mask^)? attr-dict `:` type($q) `,` type($k) `,` type($v)

@@ -65,7 +65,8 @@ def Kernel_AttentionOp : Kernel_Op<"attention", [DestinationStyleOpInterface, De
   }];
   let arguments = (ins AnyShaped:$q, AnyShaped:$k, AnyShaped:$v, Optional<AnyShaped>:$mask,
                        AnyShaped:$init, AnyShaped:$logsumexp_init, F64Attr:$scale,
-                       BoolAttr:$is_causal);
+                       BoolAttr:$is_causal,
+                       DefaultValuedAttr<BoolAttr, "false">:$masked_rows_nan);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`mask` $mask^)? `into` $init `,` $logsumexp_init attr-dict `:`

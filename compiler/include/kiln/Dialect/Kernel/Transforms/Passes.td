@@ -19,6 +19,21 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::kernel::KernelDialect", "kiln::graph::GraphDialect"];
 }
 
+def RecognizeAttentionPass : Pass<"kiln-recognize-attention", "mlir::func::FuncOp"> {
+  let summary = "Attention written out as ops becomes kiln_graph.attention";
+  let description = [{
+    softmax(q @ kᵀ · scale + mask) @ v, as models write it by hand (the heads
+    folded into the batch of two matmuls, k read transposed or permuted, the
+    scale a constant multiplier or divisor, the additive mask broadcast to
+    the scores), becomes one `kiln_graph.attention` (with `masked_rows_nan`,
+    so a row whose keys are all masked gives NaN, as softmax does). The
+    scores and probabilities must have no other use. Run after canonicalize
+    and before it again: the ops the match replaces are erased, the reshapes
+    and permutes left without users are dead.
+  }];
+  let dependentDialects = ["kiln::graph::GraphDialect"];
+}
+
 def DistributeWorkgroupsPass
     : Pass<"kiln-distribute-workgroups", "mlir::func::FuncOp"> {
   let summary = "Split each kernel's outermost loops across its workgroups";
