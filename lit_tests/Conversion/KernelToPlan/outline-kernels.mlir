@@ -68,6 +68,22 @@ func.func @big_kernel(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
 
 // -----
 
+// A gathered element weighs 9 units (scalar address arithmetic and load):
+// 4 x 128 x 128 = 65536 gathered elements are 589824 units, 2 workgroups
+// (as plain elements they would be 1).
+// CHECK-LABEL: func.func @gather_work
+// CHECK: kiln_plan.launch @kernel_0_index[2]
+func.func @gather_work(%x: tensor<4x200x128xf32>, %i: tensor<128xi64>) -> tensor<4x128x128xf32> {
+  %0 = kiln_kernel.kernel "kernel_0_index" extent(4) ins(%x, %i : tensor<4x200x128xf32>, tensor<128xi64>) -> (tensor<4x128x128xf32>) {
+  ^bb0(%a: tensor<4x200x128xf32>, %b: tensor<128xi64>):
+    %1 = kiln_graph.index %a[%b] {indexed_dims = array<i64: 1>} : tensor<4x200x128xf32>, tensor<128xi64> -> tensor<4x128x128xf32>
+    kiln_kernel.yield %1 : tensor<4x128x128xf32>
+  }
+  return %0 : tensor<4x128x128xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @wide_rows
 // 2 rows of 1048576: the extent caps the count at 2.
 // CHECK: kiln_plan.launch @kernel_0_exp[2]

@@ -74,6 +74,11 @@ AffineExpr estimateWork(kernel::KernelOp kernel) {
     for (Value result : op->getResults())
       if (isa<RankedTensorType>(result.getType()))
         work = work + numel(result);
+    // A gathered element is scalar address arithmetic and a scalar load, not
+    // a lane of a vector op: about 16 units (an average pool's gather, 131K
+    // elements, ran 0.23 ms on one core). Count 8 more per element.
+    if (isa<graph::IndexOp, graph::GatherOp>(op))
+      work = work + numel(op->getResult(0)) * 8;
     if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
       unsigned k = cast<RankedTensorType>(matmul.getLhs().getType()).getRank() - 1;
       work = work + (numel(matmul.getResult()) * dim(matmul.getLhs(), k)).floorDiv(16);
