@@ -2,6 +2,7 @@
 #include "CompileForTest.h"
 
 #include <atomic>
+#include <map>
 #include <cmath>
 #include <thread>
 
@@ -195,6 +196,72 @@ TEST(CompileAndRunTest, IntermediatesShareOneArenaReusedAcrossConcurrentCalls) {
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_GE((*program)->arenasAllocated(), 1u);
   EXPECT_LE((*program)->arenasAllocated(), 5u);
+}
+
+} // namespace
+
+namespace {
+
+TEST(CompileAndRunTest, RepeatedLayersShareOneLoweredKernel) {
+  // Two identical layers, softmax(exp(t + bias)), the second's bias the
+  // column sums of the first's output (a kernel between them): the second
+  // layer's kernel takes the first's code, and each computes its own input.
+  mlir::MLIRContext context;
+  kiln::loadCompilerDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+    func.func @g(%x: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<64x32xf32> {
+      %0 = kiln_graph.add %x, %b : tensor<64x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+      %1 = kiln_graph.exp %0 : tensor<64x32xf32> -> tensor<64x32xf32>
+      %2 = kiln_graph.softmax %1 {dim = 1 : i64} : tensor<64x32xf32> -> tensor<64x32xf32>
+      %3 = kiln_graph.sum %2 {dims = array<i64: 0>} : tensor<64x32xf32> -> tensor<32xf32>
+      %4 = kiln_graph.add %2, %3 : tensor<64x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+      %5 = kiln_graph.exp %4 : tensor<64x32xf32> -> tensor<64x32xf32>
+      %6 = kiln_graph.softmax %5 {dim = 1 : i64} : tensor<64x32xf32> -> tensor<64x32xf32>
+      return %6 : tensor<64x32xf32>
+    })mlir", &context);
+  ASSERT_TRUE(module);
+  auto compiled = kiln::compileGraphModule(*module, {});
+  ASSERT_TRUE(static_cast<bool>(compiled)) << llvm::toString(compiled.takeError());
+  const rt::Artifact &artifact = compiled->artifact;
+  ASSERT_EQ(artifact.kernels.size(), 3u);
+  EXPECT_EQ(artifact.kernels[0].symbol, artifact.kernels[2].symbol);
+  EXPECT_NE(artifact.kernels[0].symbol, artifact.kernels[1].symbol);
+  EXPECT_EQ(compiled->kernelsReused, 1);
+
+  std::vector<float> x(64 * 32), b(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01f * i);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.05f * i - 0.5f;
+  rt::CpuDevice device(2);
+  auto program = rt::Program::load(artifact, device);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  rt::HostAllocator allocator;
+  std::vector<std::shared_ptr<rt::Buffer>> allocated;
+  std::vector<rt::OutputRef> outputs;
+  ASSERT_TRUE((*program)
+                  ->run({x.data(), b.data()}, {{rt::DType::F32, {64, 32}}, {rt::DType::F32, {32}}},
+                        allocator, allocated, outputs)
+                  .ok());
+  auto layer = [](const std::vector<float> &in, const std::vector<float> &bias) {
+    std::vector<float> out(in.size());
+    for (int r = 0; r < 64; ++r) {
+      float max = -INFINITY, sum = 0;
+      for (int c = 0; c < 32; ++c)
+        max = std::max(max, out[r * 32 + c] = std::exp(in[r * 32 + c] + bias[c]));
+      for (int c = 0; c < 32; ++c)
+        sum += (out[r * 32 + c] = std::exp(out[r * 32 + c] - max));
+      for (int c = 0; c < 32; ++c)
+        out[r * 32 + c] /= sum;
+    }
+    return out;
+  };
+  std::vector<float> first = layer(x, b), columns(32, 0.0f);
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 32; ++c)
+      columns[c] += first[r * 32 + c];
+  std::vector<float> expected = layer(first, columns);
+  rt::Buffer &out = *allocated[outputs[0].buffer];
+  for (size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(readFloat(out, i), expected[i], 1e-5) << i;
 }
 
 } // namespace

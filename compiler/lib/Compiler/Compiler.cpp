@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <map>
 #include <set>
 
 using namespace mlir;
@@ -131,12 +132,19 @@ public:
     for (auto func : llvm::to_vector(kernels->getOps<func::FuncOp>()))
       if (!func->hasAttr(kernel::kKernelAttr))
         func.erase();
+    // A repeated layer's kernels are lowered once (a dump keeps them all, so
+    // that every stage shows every kernel).
+    llvm::StringMap<std::string> sameAs;
+    if (!options.keepStages)
+      sameAs = dropDuplicateKernels(*kernels);
     for (const PipelineStage &stage : cpuKernelStages()) {
       if (failed(runStage(*kernels, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
       if (stage.name == "loops")
         recordDistribution(*kernels);
     }
+    for (auto &[duplicate, original] : sameAs)
+      copyDistribution(original, duplicate);
 
     auto start = std::chrono::steady_clock::now();
     cpu::CpuCodegenOptions codegen;
@@ -151,9 +159,12 @@ public:
     for (auto &[step, ms] : library->stepTimesMs)
       result_.stageTimesMs.push_back({"native." + step, ms});
     result_.kernelsCompiled = library->kernelsCompiled;
-    result_.kernelsReused = library->kernelsReused;
-    for (cpu::KernelCode &kernel : library->kernels) {
+    result_.kernelsReused = library->kernelsReused + sameAs.size();
+    for (cpu::KernelCode &kernel : library->kernels)
       kernelSymbols_[kernel.name] = kernel.symbol;
+    for (auto &[duplicate, original] : sameAs)
+      kernelSymbols_[duplicate] = kernelSymbols_.lookup(original);
+    for (cpu::KernelCode &kernel : library->kernels) {
       // Kernels are exported under content-hashed symbols; the header says whose.
       std::string header = " " + kernel.name + ": exported as " + kernel.symbol +
                            " (kernels with the same code share it)\n";
@@ -176,6 +187,41 @@ public:
 
 private:
   /// Each kernel's extent and chunk alignment, once workgroups are assigned.
+  /// Erases every kernel function identical to an earlier one but for its
+  /// name (and locations): the same code, which codegen would otherwise
+  /// lower through every stage before finding it shares a symbol. Returns
+  /// the erased names, each with the kernel whose code it takes.
+  static llvm::StringMap<std::string> dropDuplicateKernels(ModuleOp kernels) {
+    llvm::StringMap<std::string> sameAs;
+    std::map<std::string, std::string> firstWith; // printed code -> kernel name
+    for (auto func : llvm::to_vector(kernels.getOps<func::FuncOp>())) {
+      std::string name = func.getName().str();
+      // The code with the name out of it: print a renamed clone.
+      auto clone = cast<func::FuncOp>(func->clone());
+      clone.setName("kernel");
+      clone->setAttr(kernel::kKernelAttr, StringAttr::get(func.getContext(), "kernel"));
+      std::string code;
+      llvm::raw_string_ostream os(code);
+      clone->print(os, OpPrintingFlags().useLocalScope());
+      clone->erase();
+      auto [it, inserted] = firstWith.emplace(std::move(code), name);
+      if (inserted)
+        continue;
+      sameAs[name] = it->second;
+      func.erase();
+    }
+    return sameAs;
+  }
+
+  void copyDistribution(StringRef from, StringRef to) {
+    if (auto it = distribution.find(from); it != distribution.end())
+      distribution[to] = it->second;
+    if (auto it = alignments.find(from); it != alignments.end())
+      alignments[to] = it->second;
+    if (splitsColumns.contains(from))
+      splitsColumns.insert(to);
+  }
+
   void recordDistribution(ModuleOp kernels) {
     for (auto func : kernels.getOps<func::FuncOp>()) {
       auto extent = func->getAttrOfType<IntegerAttr>(kernel::kExtentAttr);
