@@ -202,6 +202,28 @@ TEST(CompileAndRunTest, IntermediatesShareOneArenaReusedAcrossConcurrentCalls) {
 
 namespace {
 
+/// Loads `artifact` and runs it once; its first output's buffer (null, with
+/// a failure recorded, if loading or running failed).
+std::shared_ptr<rt::Buffer> runForFirstOutput(const rt::Artifact &artifact,
+                                              const std::vector<void *> &inputs,
+                                              const std::vector<rt::TensorDesc> &descs) {
+  rt::CpuDevice device(2);
+  auto program = rt::Program::load(artifact, device);
+  if (!program.ok()) {
+    ADD_FAILURE() << program.status().message();
+    return nullptr;
+  }
+  rt::HostAllocator allocator;
+  std::vector<std::shared_ptr<rt::Buffer>> allocated;
+  std::vector<rt::OutputRef> outputs;
+  rt::Status status = (*program)->run(inputs, descs, allocator, allocated, outputs);
+  if (!status.ok() || outputs.empty() || outputs[0].buffer < 0) {
+    ADD_FAILURE() << status.message();
+    return nullptr;
+  }
+  return allocated[outputs[0].buffer];
+}
+
 TEST(CompileAndRunTest, RepeatedLayersShareOneLoweredKernel) {
   // Two identical layers, softmax(exp(t + bias)), the second's bias the
   // column sums of the first's output (a kernel between them): the second
@@ -231,16 +253,10 @@ TEST(CompileAndRunTest, RepeatedLayersShareOneLoweredKernel) {
   std::vector<float> x(64 * 32), b(32);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01f * i);
   for (size_t i = 0; i < b.size(); ++i) b[i] = 0.05f * i - 0.5f;
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
-  ASSERT_TRUE(program.ok()) << program.status().message();
-  rt::HostAllocator allocator;
-  std::vector<std::shared_ptr<rt::Buffer>> allocated;
-  std::vector<rt::OutputRef> outputs;
-  ASSERT_TRUE((*program)
-                  ->run({x.data(), b.data()}, {{rt::DType::F32, {64, 32}}, {rt::DType::F32, {32}}},
-                        allocator, allocated, outputs)
-                  .ok());
+  std::shared_ptr<rt::Buffer> result =
+      runForFirstOutput(artifact, {x.data(), b.data()},
+                        {{rt::DType::F32, {64, 32}}, {rt::DType::F32, {32}}});
+  ASSERT_TRUE(result);
   auto layer = [](const std::vector<float> &in, const std::vector<float> &bias) {
     std::vector<float> out(in.size());
     for (int r = 0; r < 64; ++r) {
@@ -259,9 +275,8 @@ TEST(CompileAndRunTest, RepeatedLayersShareOneLoweredKernel) {
     for (int c = 0; c < 32; ++c)
       columns[c] += first[r * 32 + c];
   std::vector<float> expected = layer(first, columns);
-  rt::Buffer &out = *allocated[outputs[0].buffer];
   for (size_t i = 0; i < expected.size(); ++i)
-    ASSERT_NEAR(readFloat(out, i), expected[i], 1e-5) << i;
+    ASSERT_NEAR(readFloat(*result, i), expected[i], 1e-5) << i;
 }
 
 } // namespace
