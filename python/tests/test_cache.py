@@ -129,7 +129,7 @@ def test_an_unwritable_cache_warns_and_compiles(model_and_input, tmp_path, caplo
 def test_kiln_cache_lists_and_clears(model_and_input, tmp_path, capsys):
     model, x = model_and_input
     _run(model, x, tmp_path)
-    (tmp_path / "v1" / "ab").mkdir(parents=True)
+    (tmp_path / "v1" / "ab").mkdir(parents=True, exist_ok=True)  # a real key may start "ab"
     (tmp_path / "v1" / "ab" / ("ab" + "0" * 62 + ".kiln")).write_bytes(b"junk")
     assert cache_main(["list", "--dir", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
