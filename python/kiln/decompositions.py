@@ -14,6 +14,7 @@ graphs only (no input requires grad, or grad mode is off).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Sequence
 
 import torch
@@ -112,11 +113,24 @@ def _spatial_list(values: Sequence[int], n: int) -> list[int]:
 _DIRECT_CONVOLUTION_MIN_WIDTH = 8
 
 
+# Grouped convolutions run directly when depthwise (one input channel per
+# group: nothing for a matmul to reduce) or with kernels of at least this many
+# taps (the im2col buffer would hold every input element that many times, as
+# wav2vec2's 128-tap positional convolution). Other groups (a UNet's 3x3
+# convolutions in 4 groups) are faster as one batched matmul over the groups:
+# 1.98 against 2.34 ms for the zoo's UNet block.
+_DIRECT_GROUPED_MIN_TAPS = 16
+
+
 def _direct_convolution(x, weight, stride, padding, dilation, groups) -> bool:
     """Is this (non-transposed) convolution left to kiln_graph.conv2d? 1-D
-    and 2-D, grouped or not, floating point, output rows of at least 8."""
+    and 2-D, floating point, output rows of at least 8; one group, depthwise,
+    or grouped with a long kernel."""
     n = weight.dim() - 2
     if n not in (1, 2) or x.dtype not in (torch.float32, torch.float64):
+        return False
+    taps = math.prod(weight.shape[2:])
+    if groups != 1 and weight.shape[1] != 1 and taps < _DIRECT_GROUPED_MIN_TAPS:
         return False
     if x.numel() == 0 or weight.numel() == 0:
         return False

@@ -901,33 +901,37 @@ def test_direct_convolution(fn, kernel, out_channels, with_bias, width):
     assert [ops[0] for ops in kernels if ops != ["pad"]] == ["conv2d"], kernels
 
 
-# Grouped convolutions run directly too: each group's tiles reduce over that
-# group's input channels. (in channels, out channels, groups, conv kwargs):
-# groups whose output channels are a tile (6) and more, fewer, and one
-# (depthwise), strided, dilated, and 1-D as wav2vec2's positional conv.
+# Grouped convolutions: depthwise ones and those with long kernels run
+# directly (each group's tiles reduce over that group's input channels);
+# other groups are a batched matmul over the groups. (in channels, out
+# channels, groups, kernel, conv kwargs, direct): groups whose output
+# channels are a tile (6) and more, fewer, and one (depthwise), strided,
+# dilated.
 GROUPED_CONVS = [
-    ("groups2_tile_and_rest", 8, 16, 2, {"padding": 1}),
-    ("groups4_narrow", 8, 8, 4, {"padding": 1, "bias": True}),
-    ("depthwise", 12, 12, 12, {"padding": 1}),
-    ("depthwise_stride2", 12, 24, 12, {"padding": 1, "stride": 2}),
-    ("groups2_dilation2", 6, 12, 2, {"padding": 2, "dilation": 2}),
+    ("groups2_tile_and_rest_5x5", 8, 16, 2, (5, 5), {"padding": 2}, True),
+    ("groups4_narrow_1x17", 8, 8, 4, (1, 17), {"padding": (0, 8), "bias": True}, True),
+    ("depthwise", 12, 12, 12, (3, 3), {"padding": 1}, True),
+    ("depthwise_stride2", 12, 24, 12, (3, 3), {"padding": 1, "stride": 2}, True),
+    ("groups2_dilation2_5x5", 6, 12, 2, (5, 5), {"padding": 4, "dilation": 2}, True),
+    ("groups2_3x3_matmul", 8, 16, 2, (3, 3), {"padding": 1}, False),
 ]
 
 
-@pytest.mark.parametrize("width", [19, 37])  # outputs of at least 8 columns: direct
-@pytest.mark.parametrize("in_ch, out_ch, groups, kwargs",
-                         [pytest.param(i, o, g, k, id=n) for n, i, o, g, k in GROUPED_CONVS])
-def test_grouped_convolution_is_direct(in_ch, out_ch, groups, kwargs, width):
+@pytest.mark.parametrize("width", [19, 37])  # outputs of at least 8 columns
+@pytest.mark.parametrize("in_ch, out_ch, groups, kernel, kwargs, direct",
+                         [pytest.param(*c[1:], id=c[0]) for c in GROUPED_CONVS])
+def test_grouped_convolution(in_ch, out_ch, groups, kernel, kwargs, direct, width):
     torch.manual_seed(width)
     kwargs = dict(kwargs)
     bias = f32(out_ch) if kwargs.pop("bias", False) else None
-    x, w = f32(2, in_ch, 9, width), f32(out_ch, in_ch // groups, 3, 3)
+    x, w = f32(2, in_ch, 9, width), f32(out_ch, in_ch // groups, *kernel)
     fn = lambda x, w, b: F.conv2d(x, w, b, groups=groups, **kwargs).relu()  # noqa: E731
     torch._dynamo.reset()
     before = len(kiln.compile_records())
     check(fn, x, w, bias, rtol=1e-4, atol=1e-4)
     kernels = [list(k["ops"]) for r in kiln.compile_records()[before:] for k in r.kernels]
-    assert [ops[0] for ops in kernels if ops != ["pad"]] == ["conv2d"], kernels
+    firsts = [ops[0] for ops in kernels if ops != ["pad"]]
+    assert (firsts == ["conv2d"]) == direct, kernels
 
 
 @pytest.mark.parametrize("batch", [1, 3])
