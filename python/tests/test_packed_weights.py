@@ -176,3 +176,26 @@ def test_weights_under_inference_mode_are_packed_per_call():
         model[0].weight.mul_(2.0)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     assert sum(e.cached_runs for e in new_executables(before)) == 2
+
+
+def test_batch_norm_scale_and_shift_are_computed_once_per_version():
+    # Eval-mode batch norm's per-channel scale and shift read only the
+    # module's parameters and buffers: a cached launch, re-run when one of
+    # them changes (here the running variance, updated in place).
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU()).eval()
+    model[1].running_mean.normal_()
+    model[1].running_var.uniform_(0.5, 2.0)
+    before = {id(e) for e in backend._executables}
+    compiled = compile_model(model)
+    x = torch.randn(2, 3, 16, 16)
+    for _ in range(3):
+        check(compiled, model, x)
+    exes = new_executables(before)
+    assert [e.cached_runs for e in exes] == [1]
+    assert all(e.persistent_bytes > 0 for e in exes)
+    with torch.no_grad():
+        model[1].running_var.mul_(3.0)
+    check(compiled, model, x)
+    assert [e.cached_runs for e in exes] == [2]

@@ -99,3 +99,36 @@ module {
     return
   }
 }
+
+// -----
+
+// A launch reading only parameters (a per-channel scale from a weight and a
+// running variance) is cached and its buffer persistent; one whose result is
+// returned, or that reads an activation, is not.
+// CHECK-LABEL: func.func @parameter_kernels
+// CHECK: %[[S:.*]] = kiln_plan.alloc {persistent} : memref<8xf32>
+// CHECK: kiln_plan.launch @kernel_0_scale[1] (%arg0, %arg1, %[[S]]) {cached, num_inputs = 2 : i64}
+// CHECK: %[[R:.*]] = kiln_plan.alloc : memref<8xf32>
+// CHECK: kiln_plan.launch @kernel_1_returned[1] (%arg0, %arg1, %[[R]]) {num_inputs = 2 : i64}
+// CHECK: %[[Y:.*]] = kiln_plan.alloc : memref<4x8xf32>
+// CHECK: kiln_plan.launch @kernel_2_apply[1] (%arg2, %[[S]], %[[Y]]) {num_inputs = 2 : i64}
+module {
+  func.func @parameter_kernels(%w: memref<8xf32> {kiln_graph.parameter}, %v: memref<8xf32> {kiln_graph.parameter}, %x: memref<4x8xf32>) -> (memref<4x8xf32>, memref<8xf32>) attributes {kiln_plan.entry} {
+    %0 = kiln_plan.alloc : memref<8xf32>
+    kiln_plan.launch @kernel_0_scale[1] (%w, %v, %0) {num_inputs = 2 : i64} : memref<8xf32>, memref<8xf32>, memref<8xf32>
+    %1 = kiln_plan.alloc : memref<8xf32>
+    kiln_plan.launch @kernel_1_returned[1] (%w, %v, %1) {num_inputs = 2 : i64} : memref<8xf32>, memref<8xf32>, memref<8xf32>
+    %2 = kiln_plan.alloc : memref<4x8xf32>
+    kiln_plan.launch @kernel_2_apply[1] (%x, %0, %2) {num_inputs = 2 : i64} : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>
+    return %2, %1 : memref<4x8xf32>, memref<8xf32>
+  }
+  func.func private @kernel_0_scale(%wg: index, %count: index, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) attributes {kiln.kernel = "kernel_0_scale", kiln.workgroup_extent = 8 : i64} {
+    return
+  }
+  func.func private @kernel_1_returned(%wg: index, %count: index, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) attributes {kiln.kernel = "kernel_1_returned", kiln.workgroup_extent = 8 : i64} {
+    return
+  }
+  func.func private @kernel_2_apply(%wg: index, %count: index, %a: memref<4x8xf32>, %b: memref<8xf32>, %c: memref<4x8xf32>) attributes {kiln.kernel = "kernel_2_apply", kiln.workgroup_extent = 4 : i64} {
+    return
+  }
+}

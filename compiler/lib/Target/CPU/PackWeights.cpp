@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <functional>
 #include <map>
 
 namespace kiln::cpu {
@@ -48,7 +49,10 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
     SymbolTable symbols(module);
     for (auto entry : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (entry->hasAttr(plan::kEntryAttr))
+      {
         packEntry(module, symbols, entry);
+        cacheParameterKernels(symbols, entry);
+      }
   }
 
   int64_t panelWidth = 0;
@@ -131,6 +135,50 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
           launch.getSymbolicWorkAttr(), /*cached=*/false);
       widened->setDiscardableAttrs(launch->getDiscardableAttrDictionary());
       launch.erase();
+    }
+  }
+
+  /// Every other launch that reads only parameters (batch norm's
+  /// per-channel scale and shift, say) computes the same values until one of
+  /// them changes: it becomes cached, its buffers persistent. Not when a
+  /// result is (a view of) a graph output, which each call must own, nor
+  /// for symbolic launches.
+  void cacheParameterKernels(SymbolTable &symbols, func::FuncOp entry) {
+    Block &body = entry.getBody().front();
+    DenseSet<Value> returned;
+    for (Value v : body.getTerminator()->getOperands())
+      returned.insert(v);
+    // Whether `buffer` or a view of it (transitively) is returned.
+    std::function<bool(Value)> escapes = [&](Value buffer) {
+      if (returned.contains(buffer))
+        return true;
+      for (Operation *user : buffer.getUsers())
+        if (auto view = dyn_cast<plan::ViewOp>(user); view && escapes(view.getResult()))
+          return true;
+      return false;
+    };
+    for (auto launch : llvm::to_vector(body.getOps<plan::LaunchOp>())) {
+      auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
+      if (launch.getCached() || launch.getSymbolicExtentAttr() || !kernel ||
+          kernel->hasAttr(kiln::kernel::kNumSymbolsAttr))
+        continue;
+      unsigned numInputs = launch.getNumInputs();
+      auto bindings = launch.getBindings();
+      bool parametersOnly = numInputs > 0 && llvm::all_of(bindings.take_front(numInputs), [&](Value v) {
+        auto arg = dyn_cast<BlockArgument>(v);
+        return arg && arg.getOwner() == &body &&
+               entry.getArgAttr(arg.getArgNumber(), kiln::graph::kParameterArgAttr);
+      });
+      bool freshBuffers = llvm::all_of(bindings.drop_front(numInputs), [&](Value v) {
+        auto alloc = v.getDefiningOp<plan::AllocOp>();
+        return alloc && !alloc.getPersistent() && alloc.getType().hasStaticShape() &&
+               llvm::count(bindings, v) == 1 && !escapes(v);
+      });
+      if (!parametersOnly || !freshBuffers)
+        continue;
+      for (Value v : bindings.drop_front(numInputs))
+        v.getDefiningOp<plan::AllocOp>().setPersistent(true);
+      launch.setCached(true);
     }
   }
 

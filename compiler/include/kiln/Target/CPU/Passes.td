@@ -67,6 +67,11 @@ def PackWeightsPass : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
     the panels as one more input, marked `kiln.packed_rhs`, and reads B's
     full panels from there (kiln-vectorize-matmul): no per-call transpose or
     copy of the weight. A weight used by several kernels is packed once.
+
+    Any other launch that reads only parameters (batch norm's per-channel
+    scale and shift computed from its weight, bias and running statistics)
+    is cached the same way: its buffers become persistent, unless one is (a
+    view of) a graph output.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
