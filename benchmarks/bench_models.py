@@ -79,16 +79,15 @@ def compile_variant(
 ) -> None:
     """Compile (the first call), check the result; on failure record why."""
     try:
-        held = kiln.held_memory(packed_weights=False)
-        packed = kiln.held_memory() - held
+        arenas, total = kiln.held_memory(packed_weights=False), kiln.held_memory()
         start = time.perf_counter()
         fn = make()
         out = fn(*inputs)
         variant.compile_s = time.perf_counter() - start
         # Arenas allocated by the first call, held between calls after it.
         # (Packed weight copies scale with the model, not the call: noted.)
-        variant.held_bytes = max(0, kiln.held_memory(packed_weights=False) - held)
-        packed = kiln.held_memory() - variant.held_bytes - held - packed
+        variant.held_bytes = max(0, kiln.held_memory(packed_weights=False) - arenas)
+        packed = kiln.held_memory() - total - variant.held_bytes
         if packed > 0:
             variant.notes.append(f"packed weights {packed / 2**20:.2f} MB")
         variant.max_err = max_abs_err(out, expected)

@@ -244,24 +244,27 @@ public:
   }
 
   /// The version counters of the inputs the cached launches (packed
-  /// weights) read, with the tensors themselves to keep their memory from
-  /// passing to another tensor while results made from them are kept. An
-  /// input copied to be contiguous (new memory every call) or an inference
-  /// tensor (no version counter) is untracked: its launches run every call.
+  /// weights) read, and, for a call that runs those launches, the tensors
+  /// themselves, to keep their memory from passing to another tensor while
+  /// results made from them are kept. An input copied to be contiguous (new
+  /// memory every call) or an inference tensor (no version counter) is
+  /// untracked: its launches run every call. (`args` outlives the run.)
   rt::InputVersions versionsOf(const std::vector<at::Tensor> &args) const {
     rt::InputVersions versions;
     const std::vector<uint32_t> &reads = program_->cachedReads();
     if (reads.empty())
       return versions;
     versions.values.assign(args.size(), rt::InputVersions::kUntracked);
-    auto held = std::make_shared<std::vector<at::Tensor>>();
-    for (uint32_t i : reads) {
-      if (i >= args.size() || !args[i].is_contiguous() || args[i].is_inference())
-        continue;
-      versions.values[i] = args[i]._version();
-      held->push_back(args[i]);
-    }
-    versions.keepAlive = std::move(held);
+    for (uint32_t i : reads)
+      if (i < args.size() && args[i].is_contiguous() && !args[i].is_inference())
+        versions.values[i] = args[i]._version();
+    versions.keepAlive = [&args, &reads]() -> std::shared_ptr<const void> {
+      auto held = std::make_shared<std::vector<at::Tensor>>();
+      for (uint32_t i : reads)
+        if (i < args.size())
+          held->push_back(args[i]);
+      return held;
+    };
     return versions;
   }
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <new>
 
 #include <string>
 
@@ -73,12 +72,10 @@ Status Program::plan() {
     }
   }
   if (persistent_.bytes > 0) {
-    persistentBlock_.reset(new (std::nothrow) char[persistent_.bytes + 64]);
-    if (!persistentBlock_)
+    persistentMemory_ = persistentPool_.acquire(static_cast<size_t>(persistent_.bytes));
+    if (!persistentMemory_.data())
       return Status::error("allocating " + std::to_string(persistent_.bytes) +
                            " bytes of persistent buffers failed");
-    auto address = reinterpret_cast<uintptr_t>(persistentBlock_.get());
-    persistentBase_ = persistentBlock_.get() + (64 - address % 64) % 64;
   }
   for (const LaunchCmd &launch : artifact_.launches) {
     if (!launch.cached)
@@ -320,7 +317,6 @@ Program::cachedInputsOf(const std::vector<void *> &inputs,
     identity.pointers.push_back(inputs[input]);
     identity.versions.push_back(version);
   }
-  identity.keepAlive = versions->keepAlive;
   return identity;
 }
 
@@ -355,8 +351,11 @@ Status Program::run(const std::vector<void *> &inputs,
       bool current = identity && cachedFrom_ && *cachedFrom_ == *identity;
       cachedFrom_.reset(); // until the launches below have made them
       status = runImpl(inputs, symbols, allocator, allocated, outputs, launchMs, !current);
-      if (status.ok() && identity)
+      if (status.ok() && identity) {
+        if (versions->keepAlive)
+          identity->keepAlive = versions->keepAlive();
         cachedFrom_ = std::move(identity);
+      }
     }
   }
   if (!status.ok()) {
@@ -410,7 +409,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     if (root.kind == BufferKind::Input)
       base = static_cast<char *>(inputs[root.index]);
     else if (root.kind == BufferKind::Persistent)
-      base = persistentBase_ + persistent_.offsets[root.index];
+      base = static_cast<char *>(persistentMemory_.data()) + persistent_.offsets[root.index];
     else if (allocatedIndex_[root.index] < 0)
       base = arenaBase + memory.offsets[root.index];
     else

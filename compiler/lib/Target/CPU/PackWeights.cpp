@@ -138,9 +138,9 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
     }
   }
 
-  /// Every other launch that reads only parameters (batch norm's
-  /// per-channel scale and shift, say) computes the same values until one of
-  /// them changes: it becomes cached, its buffers persistent. Not when a
+  /// A launch that reads only parameters (a packing kernel; batch norm's
+  /// per-channel scale and shift) computes the same values until one of them
+  /// changes: it becomes cached, its buffers persistent. Not when a
   /// result is (a view of) a graph output, which each call must own, nor
   /// for symbolic launches.
   void cacheParameterKernels(SymbolTable &symbols, func::FuncOp entry) {
@@ -182,8 +182,8 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
     }
   }
 
-  /// A persistent buffer [N / NR, K, NR] and the cached launch of a kernel
-  /// that fills it from `weight`: panel p holds B[:, p * NR : (p + 1) * NR].
+  /// A buffer [N / NR, K, NR] and the launch of a kernel that fills it from
+  /// `weight`: panel p holds B[:, p * NR : (p + 1) * NR].
   Value packWeight(ModuleOp module, SymbolTable &symbols, OpBuilder &front,
                    BlockArgument weight, const PackedOperand &operand) {
     MLIRContext *context = module.getContext();
@@ -231,15 +231,15 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
                                                       /*restrict=*/true, /*writable=*/true);
     func::ReturnOp::create(b, loc);
 
-    Value packed = plan::AllocOp::create(front, loc, packedType, AffineMapAttr(),
-                                         /*persistent=*/true);
+    // Reading only a parameter, the launch becomes cached and its buffer
+    // persistent (cacheParameterKernels, after this).
+    Value packed = plan::AllocOp::create(front, loc, packedType, AffineMapAttr());
     // One workgroup per few panels: packing runs seldom, but at the first
     // call it is on the latency path.
     int64_t workgroups = std::max<int64_t>(1, std::min<int64_t>(panels, 64));
     SmallVector<Value> bindings{weight, packed};
     plan::LaunchOp::create(front, loc, kernel.getSymName(), workgroups, /*num_inputs=*/1,
-                           bindings, AffineMapAttr(), AffineMapAttr(),
-                           /*cached=*/true);
+                           bindings, AffineMapAttr(), AffineMapAttr());
     return packed;
   }
 };

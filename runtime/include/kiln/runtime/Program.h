@@ -11,6 +11,7 @@
 #include "kiln/runtime/ThreadPool.h"
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,13 +45,14 @@ struct OutputRef {
 
 /// What the caller knows of each graph input's contents, for the cached
 /// launches (LaunchCmd::cached): a counter that changes whenever the input's
-/// bytes do (PyTorch's tensor version counter), or kUntracked. `keepAlive`
-/// holds the inputs' memory while a cached result made from them is kept,
-/// so that no other tensor can take their address and pass for them.
+/// bytes do (PyTorch's tensor version counter), or kUntracked. What
+/// `keepAlive` returns holds the inputs' memory while a cached result made
+/// from them is kept, so that no other tensor can take their address and
+/// pass for them; it is called only by a call that runs the cached launches.
 struct InputVersions {
   static constexpr uint64_t kUntracked = UINT64_MAX;
   std::vector<uint64_t> values; // by graph input index
-  std::shared_ptr<const void> keepAlive;
+  std::function<std::shared_ptr<const void>()> keepAlive;
 };
 
 /// A loaded artifact, ready to run many times. run() is const and may be
@@ -181,8 +183,8 @@ private:
   mutable std::shared_ptr<const Resolved> lastResolved_;
   /// The Persistent buffers: one block, allocated at load, offsets by slot.
   MemoryPlan persistent_;
-  std::unique_ptr<char[]> persistentBlock_;
-  char *persistentBase_ = nullptr; // 64-byte aligned within the block
+  ArenaPool persistentPool_;              // (declared before the lease it outlives)
+  ArenaPool::Lease persistentMemory_;
   bool hasCached_ = false;
   std::vector<uint32_t> cachedReads_; // graph inputs the cached launches read
   /// Held shared by calls that reuse the cached results, exclusively by one

@@ -222,24 +222,20 @@ struct DistributeWorkgroupsPass
     Value rows = arith::SubIOp::create(b, loc, end, begin);
     auto small = memref::AllocOp::create(b, loc, MemRefType::get(shape, type.getElementType()),
                                          ValueRange{rows}, alloc.getAlignmentAttr());
-    int64_t rowStride = type.getNumElements() / extent;
-    SmallVector<OpFoldResult> sizes, strides;
-    for (int64_t d = 0, stride = type.getNumElements(); d < type.getRank(); ++d) {
-      stride /= type.getDimSize(d);
-      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
-      strides.push_back(b.getIndexAttr(stride));
-    }
     // Row i lives at small[i - begin]: the view starts begin rows before it.
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    for (int64_t d = type.getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
     Value offset = arith::SubIOp::create(
         b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-        arith::MulIOp::create(b, loc, begin, arith::ConstantIndexOp::create(b, loc, rowStride)));
-    SmallVector<int64_t> staticStrides;
-    for (OpFoldResult s : strides)
-      staticStrides.push_back(*getConstantIntValue(s));
+        arith::MulIOp::create(b, loc, begin, arith::ConstantIndexOp::create(b, loc, strides[0])));
     auto viewType = MemRefType::get(
         type.getShape(), type.getElementType(),
-        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, staticStrides));
-    Value view = memref::ReinterpretCastOp::create(b, loc, viewType, small, offset, sizes, strides);
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
+    SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(b.getContext(), type.getShape());
+    SmallVector<OpFoldResult> strideValues = getAsIndexOpFoldResult(b.getContext(), strides);
+    Value view =
+        memref::ReinterpretCastOp::create(b, loc, viewType, small, offset, sizes, strideValues);
     for (memref::DeallocOp dealloc : deallocs)
       dealloc.getMemrefMutable().assign(small);
     alloc.getResult().replaceAllUsesWith(view);

@@ -34,8 +34,6 @@ std::optional<double> scalarConstant(Value v) {
   return dense.getSplatValue<APFloat>().convertToDouble();
 }
 
-bool singleUse(Value v) { return v.hasOneUse(); }
-
 /// The 4-D [B, H, R, C] tensor a bmm operand [B * H, R, C] was reshaped
 /// from; a 3-D operand with no such source is its own, one head.
 struct Heads {
@@ -59,7 +57,7 @@ struct Match {
   // With kSource, k is permute(kSource, kDims) (and `k` above is kᵀ).
   Value kSource;
   SmallVector<int64_t> kDims;
-  Value mask;     // as added to the scores, at scoresRank
+  Value mask;     // as added to the scores
   int64_t maskLevel = 0; // rank of the scores the mask was added to
   double scale = 1.0;
   SmallVector<Operation *> chain; // replaced ops, consumers first
@@ -78,13 +76,13 @@ std::optional<Match> match(MatmulOp pv) {
   m.chain.push_back(pv);
   Heads p = headsOf(pv.getLhs());
   if (p.reshape) {
-    if (!singleUse(p.reshape.getResult()))
+    if (!p.reshape.getResult().hasOneUse())
       return std::nullopt;
     m.chain.push_back(p.reshape);
   }
   auto softmax = p.value.getDefiningOp<SoftmaxOp>();
   int64_t rank = typeOf(p.value).getRank();
-  if (!softmax || softmax.getNormalizedDim() != rank - 1 || !singleUse(softmax.getResult()))
+  if (!softmax || softmax.getNormalizedDim() != rank - 1 || !softmax.getResult().hasOneUse())
     return std::nullopt;
   m.chain.push_back(softmax);
   // Back from the probabilities to the scores' matmul: at most one mask
@@ -94,7 +92,7 @@ std::optional<Match> match(MatmulOp pv) {
   MatmulOp qk;
   while (!qk) {
     Operation *def = x.getDefiningOp();
-    if (!def || !singleUse(x))
+    if (!def || !x.hasOneUse())
       return std::nullopt;
     auto full = typeOf(x);
     if (auto add = dyn_cast<AddOp>(def); add && !m.mask) {
