@@ -85,3 +85,16 @@ func.func private @kernel_1_attention(%wg: index, %wgc: index, %q: memref<?x2x?x
   kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.25 : f64, is_causal = true} : memref<?x2x?x16xf32>, memref<?x1x?x16xf32>, memref<?x1x?x32xf32> into memref<?x2x?x32xf32>, memref<?x2x?xf32>
   return
 }
+
+// With masked_rows_nan (attention matched from softmax written out), a row
+// whose keys are all masked divides by its zero sum (NaN, as softmax): the
+// output divides by the sum itself, the logsumexp still by the guarded one.
+// CHECK-LABEL: func.func private @kernel_2_attention
+// CHECK: math.log %[[GUARDED:[0-9]+]]
+// CHECK-NOT: arith.divf %{{.*}}, %[[GUARDED]] : f32
+// CHECK: arith.divf %cst{{.*}}, %{{[0-9]+}} : f32
+func.func private @kernel_2_attention(%wg: index, %wgc: index, %q: memref<1x1x8x16xf32>, %k: memref<1x1x8x16xf32>, %v: memref<1x1x8x16xf32>, %out: memref<1x1x8x16xf32>, %lse: memref<1x1x8xf32>)
+    attributes {kiln.kernel = "kernel_2_attention", kiln.workgroup_extent = 1 : i64} {
+  kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.25 : f64, is_causal = false, masked_rows_nan = true} : memref<1x1x8x16xf32>, memref<1x1x8x16xf32>, memref<1x1x8x16xf32> into memref<1x1x8x16xf32>, memref<1x1x8xf32>
+  return
+}
