@@ -19,6 +19,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -549,6 +550,14 @@ private:
 
 } // namespace
 
+void kiln::useCompilerThreadPool(MLIRContext &context) {
+  // One pool for the process: a context that owned threads would start and
+  // join them on every compile.
+  static llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+  if (!context.isMultithreadingEnabled())
+    context.setThreadPool(pool);
+}
+
 void kiln::loadCompilerDialects(MLIRContext &context) {
   DialectRegistry registry;
   registerAllKilnDialects(registry);
@@ -567,6 +576,7 @@ llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
                                                        const CompileOptions &options) {
   auto start = std::chrono::steady_clock::now();
   MLIRContext context(MLIRContext::Threading::DISABLED);
+  useCompilerThreadPool(context);
   loadCompilerDialects(context);
   DiagnosticCollector diagnostics(&context);
   OwningOpRef<ModuleOp> module = importFxGraph(json, context);
@@ -582,6 +592,7 @@ llvm::Expected<CompiledGraph> kiln::compileFxGraphJson(llvm::StringRef json,
 
 llvm::Expected<std::string> kiln::importFxGraphAsMLIR(llvm::StringRef json) {
   MLIRContext context(MLIRContext::Threading::DISABLED);
+  useCompilerThreadPool(context);
   loadCompilerDialects(context);
   DiagnosticCollector diagnostics(&context);
   OwningOpRef<ModuleOp> module = importFxGraph(json, context);
@@ -595,6 +606,7 @@ llvm::Expected<CompiledGraph> kiln::compileSource(llvm::StringRef text, llvm::St
   if (text.ltrim().starts_with("{"))
     return compileFxGraphJson(text, options);
   MLIRContext context(MLIRContext::Threading::DISABLED);
+  useCompilerThreadPool(context);
   loadCompilerDialects(context);
   DiagnosticCollector diagnostics(&context);
   llvm::SourceMgr sourceMgr;

@@ -20,11 +20,14 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
                      "buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"
                 "kiln-promote-accumulators,kiln-distribute-workgroups)"},
-      {"llvm", "kiln-approximate-math,expand-strided-metadata,lower-affine,"
-               "convert-scf-to-cf,arith-expand,convert-math-to-funcs,convert-math-to-llvm,"
-               "convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+      // Conversions that work function by function are nested, so that
+      // they run on the kernels in parallel; the rest need the module.
+      {"llvm", "func.func(kiln-approximate-math,expand-strided-metadata,lower-affine,"
+               "convert-scf-to-cf,arith-expand),convert-math-to-funcs,"
+               "func.func(convert-math-to-llvm,convert-vector-to-llvm),finalize-memref-to-llvm,"
+               "func.func(convert-arith-to-llvm,convert-index-to-llvm),"
                "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
-               "reconcile-unrealized-casts,kiln-emit-kernel-abi,canonicalize"},
+               "reconcile-unrealized-casts,kiln-emit-kernel-abi,llvm.func(canonicalize)"},
   };
 }
 

@@ -79,6 +79,10 @@ llvm::Expected<CompiledGraph> compileSource(llvm::StringRef text, llvm::StringRe
 /// assembly into `directory`, creating it.
 llvm::Error writeStages(const CompiledGraph &compiled, llvm::StringRef directory);
 
+/// Lets a context made with threading disabled run nested passes (one per
+/// kernel function) in parallel on the process's shared compiler thread pool.
+void useCompilerThreadPool(mlir::MLIRContext &context);
+
 /// Registers every dialect Kiln's pipelines use in `context`.
 void loadCompilerDialects(mlir::MLIRContext &context);
 

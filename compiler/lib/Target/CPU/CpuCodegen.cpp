@@ -4,6 +4,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -271,6 +272,7 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
   std::vector<KernelModule> kernels = splitKernels(module);
   struct Job {
     KernelModule *kernel;
+    size_t size = 0; // operations, to schedule the largest first
     std::unique_ptr<llvm::LLVMContext> context;
     std::unique_ptr<llvm::Module> llvmModule;
     llvm::Expected<KernelObject> object = KernelObject();
@@ -287,21 +289,47 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
     objects[kernel.symbol] = nullptr;
     Job &job = jobs.emplace_back();
     job.kernel = &kernel;
-    job.context = std::make_unique<llvm::LLVMContext>();
-    job.llvmModule = mlir::translateModuleToLLVMIR(*kernel.module, *job.context, kernel.name);
-    if (!job.llvmModule)
-      return llvm::createStringError("translating kernel " + kernel.name + " to LLVM IR failed");
+    kernel.module->walk([&](mlir::Operation *) { ++job.size; });
   }
   result.kernelsCompiled = jobs.size();
   result.kernelsReused = kernels.size() - jobs.size();
+
+  // Translation to LLVM IR, optimization and code generation, one kernel per
+  // task across the cores, largest first: compile time grows with the
+  // kernel's size, and a large kernel started last (an attention kernel is
+  // 10x a permute) would leave the other cores idle at the end. The pool
+  // takes tasks in order. Translation creates attributes in the MLIR
+  // context, so it runs in the tasks only where the context is thread-safe.
+  mlir::MLIRContext *context = module->getContext();
+  bool parallelTranslation = context->isMultithreadingEnabled();
+  auto translate = [](Job &job) {
+    job.context = std::make_unique<llvm::LLVMContext>();
+    job.llvmModule = mlir::translateModuleToLLVMIR(*job.kernel->module, *job.context, job.kernel->name);
+    if (!job.llvmModule)
+      job.object = llvm::createStringError("translating it to LLVM IR failed");
+    return job.llvmModule != nullptr;
+  };
+  if (!parallelTranslation)
+    for (Job &job : jobs)
+      translate(job);
   timer.finish("translate");
 
-  // Optimization and code generation, one kernel per task across the cores.
+  std::vector<Job *> bySize;
+  for (Job &job : jobs)
+    bySize.push_back(&job);
+  llvm::stable_sort(bySize, [](const Job *a, const Job *b) { return a->size > b->size; });
   {
+    // Diagnostics from the tasks reach the context's handler one at a time,
+    // in job order.
+    mlir::ParallelDiagnosticHandler diagnostics(context);
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
-    for (Job &job : jobs)
-      pool.async([&job, &target, &options] {
-        job.object = compileKernel(*job.llvmModule, target, options.keepText);
+    for (size_t order = 0; order < bySize.size(); ++order)
+      pool.async([&job = *bySize[order], order, &diagnostics, &translate, parallelTranslation,
+                  &target, &options] {
+        diagnostics.setOrderIDForThread(order);
+        if ((!parallelTranslation || translate(job)) && job.llvmModule)
+          job.object = compileKernel(*job.llvmModule, target, options.keepText);
+        diagnostics.eraseOrderIDForThread();
       });
     pool.wait();
   }

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
@@ -62,14 +63,18 @@ static std::string contentSymbol(ModuleOp module) {
 }
 
 std::vector<KernelModule> kiln::cpu::splitKernels(ModuleOp module) {
-  std::vector<KernelModule> kernels;
-  for (Operation &op : module.getBody()->getOperations()) {
-    if (!isKernelEntry(op))
-      continue;
-    StringRef name = cast<LLVM::LLVMFuncOp>(op).getSymName();
+  std::vector<LLVM::LLVMFuncOp> entries;
+  for (Operation &op : module.getBody()->getOperations())
+    if (isKernelEntry(op))
+      entries.push_back(cast<LLVM::LLVMFuncOp>(op));
+  // Kernels are split in parallel where the context allows it (cloning only
+  // reads the source module; printing for the hash is most of the cost).
+  std::vector<KernelModule> kernels(entries.size());
+  parallelFor(module->getContext(), 0, entries.size(), [&](size_t i) {
+    StringRef name = entries[i].getSymName();
     // Clone only what the kernel reaches (in module order), not the module:
     // a graph of N kernels would otherwise copy N^2 kernels.
-    llvm::SetVector<Operation *> keep = reachableSymbols(module, &op);
+    llvm::SetVector<Operation *> keep = reachableSymbols(module, entries[i]);
     OwningOpRef<ModuleOp> single = ModuleOp::create(module.getLoc());
     (*single)->setAttrs(module->getAttrDictionary());
     OpBuilder builder = OpBuilder::atBlockEnd(single->getBody());
@@ -81,7 +86,7 @@ std::vector<KernelModule> kiln::cpu::splitKernels(ModuleOp module) {
     renameKernel(*single, name, neutral);
     std::string symbol = contentSymbol(*single);
     renameKernel(*single, neutral, symbol);
-    kernels.push_back({name.str(), std::move(symbol), std::move(single)});
-  }
+    kernels[i] = {name.str(), std::move(symbol), std::move(single)};
+  });
   return kernels;
 }
