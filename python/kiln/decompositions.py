@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch._decomp
+from torch._inductor import inductor_prims  # registers prims.fma, which Dynamo emits
 
 aten = torch.ops.aten
 
@@ -138,6 +139,34 @@ def _direct_convolution(x, weight, stride, padding, dilation, groups) -> bool:
     return width >= 0 and width // stride[-1] + 1 >= _DIRECT_CONVOLUTION_MIN_WIDTH
 
 
+def _im2col(x: torch.Tensor, kernel: list[int], stride: list[int], padding: list[int],
+            dilation: list[int]) -> tuple[torch.Tensor, list[int]]:
+    """The columns of a convolution's matrix product and its output size:
+    cols[b, o_1..o_n, c, k_1..k_n] = padded x[b, c, o_d * stride_d + k_d * dilation_d ...],
+    read by one gather (kiln_graph.index); 1x1 stride-1 kernels need only a
+    permute."""
+    n = len(kernel)
+    batch, channels = x.shape[0], x.shape[1]
+    if any(padding):
+        pad: list[int] = []
+        for p in reversed(padding):
+            pad += [p, p]
+        x = aten.constant_pad_nd.default(x, pad, 0.0)
+    size = list(x.shape[2:])
+    out = [(size[d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1 for d in range(n)]
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
+        cols = aten.clone.default(aten.permute.default(x, [0, *range(2, 2 + n), 1]),
+                                  memory_format=torch.contiguous_format)  # [N, out..., C]
+        return cols, out
+    rank = 2 + 2 * n
+    indices = [_along(_iota(batch, x.device), 0, rank), _along(_iota(channels, x.device), 1 + n, rank)]
+    for d in range(n):
+        start = aten.mul.Tensor(_along(_iota(out[d], x.device), 1 + d, rank), stride[d])
+        offset = aten.mul.Tensor(_along(_iota(kernel[d], x.device), 2 + n + d, rank), dilation[d])
+        indices.append(aten.add.Tensor(start, offset))
+    return aten.index.Tensor(x, indices), out
+
+
 def _convolution(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -174,39 +203,8 @@ def _convolution(
     batch, channels = x.shape[0], x.shape[1]
     out_channels, kernel = weight.shape[0], list(weight.shape[2:])
     group_channels, group_out = channels // groups, out_channels // groups
-    if any(padding):
-        pad: list[int] = []
-        for p in reversed(padding):
-            pad += [p, p]
-        x = aten.constant_pad_nd.default(x, pad, 0.0)
-    size = list(x.shape[2:])
-    out = [(size[d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1 for d in range(n)]
-    positions = 1
-    for o in out:
-        positions *= o
-    taps = 1
-    for k in kernel:
-        taps *= k
-
-    # cols[b, o_1..o_n, c, k_1..k_n] = x[b, c, o_d * stride_d + k_d * dilation_d ...]
-    rank = 2 + 2 * n
-
-    def along(values: torch.Tensor, dim: int) -> torch.Tensor:
-        return _along(values, dim, rank)
-
-    def iota(count: int) -> torch.Tensor:
-        return _iota(count, x.device)
-
-    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
-        cols = aten.clone.default(aten.permute.default(x, [0, *range(2, 2 + n), 1]),
-                                  memory_format=torch.contiguous_format)  # [N, out..., C]
-    else:
-        indices = [along(iota(batch), 0), along(iota(channels), 1 + n)]
-        for d in range(n):
-            start = aten.mul.Tensor(along(iota(out[d]), 1 + d), stride[d])
-            offset = aten.mul.Tensor(along(iota(kernel[d]), 2 + n + d), dilation[d])
-            indices.append(aten.add.Tensor(start, offset))
-        cols = aten.index.Tensor(x, indices)  # [N, out..., C, kernel...]
+    cols, out = _im2col(x, kernel, stride, padding, dilation)  # [N, out..., C, kernel...]
+    positions, taps = math.prod(out), math.prod(kernel)
     rows = batch * positions
 
     if groups == 1:
@@ -271,6 +269,129 @@ def _transposed_convolution(x, weight, bias, stride, padding, dilation, output_p
     result = _convolution(*args)
     # A convolution Kiln computes directly stays an op, for the importer.
     return aten.convolution.default(*args) if result is NotImplemented else result
+
+
+def _convolution_backward(grad, x, weight, bias_sizes, stride, padding, dilation, transposed,
+                          output_padding, groups, output_mask):
+    """A convolution's gradients as Kiln's own ops: the input's is the
+    transposed convolution of grad with the same weight (itself a
+    convolution: _transposed_convolution), the weight's one matrix product of
+    grad with the forward's im2col columns over the batch and every output
+    position (per group), the bias's a sum."""
+    n = weight.dim() - 2
+    if transposed or n < 1 or x.dim() != n + 2:
+        return NotImplemented
+    stride, padding, dilation = (_spatial_list(v, n) for v in (stride, padding, dilation))
+    kernel = list(weight.shape[2:])
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        # The output padding that restores x's size: the rows at the end
+        # that the forward's stride stepped over.
+        restored = [x.shape[2 + d] - ((grad.shape[2 + d] - 1) * stride[d] - 2 * padding[d]
+                                      + dilation[d] * (kernel[d] - 1) + 1) for d in range(n)]
+        grad_input = _transposed_convolution(grad, weight, None, stride, padding, dilation,
+                                             restored, groups)
+    if output_mask[1]:
+        grad_weight = _convolution_weight_gradient(grad, x, weight, stride, padding, dilation,
+                                                   groups)
+    if output_mask[2]:
+        grad_bias = aten.sum.dim_IntList(grad, [0, *range(2, 2 + n)])
+    return grad_input, grad_weight, grad_bias
+
+
+def _convolution_weight_gradient(grad, x, weight, stride, padding, dilation, groups):
+    """grad_w[o, c, k...] = sum over batch and output positions of
+    grad[b, o, p...] * cols[b, p..., c, k...]: one matrix product whose
+    reduction runs over every row of the forward's im2col."""
+    n = weight.dim() - 2
+    out_channels, kernel = weight.shape[0], list(weight.shape[2:])
+    channels = x.shape[1]
+    group_channels, group_out = channels // groups, out_channels // groups
+    cols, out = _im2col(x, kernel, stride, padding, dilation)  # [N, out..., C, kernel...]
+    rows, taps = x.shape[0] * math.prod(out), math.prod(kernel)
+    g = aten.clone.default(aten.permute.default(grad, [0, *range(2, 2 + n), 1]),
+                           memory_format=torch.contiguous_format)
+    g = aten.view.default(g, [rows, out_channels])  # [rows, O]
+    if groups == 1:
+        matrix = aten.view.default(cols, [rows, channels * taps])
+        result = aten.mm.default(aten.t.default(g), matrix)  # [O, C * taps]
+    elif group_channels == 1 and group_out == 1:  # depthwise: nothing to multiply as matrices
+        grouped = aten.view.default(cols, [rows, channels, taps])
+        result = aten.sum.dim_IntList(
+            aten.mul.Tensor(grouped, aten.view.default(g, [rows, channels, 1])), [0])
+    else:
+        grouped = aten.view.default(cols, [rows, groups, group_channels * taps])
+        grouped = aten.clone.default(aten.permute.default(grouped, [1, 0, 2]),
+                                     memory_format=torch.contiguous_format)  # [G, rows, Cg*taps]
+        gg = aten.view.default(g, [rows, groups, group_out])
+        gg = aten.clone.default(aten.permute.default(gg, [1, 2, 0]),
+                                memory_format=torch.contiguous_format)  # [G, Og, rows]
+        result = aten.bmm.default(gg, grouped)  # [G, Og, Cg * taps]
+    return aten.view.default(result, list(weight.shape))
+
+
+def _attention_backward(grad_out, q, k, v, out, logsumexp, dropout_p, is_causal, attn_mask=None,
+                        scale=None):
+    """The gradients of _scaled_dot_product_flash_attention_for_cpu, from the
+    probabilities recomputed with the forward's logsumexp (as the flash
+    backward does, but a [L, S] block at a time is all of it here):
+    P = exp(q kᵀ s + mask - lse), dv = Pᵀ dO, dS = P (dO vᵀ - rowsum(dO o)),
+    dq = dS k s, dk = dSᵀ q s. Heads of q, k and v must agree (no GQA) and
+    there is no dropout."""
+    if dropout_p != 0.0 or q.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+        return NotImplemented
+    length, source = q.shape[2], k.shape[2]
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    scores = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), s)
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            minus_inf = aten.scalar_tensor.default(float("-inf"), dtype=scores.dtype)
+            scores = aten.where.self(attn_mask, scores, minus_inf)
+        else:
+            scores = aten.add.Tensor(scores, attn_mask)
+    if is_causal:  # top-left aligned, as PyTorch's: key j > query i is masked
+        later = aten.gt.Tensor(_along(_iota(source, q.device), 1, 2),
+                               _along(_iota(length, q.device), 0, 2))
+        minus_inf = aten.scalar_tensor.default(float("-inf"), dtype=scores.dtype)
+        scores = aten.where.self(later, minus_inf, scores)
+    p = aten.exp.default(aten.sub.Tensor(scores, aten.unsqueeze.default(logsumexp, -1)))
+    grad_v = aten.matmul.default(aten.transpose.int(p, -2, -1), grad_out)
+    grad_p = aten.matmul.default(grad_out, aten.transpose.int(v, -2, -1))
+    row = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, out), [-1], True)
+    grad_scores = aten.mul.Tensor(aten.mul.Tensor(p, aten.sub.Tensor(grad_p, row)), s)
+    grad_q = aten.matmul.default(grad_scores, k)
+    grad_k = aten.matmul.default(aten.transpose.int(grad_scores, -2, -1), q)
+    return grad_q, grad_k, grad_v
+
+
+def _fma(a, b, c):
+    """Dynamo's spelling of addcmul_ and friends (inductor_prims.fma):
+    a * b + c, which LLVM contracts into one FMA where the target has it."""
+    return aten.add.Tensor(aten.mul.Tensor(a, b), c)
+
+
+def _copy(x, src, non_blocking=False):
+    """The functional copy_: src broadcast to x's shape in x's dtype."""
+    if src.dtype != x.dtype:
+        src = aten._to_copy.default(src, dtype=x.dtype)
+    return aten.clone.default(aten.expand.default(src, list(x.shape)))
+
+
+def _pow_scalar(base, exponent):
+    """A Python number to a tensor's power (Adam's beta ** step): the number
+    as a 0-d tensor of the result's dtype."""
+    dtype = torch.result_type(base, exponent)
+    if exponent.dtype != dtype:
+        exponent = aten._to_copy.default(exponent, dtype=dtype)
+    return aten.pow.Tensor_Tensor(aten.scalar_tensor.default(base, dtype=dtype), exponent)
+
+
+def _native_dropout(x, p, train):
+    """Dropout that drops nothing (eval mode, or p = 0) is the identity. Any
+    other needs random numbers, which Kiln does not generate: left to eager."""
+    if train and p != 0.0:
+        return NotImplemented
+    return aten.clone.default(x), aten.ones_like.default(x, dtype=torch.bool)
 
 
 def _pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
@@ -686,6 +807,12 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.split_with_sizes.default: _split_with_sizes,
     aten.native_group_norm.default: _group_norm,
     aten.convolution.default: _convolution,
+    aten.convolution_backward.default: _convolution_backward,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _attention_backward,
+    inductor_prims.fma: _fma,
+    aten.copy.default: _copy,
+    aten.pow.Scalar: _pow_scalar,
+    aten.native_dropout.default: _native_dropout,
     aten.max_pool2d_with_indices.default: _max_pool2d_with_indices,
     aten.avg_pool2d.default: functools.partial(_avg_pool, 2),
     aten.avg_pool3d.default: functools.partial(_avg_pool, 3),

@@ -32,9 +32,8 @@ def _grads(fn, inputs, backend=None, options=None, dtype=torch.float32):
 def _assert_within_rounding(actual, expected, exact, what):
     """actual (Kiln) is as close to the float64 answer as expected (aot_eager)
     is, and NaN-free: matmuls summed in another order may differ from
-    PyTorch's by rounding, never by more. Kiln computes the attention forward
-    and ATen its backward, which recomputes the probabilities from Kiln's
-    output and logsumexp: a one-ulp difference between the two roundings of a
+    PyTorch's by rounding, never by more. The attention backward recomputes
+    the probabilities from the forward's output and logsumexp: a one-ulp difference between the two roundings of a
     large score (here ~120) moves a gradient by ~1e-5 of its scale (measured
     3e-6), where a wrong logsumexp moves it by its whole scale."""
     assert not actual.isnan().any(), f"{what}: NaN"
@@ -197,3 +196,58 @@ def test_llama_training_steps_match_eager(batch, seq):
     torch.testing.assert_close(kiln_losses, eager_losses, rtol=1e-5, atol=1e-5)
     for name, p in kiln_params.items():
         torch.testing.assert_close(p, eager_params[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def _gradients_in_kiln(fn, inputs, options=None):
+    """fn's input gradients from Kiln with fallback="error", and from eager."""
+    options = {"fallback": "error", **(options or {})}
+    kiln_out, kiln_grads = _grads(fn, inputs, "kiln", options)
+    assert _kiln_kernels_ran("backward")
+    eager_out, eager_grads = _grads(fn, inputs)
+    torch.testing.assert_close(kiln_out, eager_out, rtol=1e-4, atol=1e-5)
+    for i, (a, e) in enumerate(zip(kiln_grads, eager_grads)):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-4, msg=f"gradient of input {i}")
+
+
+# (input shape, weight shape, stride, padding, dilation, groups)
+CONVOLUTION_GRADIENTS = [
+    ((2, 3, 9, 9), (4, 3, 3, 3), 1, 1, 1, 1),
+    ((2, 4, 11, 10), (6, 4, 3, 3), 2, 1, 1, 1),      # stride skips the last row
+    ((1, 4, 12, 12), (4, 1, 3, 3), 1, 1, 1, 4),      # depthwise
+    ((2, 4, 10, 10), (6, 2, 3, 3), (2, 1), 2, 2, 2),  # grouped, dilated
+    ((3, 5, 8, 8), (7, 5, 1, 1), 1, 0, 1, 1),        # pointwise
+    ((2, 3, 17), (4, 3, 5), 3, 2, 1, 1),             # 1-D
+    ((1, 2, 5, 6, 6), (3, 2, 3, 3, 3), 1, 1, 1, 1),  # 3-D
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, groups",
+                         CONVOLUTION_GRADIENTS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_convolution_gradients_in_kiln(x_shape, w_shape, stride, padding, dilation, groups, bias):
+    conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(x_shape)]
+    x, w = torch.randn(x_shape), torch.randn(w_shape)
+    inputs = (x, w, torch.randn(w_shape[0])) if bias else (x, w)
+    _gradients_in_kiln(lambda x, w, b=None: conv(x, w, b, stride, padding, dilation, groups),
+                       inputs)
+
+
+# scaled_dot_product_attention takes a mask or is_causal, not both.
+@pytest.mark.parametrize("causal, mask", [(False, None), (True, None), (False, "float"),
+                                          (False, "bool")])
+@pytest.mark.parametrize("batch, heads, length, source, dim", [(2, 2, 7, 7, 8), (1, 3, 5, 9, 16)])
+def test_attention_gradients_in_kiln(batch, heads, length, source, dim, causal, mask):
+    q = torch.randn(batch, heads, length, dim)
+    k, v = torch.randn(batch, heads, source, dim), torch.randn(batch, heads, source, dim)
+    attn_mask = None
+    if mask == "float":
+        attn_mask = torch.randn(length, source)
+    elif mask == "bool":
+        attn_mask = torch.rand(batch, 1, length, source) > 0.3
+        attn_mask[..., 0] = True  # no fully masked rows
+
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal,
+                                              scale=0.3 if mask else None)
+
+    _gradients_in_kiln(attention, (q, k, v))
