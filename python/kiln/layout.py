@@ -19,6 +19,9 @@ So every graph output carries the layout its FX ``meta["val"]`` promises:
   compiler folds both away and the output is a view of the producer's buffer.
 * An output that views a graph input's storage is that input, viewed with
   eager's strides and offset, whenever the real input is laid out as traced.
+* An output that shares storage with an earlier output (``y`` and ``y[1]``
+  both returned) is a view of that output when the earlier one's elements
+  cover its own, so that a write through one shows in the other as in eager.
 * Anything else (gaps, broadcast strides, a storage offset that Kiln's buffer
   does not have) is copied into storage laid out exactly as eager's.
 
@@ -29,6 +32,7 @@ and for the fake extension.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -54,6 +58,11 @@ class OutputLayout:
     alias_input: int | None = None
     alias_input_stride: tuple[int, ...] = ()
     alias_input_offset: int = 0
+    # An earlier output of the graph whose storage this one shares in eager
+    # (y and y[1] both returned) and whose elements cover this one's, with
+    # that output's traced offset: this output is a view of it.
+    alias_output: int | None = None
+    alias_output_offset: int = 0
     # Sizes and strides are SymInts (dynamic shapes): only a dense layout is
     # kept, by its order; the runtime derives strides from each run's sizes.
     symbolic: bool = False
@@ -83,6 +92,8 @@ class OutputLayout:
             "alias_input": -1 if self.alias_input is None else self.alias_input,
             "alias_input_stride": list(self.alias_input_stride),
             "alias_input_offset": self.alias_input_offset,
+            "alias_output": -1 if self.alias_output is None else self.alias_output,
+            "alias_output_offset": self.alias_output_offset,
         }
 
 
@@ -159,11 +170,33 @@ def output_layouts(gm: torch.fx.GraphModule) -> list[OutputLayout | None]:
     result = output_node.args[0]
     results = result if isinstance(result, (tuple, list)) else [result]
     layouts: list[OutputLayout | None] = []
+    earlier: dict[StorageWeakRef, list[tuple[int, torch.Tensor]]] = {}
     for i, arg in enumerate(results):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
-        layouts.append(None if not isinstance(value, torch.Tensor)
-                       else _layout_of(value, inputs, f"output {i} ({arg})"))
+        if not isinstance(value, torch.Tensor):
+            layouts.append(None)
+            continue
+        layout = _layout_of(value, inputs, f"output {i} ({arg})")
+        if layout is not None and not layout.symbolic and layout.alias_input is None:
+            key = StorageWeakRef(value.untyped_storage())
+            base = next((k for k, v in earlier.get(key, []) if _covers(v, value)), None)
+            if base is not None:
+                layout = dataclasses.replace(layout, alias_output=base,
+                                             alias_output_offset=int(layouts[base].storage_offset))
+            else:
+                earlier.setdefault(key, []).append((i, value))
+        layouts.append(layout)
     return layouts
+
+
+def _covers(base: torch.Tensor, view: torch.Tensor) -> bool:
+    """Do base's storage elements span view's (from its first to its last)?"""
+    if base.numel() == 0 or view.numel() == 0:
+        return view.numel() == 0
+    start, extent = base.storage_offset(), storage_extent(base.shape, base.stride())
+    first, last = view.storage_offset(), view.storage_offset() + storage_extent(
+        view.shape, view.stride())
+    return start <= first and last <= start + extent
 
 
 def _layout_of(value: torch.Tensor, inputs: dict[StorageWeakRef, tuple[int, torch.Tensor]],
@@ -199,11 +232,16 @@ def _layout_of(value: torch.Tensor, inputs: dict[StorageWeakRef, tuple[int, torc
 
 
 def apply_layout(result: torch.Tensor, layout: OutputLayout | None,
-                 args: Sequence[Any]) -> torch.Tensor:
+                 args: Sequence[Any], earlier: Sequence[Any] = ()) -> torch.Tensor:
     """Reference for the runtime bridge: Kiln's result (in physical_shape,
-    row-major) as the tensor eager would have returned."""
+    row-major) as the tensor eager would have returned; `earlier` holds the
+    outputs before it, as returned."""
     if layout is None:
         return result
+    if layout.alias_output is not None:
+        base = earlier[layout.alias_output]
+        return base.as_strided(layout.size, layout.stride, base.storage_offset()
+                               + layout.storage_offset - layout.alias_output_offset)
     if layout.symbolic:  # dense, in storage order: strides from this run's sizes
         order = layout.physical_order or ()
         physical = list(result.shape)

@@ -80,6 +80,10 @@ struct OutputLayout {
   int64_t aliasInput = -1;
   std::vector<int64_t> aliasInputStrides;
   int64_t aliasInputOffset = 0;
+  /// An earlier output whose storage this one shares in eager, covering this
+  /// one's elements, and that output's traced offset: a view of it.
+  int64_t aliasOutput = -1;
+  int64_t aliasOutputOffset = 0;
   /// Symbolic sizes: a dense output computed in storage order, whose dims
   /// from outer to inner in memory are `order`; sizes and strides follow
   /// from each run's result.
@@ -95,6 +99,10 @@ OutputLayout layoutFromDict(const py::dict &d) {
   layout.aliasInput = d["alias_input"].cast<int64_t>();
   layout.aliasInputStrides = d["alias_input_stride"].cast<std::vector<int64_t>>();
   layout.aliasInputOffset = d["alias_input_offset"].cast<int64_t>();
+  if (d.contains("alias_output")) {
+    layout.aliasOutput = d["alias_output"].cast<int64_t>();
+    layout.aliasOutputOffset = d["alias_output_offset"].cast<int64_t>();
+  }
   if (d.contains("order"))
     layout.order = d["order"].cast<std::vector<int64_t>>();
   if (layout.sizes.size() != layout.strides.size())
@@ -112,9 +120,15 @@ int64_t storageExtent(const OutputLayout &layout) {
   return extent;
 }
 
-/// Kiln's result (row-major, in storage order when dense) as eager lays it out.
+/// Kiln's result (row-major, in storage order when dense) as eager lays it
+/// out; `earlier` holds the outputs before it, as returned.
 at::Tensor applyLayout(at::Tensor result, const OutputLayout &layout,
-                       const std::vector<at::Tensor> &args) {
+                       const std::vector<at::Tensor> &args, const std::vector<at::Tensor> &earlier) {
+  if (layout.aliasOutput >= 0) {
+    const at::Tensor &base = earlier[layout.aliasOutput];
+    return base.as_strided(layout.sizes, layout.strides,
+                           base.storage_offset() + layout.storageOffset - layout.aliasOutputOffset);
+  }
   if (!layout.order.empty()) {
     // result is [sizes in `order`], row-major: view it back in logical order.
     std::vector<int64_t> physical = result.sizes().vec();
@@ -238,7 +252,7 @@ public:
                                           base.storage_offset() + out.byteOffset / itemSize));
       size_t index = results.size() - 1;
       if (index < layouts_.size() && layouts_[index])
-        results.back() = applyLayout(std::move(results.back()), *layouts_[index], args);
+        results.back() = applyLayout(std::move(results.back()), *layouts_[index], args, results);
     }
     return results;
   }
@@ -297,7 +311,8 @@ public:
       int64_t numel = 1;
       for (int64_t n : layout.sizes)
         numel *= n;
-      if (numel != type.numElements() || layout.aliasInput >= (int64_t)artifact.numInputs())
+      if (numel != type.numElements() || layout.aliasInput >= (int64_t)artifact.numInputs() ||
+          layout.aliasOutput >= (int64_t)i)
         throw py::value_error("output " + std::to_string(i) + " of graph '" +
                               artifact.graphName + "': the layout does not fit it");
       parsed.push_back(std::move(layout));

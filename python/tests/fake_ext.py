@@ -283,7 +283,10 @@ class Executable:
             for o in g["outputs"]
             if isinstance(o, dict) and "ref" in o
         ]
-        return [apply_layout(r, layout, inputs) for r, layout in zip(results, self._layouts)]
+        outputs: list[torch.Tensor] = []
+        for r, layout in zip(results, self._layouts):
+            outputs.append(apply_layout(r, layout, inputs, outputs))
+        return outputs
 
     def set_output_layouts(self, layouts: list[dict[str, Any] | None]) -> None:
         if len(layouts) != self.num_outputs:
@@ -297,6 +300,7 @@ def _layout_from_dict(d: dict[str, Any]) -> OutputLayout:
         tuple(d["size"]), tuple(d["stride"]), d["storage_offset"],
         physical_order(d["size"], d["stride"]) if d["dense"] else None,
         None if alias < 0 else alias, tuple(d["alias_input_stride"]), d["alias_input_offset"],
+        None if d["alias_output"] < 0 else d["alias_output"], d["alias_output_offset"],
     )
 
 
