@@ -62,6 +62,8 @@ class KilnOptions:
                  bypass autograd's checks): after such a write, call
                  torch._dynamo.reset() or set this to False. The packed
                  copies take as much memory again as the packed weights.
+                 Inference graphs only (no_grad, or no input requiring
+                 grad): in training the parameters change every step.
     """
 
     target: str = "cpu"
