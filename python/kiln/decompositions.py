@@ -336,10 +336,31 @@ def _attention_backward(grad_out, q, k, v, out, logsumexp, dropout_p, is_causal,
     probabilities recomputed with the forward's logsumexp (as the flash
     backward does, but a [L, S] block at a time is all of it here):
     P = exp(q kᵀ s + mask - lse), dv = Pᵀ dO, dS = P (dO vᵀ - rowsum(dO o)),
-    dq = dS k s, dk = dSᵀ q s. Heads of q, k and v must agree (no GQA) and
-    there is no dropout."""
-    if dropout_p != 0.0 or q.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+    dq = dS k s, dk = dSᵀ q s. With grouped-query heads (k and v have
+    Hq / G heads, query head h reads key head h // G) k and v are repeated
+    per query head and their gradients summed back over each group. No
+    dropout."""
+    if dropout_p != 0.0 or q.dim() != 4 or k.shape[1] != v.shape[1]:
         return NotImplemented
+    batch, heads, kv_heads = q.shape[0], q.shape[1], k.shape[1]
+    if kv_heads == 0 or heads % kv_heads != 0:
+        return NotImplemented
+    group = heads // kv_heads
+
+    def repeat_heads(t):
+        if group == 1:
+            return t
+        expanded = aten.expand.default(aten.unsqueeze.default(t, 2),
+                                       [batch, kv_heads, group, *t.shape[2:]])
+        return aten.reshape.default(expanded, [batch, heads, *t.shape[2:]])
+
+    def sum_groups(t):
+        if group == 1:
+            return t
+        grouped = aten.view.default(t, [batch, kv_heads, group, *t.shape[2:]])
+        return aten.sum.dim_IntList(grouped, [2])
+
+    k, v = repeat_heads(k), repeat_heads(v)
     length, source = q.shape[2], k.shape[2]
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     scores = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), s)
@@ -361,7 +382,7 @@ def _attention_backward(grad_out, q, k, v, out, logsumexp, dropout_p, is_causal,
     grad_scores = aten.mul.Tensor(aten.mul.Tensor(p, aten.sub.Tensor(grad_p, row)), s)
     grad_q = aten.matmul.default(grad_scores, k)
     grad_k = aten.matmul.default(aten.transpose.int(grad_scores, -2, -1), q)
-    return grad_q, grad_k, grad_v
+    return grad_q, sum_groups(grad_k), sum_groups(grad_v)
 
 
 def _fma(a, b, c):

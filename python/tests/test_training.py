@@ -251,3 +251,15 @@ def test_attention_gradients_in_kiln(batch, heads, length, source, dim, causal, 
                                               scale=0.3 if mask else None)
 
     _gradients_in_kiln(attention, (q, k, v))
+
+
+@pytest.mark.parametrize("heads, kv_heads, causal", [(4, 2, True), (6, 2, False), (3, 1, True)])
+def test_grouped_query_attention_gradients_in_kiln(heads, kv_heads, causal):
+    """Key and value heads shared by groups of query heads (enable_gqa)."""
+    q = torch.randn(2, heads, 6, 8)
+    k, v = torch.randn(2, kv_heads, 6, 8), torch.randn(2, kv_heads, 6, 8)
+
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+
+    _gradients_in_kiln(attention, (q, k, v))
