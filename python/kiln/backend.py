@@ -39,6 +39,7 @@ from kiln.fx_serialize import (
     source_loc,
 )
 from kiln.decompositions import decomposition_table, needs_autograd
+from kiln.randomness import lift_random_seeds, with_random_seeds
 from kiln.dumps import Dump, save_first_call, summary_updater, write_reproducer
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
@@ -190,6 +191,7 @@ def _ext() -> Any:
 
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
     ext = _ext()
+    seeds = lift_random_seeds(gm)  # graph inputs now; with_random_seeds supplies them
     support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager,
                           symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)(),
                           symint_scalar_ops=getattr(ext.compiler, "symint_scalar_ops", list)())
@@ -237,7 +239,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
             dump.write_json("summary.json", asdict(record))
 
         fn = save_first_call(fn, reference, constants, dump, saved)
-    return fn
+    return with_random_seeds(fn, seeds)
 
 
 def _returns_symint(gm: torch.fx.GraphModule) -> bool:

@@ -21,6 +21,8 @@ import torch
 import torch._decomp
 from torch._inductor import inductor_prims  # registers prims.fma, which Dynamo emits
 
+from kiln import randomness
+
 aten = torch.ops.aten
 
 
@@ -408,11 +410,21 @@ def _pow_scalar(base, exponent):
 
 
 def _native_dropout(x, p, train):
-    """Dropout that drops nothing (eval mode, or p = 0) is the identity. Any
-    other needs random numbers, which Kiln does not generate: left to eager."""
-    if train and p != 0.0:
+    """Dropout that drops nothing (eval mode, or p = 0) is the identity.
+    Otherwise an element is kept where a uniform number (Kiln's own stream,
+    seeded per call from torch's generator: kiln/randomness.py) is at least
+    p, and scaled by 1 / (1 - p); the mask is the op's second output, which
+    its backward reads."""
+    if not train or p == 0.0:
+        return aten.clone.default(x), aten.ones_like.default(x, dtype=torch.bool)
+    if p >= 1.0:
+        return aten.mul.Tensor(x, 0.0), aten.zeros_like.default(x, dtype=torch.bool)
+    if not x.dtype.is_floating_point:
         return NotImplemented
-    return aten.clone.default(x), aten.ones_like.default(x, dtype=torch.bool)
+    keep = aten.ge.Scalar(randomness.uniform(list(x.shape), randomness.new_seed(), torch.float32,
+                                             x.device), p)
+    scaled = aten.mul.Tensor(aten.mul.Tensor(x, keep), 1.0 / (1.0 - p))
+    return scaled, keep
 
 
 def _pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,

@@ -5,9 +5,9 @@ kiln/testing/training.py).
 
 Every loss matches eager's at every step, the gradients after the first
 step, and the parameters at the end. Dropout is off in the transformers
-configs: eager's random masks cannot be reproduced by any compiler, and a
-dropout that drops something is an op Kiln leaves to eager (it has no
-random-number kernels yet)."""
+configs for those comparisons: eager's random masks cannot be reproduced by
+any compiler. With dropout on, the loop must still run wholly in Kiln and
+train."""
 
 from __future__ import annotations
 
@@ -76,3 +76,18 @@ def test_training_loop_matches_eager(name, batch, optimizer):
         torch.testing.assert_close(g, eager_grads[n], rtol=1e-4, atol=1e-5, msg=n)
     for n, t in state.items():
         torch.testing.assert_close(t, eager_state[n], rtol=1e-3, atol=1e-4, msg=n)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_training_loop_with_dropout_runs_in_kiln(name):
+    """transformers' default dropout (0.1, in the attention probabilities
+    too) runs in Kiln kernels: masks from Kiln's own random stream. The loss
+    falls as eager's does (eager's masks differ, so not step by step)."""
+    model, inputs, loss_fn = MODELS[name](4, dropout=0.1)
+    losses, _, _ = _run(model, inputs, loss_fn, "adamw", compiled=True)
+    assert {"forward", "backward", "inference"} <= _kinds_compiled(), kiln.compile_records()
+    eager_losses, _, _ = _run(model, inputs, loss_fn, "adamw", compiled=False)
+    assert losses[-5:].mean() < losses[:5].mean(), losses
+    # Both curves fall by a like amount: within a third of eager's drop.
+    drop, eager_drop = losses[0] - losses[-1], eager_losses[0] - eager_losses[-1]
+    assert abs(drop - eager_drop) < abs(eager_drop) / 3 + 0.02, (losses, eager_losses)

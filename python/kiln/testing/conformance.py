@@ -152,7 +152,7 @@ class Selected:
     name: str  # OpInfo name, with ".<variant_test_name>" when it has one
     core: bool  # the packet has a Core ATen overload
     dtypes: tuple[str, ...]  # supported, among DTYPES, in DTYPES order
-    compare: str  # "values", "random" or "uninitialized"
+    compare: str  # "values", "random" or "uninitialized" (and per sample "dropout")
 
 
 def full_name(op: Any) -> str:
@@ -418,6 +418,10 @@ def compare(actual: Any, expected: Any, override: tuple[float, float] = (0.0, 0.
             return (f"{what}: {_describe(a)} (dtype {a.dtype}), eager gives {_describe(e)} "
                     f"(dtype {e.dtype})")
         if mode == "uninitialized":
+            continue
+        if mode == "dropout":
+            if a.isfinite().all() != e.isfinite().all():
+                return f"{what}: non-finite values where eager has none (or the reverse)"
             continue
         if mode == "random":
             problem = _compare_statistics(a, e)
@@ -696,8 +700,20 @@ def iter_pair(name: str, dtype: str, max_samples: int, compare_mode: str | None 
         if not_plain:
             result = {"desc": desc, "skip": f"holds {not_plain}"}
         else:
-            result = _Case(op, sample, mode, override).run()
+            result = _Case(op, sample, _sample_mode(mode, sample), override).run()
         yield "sample", {"index": index, **result}
+
+
+def _sample_mode(mode: str, sample: Any) -> str:
+    """A sample that asks for dropout (scaled_dot_product_attention's
+    dropout_p) draws random numbers, and its few outputs each mix many of
+    them: their moments vary between two eager runs as much as between Kiln
+    and eager, so only shapes, dtypes and finiteness are compared ("dropout";
+    python/tests/test_random.py checks Kiln's dropout itself)."""
+    dropout = sample.kwargs.get("dropout_p", 0.0)
+    if mode in ("values", "random") and isinstance(dropout, (int, float)) and dropout > 0:
+        return "dropout"
+    return mode
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 (python/tests/test_training_loops.py) and benchmarks/bench_training.py.
 
 Each builder takes a batch size and returns a TrainingCase. Dropout is off in
-the transformers configs: eager's random masks cannot be reproduced by any
-compiler, so a loop with dropout could not be compared step by step."""
+the transformers configs unless asked for: eager's random masks cannot be
+reproduced by any compiler, so a loop with dropout cannot be compared step
+by step."""
 
 from __future__ import annotations
 
@@ -64,13 +65,14 @@ def cnn(batch: int, size: str = "small") -> TrainingCase:
     return TrainingCase(model, (x, labels), _classification)
 
 
-def gpt2(batch: int, size: str = "small") -> TrainingCase:
+def gpt2(batch: int, size: str = "small", dropout: float = 0.0) -> TrainingCase:
     """A causal language model, trained on next-token prediction."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     width, seq = (32, 12) if size == "small" else (128, 64)
     config = GPT2Config(vocab_size=96, n_positions=64, n_embd=width, n_layer=2, n_head=2,
-                        use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                        use_cache=False, resid_pdrop=dropout, embd_pdrop=dropout,
+                        attn_pdrop=dropout,
                         attn_implementation="sdpa")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -85,15 +87,15 @@ def gpt2(batch: int, size: str = "small") -> TrainingCase:
     return TrainingCase(model, (ids, ids), next_token_loss)
 
 
-def bert(batch: int, size: str = "small") -> TrainingCase:
+def bert(batch: int, size: str = "small", dropout: float = 0.0) -> TrainingCase:
     """An encoder with a sequence-classification head."""
     from transformers import BertConfig, BertForSequenceClassification
 
     width, seq = (32, 10) if size == "small" else (128, 64)
     config = BertConfig(vocab_size=96, hidden_size=width, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=2 * width,
-                        max_position_embeddings=64, num_labels=3, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0, attn_implementation="sdpa")
+                        max_position_embeddings=64, num_labels=3, hidden_dropout_prob=dropout,
+                        attention_probs_dropout_prob=dropout, attn_implementation="sdpa")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = BertForSequenceClassification(config)

@@ -1,0 +1,115 @@
+"""Random numbers in Kiln kernels: dropout that drops something.
+
+A Kiln graph is a pure function of its inputs, so randomness enters as an
+input: every call draws one seed per random op from torch's default
+generator (so `torch.manual_seed` makes a compiled run reproducible), and the
+kernels turn seed and element index into uniform numbers with a counter-based
+integer hash. The stream is Kiln's own: no compiler reproduces eager's masks
+bit for bit, only their distribution.
+
+How the seed gets there: the decompositions (kiln/decompositions.py) call
+`kiln::random_seed(salt)`, a custom op that aot_autograd traces like any
+other (the salt, distinct per call site, keeps its CSE from merging two
+dropouts). Before compiling, `lift_random_seeds` turns each such node into
+a graph input, and `with_random_seeds` appends fresh seeds to every call's
+arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+aten = torch.ops.aten
+
+# Seeds are non-negative int64 values below 2**31, hashed as 32-bit words.
+_SEED_LIMIT = 2**31 - 1
+_MASK32 = 0xFFFFFFFF
+_salts = itertools.count()
+
+
+@torch.library.custom_op("kiln::random_seed", mutates_args=())
+def random_seed(salt: int) -> torch.Tensor:
+    """A fresh seed (0-d int64) from torch's default generator. Kiln lifts
+    these nodes into graph inputs; this body runs only in eager fallbacks."""
+    return torch.randint(0, _SEED_LIMIT, (), dtype=torch.int64)
+
+
+@random_seed.register_fake
+def _random_seed_fake(salt: int) -> torch.Tensor:
+    return torch.empty((), dtype=torch.int64)
+
+
+def new_seed() -> torch.Tensor:
+    """A seed node for a decomposition to build on."""
+    return torch.ops.kiln.random_seed.default(next(_salts))
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    return aten.floor_divide.default(x, 1 << bits)  # x is non-negative
+
+
+def _times_mod32(x: torch.Tensor, constant: int) -> torch.Tensor:
+    """x * constant mod 2**32 for x < 2**32 without leaving int64: the
+    constant's high and low 16 bits multiply separately."""
+    high, low = constant >> 16, constant & 0xFFFF
+    upper = aten.mul.Tensor(aten.bitwise_and.Scalar(aten.mul.Tensor(x, high), 0xFFFF), 1 << 16)
+    return aten.bitwise_and.Scalar(aten.add.Tensor(upper, aten.mul.Tensor(x, low)), _MASK32)
+
+
+def _hash32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash with good avalanche (Wellons' lowbias32)."""
+    x = aten.bitwise_xor.Tensor(x, _shift_right(x, 16))
+    x = _times_mod32(x, 0x7FEB352D)
+    x = aten.bitwise_xor.Tensor(x, _shift_right(x, 15))
+    x = _times_mod32(x, 0x846CA68B)
+    return aten.bitwise_xor.Tensor(x, _shift_right(x, 16))
+
+
+def uniform(shape: list[int], seed: torch.Tensor, dtype: torch.dtype,
+            device: torch.device) -> torch.Tensor:
+    """Numbers uniform in [0, 1) with 24 random bits, one per element:
+    hash(hash(index + seed) ^ seed)."""
+    index = aten.arange.default(math.prod(shape), dtype=torch.int64, device=device)
+    x = _hash32(aten.bitwise_and.Scalar(aten.add.Tensor(index, seed), _MASK32))
+    x = _hash32(aten.bitwise_xor.Tensor(x, seed))
+    bits = aten._to_copy.default(_shift_right(x, 8), dtype=dtype)
+    return aten.view.default(aten.mul.Tensor(bits, 2.0**-24), list(shape))
+
+
+def lift_random_seeds(gm: torch.fx.GraphModule) -> int:
+    """Turn gm's kiln::random_seed nodes into graph inputs after the others;
+    returns how many."""
+    seeds = [n for n in gm.graph.nodes
+             if n.op == "call_function" and n.target is torch.ops.kiln.random_seed.default]
+    if not seeds:
+        return 0
+    last = [n for n in gm.graph.nodes if n.op == "placeholder"][-1]
+    for i, node in enumerate(seeds):
+        with gm.graph.inserting_after(last):
+            placeholder = gm.graph.placeholder(f"kiln_seed_{i}")
+        placeholder.meta.update(node.meta)
+        node.replace_all_uses_with(placeholder)
+        gm.graph.erase_node(node)
+        last = placeholder
+    gm.graph.lint()
+    gm.recompile()
+    return len(seeds)
+
+
+def with_random_seeds(fn: Callable[[list[Any]], Any], count: int) -> Callable[[list[Any]], Any]:
+    """fn (boxed) with `count` fresh seeds appended to every call's arguments."""
+    if count == 0:
+        return fn
+
+    def run(args: list[Any]) -> Any:
+        seeds = torch.randint(0, _SEED_LIMIT, (count,), dtype=torch.int64)
+        args = list(args) + list(seeds.unbind())
+        return fn(args)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
