@@ -409,6 +409,55 @@ def _pow_scalar(base, exponent):
     return aten.pow.Tensor_Tensor(aten.scalar_tensor.default(base, dtype=dtype), exponent)
 
 
+def _random_dtype(dtype: torch.dtype | None) -> torch.dtype | None:
+    """The dtype of a random factory's result, or None where Kiln leaves it
+    to eager (integers and complex numbers)."""
+    dtype = dtype or torch.get_default_dtype()
+    return dtype if dtype in (torch.float32, torch.float64) else None
+
+
+def _rand(size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """Uniform in [0, 1) from Kiln's stream (kiln/randomness.py)."""
+    dtype = _random_dtype(dtype)
+    if dtype is None:
+        return NotImplemented
+    return randomness.uniform(list(size), randomness.new_seed(), dtype, device or "cpu")
+
+
+def _randn(size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """Standard normal by Box-Muller from two uniform draws: sqrt(-2 ln(1 - u))
+    cos(2 pi v) (1 - u > 0, so the logarithm is finite)."""
+    dtype = _random_dtype(dtype)
+    if dtype is None:
+        return NotImplemented
+    u = randomness.uniform(list(size), randomness.new_seed(), dtype, device or "cpu")
+    v = randomness.uniform(list(size), randomness.new_seed(), dtype, device or "cpu")
+    radius = aten.sqrt.default(aten.mul.Tensor(aten.log.default(aten.rsub.Scalar(u, 1.0)), -2.0))
+    return aten.mul.Tensor(radius, aten.cos.default(aten.mul.Tensor(v, 2 * math.pi)))
+
+
+def _like(factory):
+    def like(x, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+        return factory(list(x.shape), dtype=dtype or x.dtype, device=device or x.device)
+    return like
+
+
+def _bernoulli_p(x, p, *, generator=None):
+    """1 with probability p, in x's shape and dtype."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented  # a private generator's stream is eager's alone
+    draws = randomness.uniform(list(x.shape), randomness.new_seed(), torch.float32, x.device)
+    return aten._to_copy.default(aten.lt.Scalar(draws, p), dtype=x.dtype)
+
+
+def _bernoulli(x, *, generator=None):
+    """1 with probability x (elementwise)."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented
+    draws = randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device)
+    return aten._to_copy.default(aten.lt.Tensor(draws, x), dtype=x.dtype)
+
+
 def _native_dropout(x, p, train):
     """Dropout that drops nothing (eval mode, or p = 0) is the identity.
     Otherwise an element is kept where a uniform number (Kiln's own stream,
@@ -846,6 +895,12 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.copy.default: _copy,
     aten.pow.Scalar: _pow_scalar,
     aten.native_dropout.default: _native_dropout,
+    aten.rand.default: _rand,
+    aten.randn.default: _randn,
+    aten.rand_like.default: _like(_rand),
+    aten.randn_like.default: _like(_randn),
+    aten.bernoulli.p: _bernoulli_p,
+    aten.bernoulli.default: _bernoulli,
     aten.max_pool2d_with_indices.default: _max_pool2d_with_indices,
     aten.avg_pool2d.default: functools.partial(_avg_pool, 2),
     aten.avg_pool3d.default: functools.partial(_avg_pool, 3),

@@ -88,9 +88,12 @@ def lift_random_seeds(gm: torch.fx.GraphModule) -> int:
              if n.op == "call_function" and n.target is torch.ops.kiln.random_seed.default]
     if not seeds:
         return 0
-    last = [n for n in gm.graph.nodes if n.op == "placeholder"][-1]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    last = placeholders[-1] if placeholders else None  # torch.randn(3): no inputs
     for i, node in enumerate(seeds):
-        with gm.graph.inserting_after(last):
+        where = (gm.graph.inserting_after(last) if last is not None
+                 else gm.graph.inserting_before(next(iter(gm.graph.nodes))))
+        with where:
             placeholder = gm.graph.placeholder(f"kiln_seed_{i}")
         placeholder.meta.update(node.meta)
         node.replace_all_uses_with(placeholder)

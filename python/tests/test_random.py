@@ -95,3 +95,37 @@ def test_uniform_stream_moments():
         centred = u - u.mean()
         correlation = (centred[1:] * centred[:-1]).mean() / centred.var()
         assert abs(correlation.item()) < 0.02
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rand_randn_bernoulli_distributions(dtype):
+    """rand, randn (Box-Muller), their _like forms and bernoulli, in Kiln
+    kernels: moments within 6 standard errors of the distribution's."""
+    n = 1 << 15
+
+    def draws(x):
+        return (torch.rand(n, dtype=dtype), torch.randn(n, dtype=dtype), torch.rand_like(x),
+                torch.randn_like(x), torch.bernoulli(torch.full_like(x, 0.3)),
+                x.bernoulli(0.8))
+
+    outs = _compile(draws)(torch.zeros(n, dtype=dtype))
+    _kiln_ran("inference")
+    assert all(o.dtype == dtype and o.shape == (n,) for o in outs)
+    se = 6 / math.sqrt(n)
+    for u in (outs[0], outs[2]):
+        assert 0 <= u.min() and u.max() < 1
+        assert abs(u.mean() - 0.5) < se * math.sqrt(1 / 12) and abs(u.var() - 1 / 12) < 0.003
+    for z in (outs[1], outs[3]):
+        assert abs(z.mean()) < se and abs(z.var() - 1) < 0.05
+        assert abs((z.abs() < 1).double().mean() - 0.6827) < 0.01  # the normal's CDF, not only moments
+    for b, p in ((outs[4], 0.3), (outs[5], 0.8)):
+        assert set(b.unique().tolist()) <= {0.0, 1.0} and abs(b.mean() - p) < se
+    assert not torch.equal(outs[0], outs[2]) and not torch.equal(outs[1], outs[3])
+
+
+def test_random_graph_without_inputs():
+    """A graph whose only inputs are its seeds (torch.randn(4, 5) alone)."""
+    f = _compile(lambda: torch.randn(4, 5) + torch.rand(4, 5))
+    a, b = f(), f()
+    _kiln_ran("inference")
+    assert a.shape == (4, 5) and not torch.equal(a, b)
