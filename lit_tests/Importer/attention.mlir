@@ -16,7 +16,7 @@
 // CHECK: %[[B:[a-z0-9_]+]], %{{.*}} = kiln_graph.attention %[[Q]], %[[K]], %[[V]] mask %[[MASK]] {scale = 5.000000e-01 : f64}
 // CHECK: return %[[A]], %[[L]], %[[B]]
 
-// DROPOUT: dropout_p must be 0: Kiln has no random-number kernels
+// DROPOUT: dropout_p must be 0: the fused attention kernel has no dropout
 // BROADCAST: attn_mask dim 2 has size 3, which does not broadcast to 8
 
 //--- graph.json

@@ -123,8 +123,10 @@ def test_attention_training_forward_is_fused_and_gradients_match():
 
 
 def test_dropout_falls_back_with_its_reason():
-    """Kiln has no random numbers: attention with dropout stays in eager, and
-    fallback="error" names the reason."""
+    """The fused attention kernel has no dropout: the op with dropout_p > 0
+    stays in eager (F.scaled_dot_product_attention with dropout decomposes to
+    math attention and Kiln's dropout instead), and fallback="error" names
+    the reason."""
     q, k, v = qkv(1, 1, 1, 8, 8, 8)
     with pytest.raises(Exception, match="dropout_p must be 0"):
         torch._dynamo.reset()

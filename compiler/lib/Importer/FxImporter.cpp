@@ -846,7 +846,9 @@ LogicalResult attention(Importer &im) {
     if (failed(p))
       return failure();
     if (*p != 0.0)
-      return im.fail("dropout_p must be 0: Kiln has no random-number kernels");
+      return im.fail("dropout_p must be 0: the fused attention kernel has no dropout "
+                     "(F.scaled_dot_product_attention with dropout runs as math attention "
+                     "and Kiln's dropout)");
   }
   bool causal = im.flag(4, "is_causal", false);
   auto qType = cast<RankedTensorType>(q->getType());
