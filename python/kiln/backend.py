@@ -27,7 +27,7 @@ import torch._decomp
 import torch.fx
 
 from kiln.cache import build_id, cache_for
-from kiln.errors import SerializeError, UnsupportedOpError
+from kiln.errors import KilnError, SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
     PARAMETER_META,
     SerializedGraph,
@@ -153,12 +153,28 @@ def kiln_backend(
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
+        partition_fn=_partition_saving_seeds,
         decompositions=decomposition_table(training=needs_autograd(gm, example_inputs)),
     )
     return backend(gm, example_inputs)
 
 
 kiln_backend.reset = reset  # type: ignore[attr-defined]
+
+
+def _partition_saving_seeds(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+    """aot_autograd's default partition, with every random seed computed in
+    the forward only: inside an activation-checkpointed region the
+    partitioner would otherwise recompute the seed op in the backward, which
+    (lifted to an input) would draw a new seed, and dropout there would
+    recompute a different mask than the forward used."""
+    from torch._functorch.partitioners import default_partition
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    for node in joint.graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.kiln.random_seed.default:
+            node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+    return default_partition(joint, joint_inputs, **kwargs)
 
 
 def mark_parameters(gm: torch.fx.GraphModule) -> None:
@@ -192,6 +208,9 @@ def _ext() -> Any:
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
     ext = _ext()
     seeds = lift_random_seeds(gm)  # graph inputs now; with_random_seeds supplies them
+    if seeds and kind == "backward":
+        raise KilnError(f"a backward graph draws {seeds} random seed(s): its dropout masks "
+                        "would differ from the forward's (the partition should have saved them)")
     support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager,
                           symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)(),
                           symint_scalar_ops=getattr(ext.compiler, "symint_scalar_ops", list)())

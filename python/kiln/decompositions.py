@@ -344,6 +344,8 @@ def _attention_backward(grad_out, q, k, v, out, logsumexp, dropout_p, is_causal,
     dropout."""
     if dropout_p != 0.0 or q.dim() != 4 or k.shape[1] != v.shape[1]:
         return NotImplemented
+    if q.dtype not in (torch.float32, torch.float64):
+        return NotImplemented  # half precision: ATen's logsumexp is float32, the rest not
     batch, heads, kv_heads = q.shape[0], q.shape[1], k.shape[1]
     if kv_heads == 0 or heads % kv_heads != 0:
         return NotImplemented
@@ -438,6 +440,10 @@ def _randn(size, *, dtype=None, layout=None, device=None, pin_memory=None):
 
 def _like(factory):
     def like(x, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+        # Contiguous results only: eager keeps a channels-last x's layout.
+        if memory_format not in (None, torch.contiguous_format, torch.preserve_format) or (
+                memory_format != torch.contiguous_format and not x.is_contiguous()):
+            return NotImplemented
         return factory(list(x.shape), dtype=dtype or x.dtype, device=device or x.device)
     return like
 
@@ -464,7 +470,7 @@ def _native_dropout(x, p, train):
     seeded per call from torch's generator: kiln/randomness.py) is at least
     p, and scaled by 1 / (1 - p); the mask is the op's second output, which
     its backward reads."""
-    if not train or p == 0.0:
+    if train is False or p == 0.0:  # train=None means training, as in ATen
         return aten.clone.default(x), aten.ones_like.default(x, dtype=torch.bool)
     if p >= 1.0:
         return aten.mul.Tensor(x, 0.0), aten.zeros_like.default(x, dtype=torch.bool)

@@ -183,16 +183,19 @@ def output_layouts(gm: torch.fx.GraphModule) -> list[OutputLayout | None]:
             if base is not None:
                 layout = dataclasses.replace(layout, alias_output=base,
                                              alias_output_offset=int(layouts[base].storage_offset))
-            else:
+            elif layout.physical_order is not None and value.numel() > 0:
+                # Only a dense output can be a base: its storage holds every
+                # element in its span (a copied layout with gaps does not).
                 earlier.setdefault(key, []).append((i, value))
         layouts.append(layout)
     return layouts
 
 
 def _covers(base: torch.Tensor, view: torch.Tensor) -> bool:
-    """Do base's storage elements span view's (from its first to its last)?"""
-    if base.numel() == 0 or view.numel() == 0:
-        return view.numel() == 0
+    """Does the dense output base hold every storage element of view (the
+    same dtype, view's span within base's)?"""
+    if view.numel() == 0 or view.dtype != base.dtype:
+        return False
     start, extent = base.storage_offset(), storage_extent(base.shape, base.stride())
     first, last = view.storage_offset(), view.storage_offset() + storage_extent(
         view.shape, view.stride())

@@ -4,6 +4,8 @@ layouts (kiln.layout) handed to the executable."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable
 
 import torch
@@ -42,7 +44,14 @@ def executable_layouts(exe: Any, serialized: SerializedGraph) -> list[dict[str, 
     """Eager's layout of each output the executable returns (literals it does not return)."""
     layouts = serialized.layouts
     if exe.num_outputs != len(layouts):
-        layouts = [layout for layout, ref in zip(layouts, serialized.output_is_ref) if ref]
+        # Literal outputs are not returned: renumber the earlier outputs that
+        # aliased outputs refer to.
+        returned = [i for i, ref in enumerate(serialized.output_is_ref) if ref]
+        index = {graph_index: i for i, graph_index in enumerate(returned)}
+        layouts = [layouts[i] for i in returned]
+        layouts = [layout if layout is None or layout.alias_output is None
+                   else dataclasses.replace(layout, alias_output=index[layout.alias_output])
+                   for layout in layouts]
     return [None if layout is None else layout.to_dict() for layout in layouts]
 
 

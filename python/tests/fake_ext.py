@@ -300,7 +300,8 @@ def _layout_from_dict(d: dict[str, Any]) -> OutputLayout:
         tuple(d["size"]), tuple(d["stride"]), d["storage_offset"],
         physical_order(d["size"], d["stride"]) if d["dense"] else None,
         None if alias < 0 else alias, tuple(d["alias_input_stride"]), d["alias_input_offset"],
-        None if d["alias_output"] < 0 else d["alias_output"], d["alias_output_offset"],
+        None if d.get("alias_output", -1) < 0 else d["alias_output"],
+        d.get("alias_output_offset", 0),
     )
 
 

@@ -200,3 +200,37 @@ def test_requires_grad_mix_across_calls():
             else:
                 assert k.grad is None
     _kiln_ran()
+
+
+def test_aliased_gradients_after_a_literal_output():
+    """A backward graph returning (None, g, g): the aliased output's base is
+    numbered among the returned outputs, not the graph's."""
+    x = torch.randn(4, 6)
+    a, b = torch.randn(6, 3, requires_grad=True), torch.randn(6, 3, requires_grad=True)
+    f = _compile(lambda x, a, b: x @ (a + b))
+    f(x, a, b).square().sum().backward()
+    _kiln_ran()
+    ea, eb = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    (x @ (ea + eb)).square().sum().backward()
+    torch.testing.assert_close(a.grad, ea.grad)
+    torch.testing.assert_close(b.grad, eb.grad)
+
+
+def test_output_aliasing_a_gapped_output_is_not_a_view_of_its_copy():
+    """y[:, :4] has gaps in y's storage: Kiln copies it into fresh storage
+    whose gaps hold nothing, so y[0] (saved for the backward) must not be
+    read through it."""
+    def f(x, w):
+        y = (x * 2).view(4, 8)
+        return y[:, :4], y[0] @ w
+
+    x, w = torch.randn(32), torch.randn(8, 3, requires_grad=True)
+    left, out = _compile(f)(x, w)
+    out.sum().backward()
+    _kiln_ran()
+    ew = w.detach().clone().requires_grad_()
+    e_left, e_out = f(x, ew)
+    e_out.sum().backward()
+    torch.testing.assert_close(left, e_left)
+    torch.testing.assert_close(out, e_out)
+    torch.testing.assert_close(w.grad, ew.grad)

@@ -129,3 +129,36 @@ def test_random_graph_without_inputs():
     a, b = f(), f()
     _kiln_ran("inference")
     assert a.shape == (4, 5) and not torch.equal(a, b)
+
+
+def test_checkpointed_dropout_backward_uses_the_forward_mask():
+    """Inside torch.utils.checkpoint the backward recomputes the region: the
+    seed must be the forward's (saved), or the recomputed mask differs."""
+    x = torch.randn(16, 32, requires_grad=True)
+
+    def region(t):
+        return F.dropout(torch.sin(t), 0.5, True) * 2
+
+    def f(x):
+        return torch.utils.checkpoint.checkpoint(region, x, use_reentrant=False)
+
+    y = _compile(f)(x)
+    y.sum().backward()
+    _kiln_ran("backward")
+    kept = y.detach() != 0
+    torch.testing.assert_close(x.grad, torch.where(kept, 4 * torch.cos(x.detach()), 0.0))
+
+
+def test_half_precision_attention_backward_still_runs():
+    """bfloat16 SDPA training (ATen's float32 logsumexp) is left to eager,
+    not a failed trace."""
+    q, k, v = (torch.randn(1, 2, 5, 8, dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    torch._dynamo.reset()
+    f = torch.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                      backend="kiln", dynamic=False)
+    f(q, k, v).float().sum().backward()
+    eq, ek, ev = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    F.scaled_dot_product_attention(eq, ek, ev, is_causal=True).float().sum().backward()
+    for a, e in ((q, eq), (k, ek), (v, ev)):
+        torch.testing.assert_close(a.grad, e.grad)

@@ -24,6 +24,8 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <unistd.h>
 #include <set>
 
 using namespace mlir;
@@ -552,10 +554,23 @@ private:
 
 void kiln::useCompilerThreadPool(MLIRContext &context) {
   // One pool for the process: a context that owned threads would start and
-  // join them on every compile.
-  static llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+  // join them on every compile. A forked child inherits the pool but not
+  // its threads, so it makes its own (the parent's is leaked there: joining
+  // threads that do not exist would hang).
+  static std::mutex mutex;
+  static llvm::DefaultThreadPool *pool = nullptr;
+  static pid_t owner = 0;
+  llvm::ThreadPoolInterface *shared;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!pool || owner != getpid()) {
+      pool = new llvm::DefaultThreadPool(llvm::hardware_concurrency());
+      owner = getpid();
+    }
+    shared = pool;
+  }
   if (!context.isMultithreadingEnabled())
-    context.setThreadPool(pool);
+    context.setThreadPool(*shared);
 }
 
 void kiln::loadCompilerDialects(MLIRContext &context) {

@@ -21,8 +21,9 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"
                 "kiln-promote-accumulators,kiln-distribute-workgroups)"},
       // Conversions that work function by function are nested, so that
-      // they run on the kernels in parallel; the rest need the module.
-      {"llvm", "func.func(kiln-approximate-math,expand-strided-metadata,lower-affine,"
+      // they run on the kernels in parallel; the rest need the module
+      // (kiln-approximate-math declares libm functions in it).
+      {"llvm", "kiln-approximate-math,func.func(expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,arith-expand),convert-math-to-funcs,"
                "func.func(convert-math-to-llvm,convert-vector-to-llvm),finalize-memref-to-llvm,"
                "func.func(convert-arith-to-llvm,convert-index-to-llvm),"

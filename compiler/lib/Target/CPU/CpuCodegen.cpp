@@ -320,7 +320,7 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
   llvm::stable_sort(bySize, [](const Job *a, const Job *b) { return a->size > b->size; });
   {
     // Diagnostics from the tasks reach the context's handler one at a time,
-    // in job order.
+    // in the order the tasks were queued.
     mlir::ParallelDiagnosticHandler diagnostics(context);
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
     for (size_t order = 0; order < bySize.size(); ++order)
