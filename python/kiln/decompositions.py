@@ -368,16 +368,15 @@ def _attention_backward(grad_out, q, k, v, out, logsumexp, dropout_p, is_causal,
     length, source = q.shape[2], k.shape[2]
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     scores = aten.mul.Tensor(aten.matmul.default(q, aten.transpose.int(k, -2, -1)), s)
+    minus_inf = aten.scalar_tensor.default(float("-inf"), dtype=scores.dtype)
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
-            minus_inf = aten.scalar_tensor.default(float("-inf"), dtype=scores.dtype)
             scores = aten.where.self(attn_mask, scores, minus_inf)
         else:
             scores = aten.add.Tensor(scores, attn_mask)
     if is_causal:  # top-left aligned, as PyTorch's: key j > query i is masked
         later = aten.gt.Tensor(_along(_iota(source, q.device), 1, 2),
                                _along(_iota(length, q.device), 0, 2))
-        minus_inf = aten.scalar_tensor.default(float("-inf"), dtype=scores.dtype)
         scores = aten.where.self(later, minus_inf, scores)
     p = aten.exp.default(aten.sub.Tensor(scores, aten.unsqueeze.default(logsumexp, -1)))
     grad_v = aten.matmul.default(aten.transpose.int(p, -2, -1), grad_out)

@@ -32,11 +32,16 @@ _MASK32 = 0xFFFFFFFF
 _salts = itertools.count()
 
 
+def _draw_seeds(count: int) -> list[torch.Tensor]:
+    """`count` fresh seeds (0-d int64) from torch's default generator."""
+    return list(torch.randint(0, _SEED_LIMIT, (count,), dtype=torch.int64).unbind())
+
+
 @torch.library.custom_op("kiln::random_seed", mutates_args=())
 def random_seed(salt: int) -> torch.Tensor:
-    """A fresh seed (0-d int64) from torch's default generator. Kiln lifts
-    these nodes into graph inputs; this body runs only in eager fallbacks."""
-    return torch.randint(0, _SEED_LIMIT, (), dtype=torch.int64)
+    """A fresh seed. Kiln lifts these nodes into graph inputs; this body runs
+    only in eager fallbacks."""
+    return _draw_seeds(1)[0].clone()
 
 
 @random_seed.register_fake
@@ -110,9 +115,7 @@ def with_random_seeds(fn: Callable[[list[Any]], Any], count: int) -> Callable[[l
         return fn
 
     def run(args: list[Any]) -> Any:
-        seeds = torch.randint(0, _SEED_LIMIT, (count,), dtype=torch.int64)
-        args = list(args) + list(seeds.unbind())
-        return fn(args)
+        return fn([*args, *_draw_seeds(count)])
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run
