@@ -280,3 +280,57 @@ TEST(CompileAndRunTest, RepeatedLayersShareOneLoweredKernel) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CompileAndRunTest, KernelTemporariesLiveInTheLaunchScratchBuffer) {
+  // A normalization over rows whose centred values feed both the variance
+  // and the output: the kernel keeps them in a temporary, which moves into
+  // a scratch buffer of the plan (bound last, private to the launch) that
+  // the workgroups share, each writing its own rows. (48 KB: more than a
+  // kernel puts on its stack.)
+  rt::Artifact artifact = compile(R"mlir(
+    func.func @g(%x: tensor<6x4x512xf32>) -> tensor<6x4x512xf32> {
+      %mean = kiln_graph.mean %x {dims = array<i64: 2>, keepdim = true} : tensor<6x4x512xf32> -> tensor<6x4x1xf32>
+      %d = kiln_graph.sub %x, %mean : tensor<6x4x512xf32>, tensor<6x4x1xf32> -> tensor<6x4x512xf32>
+      %sq = kiln_graph.mul %d, %d : tensor<6x4x512xf32>, tensor<6x4x512xf32> -> tensor<6x4x512xf32>
+      %var = kiln_graph.mean %sq {dims = array<i64: 2>, keepdim = true} : tensor<6x4x512xf32> -> tensor<6x4x1xf32>
+      %r = kiln_graph.rsqrt %var : tensor<6x4x1xf32> -> tensor<6x4x1xf32>
+      %y = kiln_graph.mul %d, %r : tensor<6x4x512xf32>, tensor<6x4x1xf32> -> tensor<6x4x512xf32>
+      return %y : tensor<6x4x512xf32>
+    })mlir");
+  ASSERT_EQ(artifact.kernels.size(), 1u);
+  ASSERT_EQ(artifact.launches.size(), 1u);
+  const rt::LaunchCmd &launch = artifact.launches[0];
+  ASSERT_EQ(launch.bindings.size(), artifact.kernels[0].numBindings);
+  const rt::BufferDesc &scratch = artifact.buffers[launch.bindings.back()];
+  EXPECT_EQ(scratch.kind, rt::BufferKind::Alloc);
+  EXPECT_EQ(scratch.type.dtype, rt::DType::U8);
+  ASSERT_EQ(scratch.type.shape.size(), 1u);
+  EXPECT_GE(scratch.type.shape[0], 6 * 4 * 512 * 4) << "the whole centred tensor, shared";
+
+  std::vector<float> x(6 * 4 * 512);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.01f * (i % 512);
+  for (int threads : {1, 2, 4}) {
+    rt::CpuDevice device(threads);
+    auto program = rt::Program::load(artifact, device);
+    ASSERT_TRUE(program.ok()) << program.status().message();
+    rt::HostAllocator allocator;
+    std::vector<std::shared_ptr<rt::Buffer>> allocated;
+    std::vector<rt::OutputRef> outputs;
+    rt::Status status = (*program)->run({x.data()}, {{rt::DType::F32, {6, 4, 512}}}, allocator,
+                                        allocated, outputs);
+    ASSERT_TRUE(status.ok()) << status.message();
+    rt::Buffer &out = *allocated[outputs[0].buffer];
+    for (int row = 0; row < 6 * 4; ++row) {
+      double mean = 0, var = 0;
+      for (int i = 0; i < 512; ++i) mean += x[row * 512 + i] / 512.0;
+      for (int i = 0; i < 512; ++i) var += std::pow(x[row * 512 + i] - mean, 2) / 512.0;
+      for (int i = 0; i < 512; ++i)
+        ASSERT_NEAR(readFloat(out, row * 512 + i), (x[row * 512 + i] - mean) / std::sqrt(var), 1e-4)
+            << threads << " threads, row " << row << ", " << i;
+    }
+  }
+}
+
+} // namespace

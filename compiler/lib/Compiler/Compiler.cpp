@@ -223,6 +223,8 @@ private:
       alignments[to] = it->second;
     if (splitsColumns.contains(from))
       splitsColumns.insert(to);
+    if (auto it = scratchBytes.find(from); it != scratchBytes.end())
+      scratchBytes[to] = it->second;
   }
 
   void recordDistribution(ModuleOp kernels) {
@@ -235,6 +237,8 @@ private:
         alignments[func.getName()] = alignment.getInt();
       if (func->hasAttr(kernel::kColumnExtentAttr))
         splitsColumns.insert(func.getName());
+      if (auto scratch = func->getAttrOfType<IntegerAttr>(kernel::kScratchBytesAttr))
+        scratchBytes[func.getName()] = scratch.getInt();
     }
   }
 
@@ -473,11 +477,12 @@ private:
           return failure();
         addBuffer(view, std::move(buffer));
       } else if (auto launch = dyn_cast<plan::LaunchOp>(op)) {
+        int64_t scratch = scratchBytes.lookup(launch.getKernel());
         auto [it, inserted] =
             kernelIds.try_emplace(launch.getKernel(), artifact.kernels.size());
         if (inserted)
           artifact.kernels.push_back({kernelSymbols_.lookup(launch.getKernel()),
-                                      (uint32_t)launch.getBindings().size(),
+                                      (uint32_t)launch.getBindings().size() + (scratch > 0),
                                       launch.getKernel().str(), numSymbols});
         runtime::LaunchCmd cmd{it->second, usefulWorkgroups(launch), {}, {}};
         if (launch.getSymbolicExtentAttr()) {
@@ -491,6 +496,14 @@ private:
         cmd.cached = launch.getCached();
         for (Value binding : launch.getBindings())
           cmd.bindings.push_back(ids.lookup(binding));
+        if (scratch > 0) {
+          // The kernel's temporaries, private to this launch (a cached
+          // launch's outlive the call, as all its buffers do).
+          cmd.bindings.push_back(artifact.buffers.size());
+          artifact.buffers.push_back(
+              {cmd.cached ? runtime::BufferKind::Persistent : runtime::BufferKind::Alloc,
+               runtime::TensorDesc{runtime::DType::U8, {scratch}}, 0, 0, {}});
+        }
         artifact.launches.push_back(std::move(cmd));
       } else if (auto check = dyn_cast<plan::CheckOp>(op)) {
         artifact.checks.push_back(
@@ -548,6 +561,7 @@ private:
   llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
   llvm::StringSet<> splitsColumns; // kernels whose workgroups split columns too
   llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment
+  llvm::StringMap<int64_t> scratchBytes; // kernels that take a scratch buffer
 };
 
 } // namespace

@@ -274,21 +274,20 @@ func.func @one_row(%wg: index, %wgc: index, %out: memref<1x4xf32>)
 // -----
 
 // A temporary [extent, ...] that every loop reads and writes only at its own
-// leading index holds just the workgroup's rows: allocated [end - begin, 8]
-// and viewed from `begin` rows before it, so the accesses are unchanged. One
-// that is reshaped (its rows regrouped) keeps its full size.
+// leading index is shared by the workgroups, each touching its own rows: it
+// moves into the launch's scratch buffer (a new last argument, marked
+// noalias), viewed at a 64-byte aligned offset, and is not freed. One that
+// leaves the kernel's loops reshaped (a copy of all its elements) is each
+// workgroup's own allocation still.
 // CHECK-LABEL: func.func @shrunk_temporary
-// CHECK: %[[BEGIN:.*]] = arith.minui
-// CHECK: %[[END:.*]] = arith.minui
-// CHECK: %[[ROWS:.*]] = arith.subi %[[END]], %[[BEGIN]]
-// CHECK: %[[SMALL:.*]] = memref.alloc(%[[ROWS]]) {alignment = 64 : i64} : memref<?x8xf32>
-// CHECK: %[[START:.*]] = arith.muli %[[BEGIN]], %c8
-// CHECK: %[[OFFSET:.*]] = arith.subi %c0{{.*}}, %[[START]]
-// CHECK: %[[T:.*]] = memref.reinterpret_cast %[[SMALL]] to offset: [%[[OFFSET]]], sizes: [6, 8], strides: [8, 1] : memref<?x8xf32> to memref<6x8xf32, strided<[8, 1], offset: ?>>
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
+// CHECK-SAME: %[[SCRATCH:[^:]*]]: memref<192xi8> {llvm.noalias}
+// CHECK-SAME: kiln.scratch_bytes = 192 : i64
+// CHECK: %[[T:.*]] = memref.view %[[SCRATCH]][%c0{{.*}}][] : memref<192xi8> to memref<6x8xf32>
+// CHECK: %[[KEPT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
 // CHECK: memref.store %{{.*}}, %[[T]][%{{.*}}, %{{.*}}]
 // CHECK: memref.load %[[T]][%{{.*}}, %{{.*}}]
-// CHECK: memref.dealloc %[[SMALL]]
+// CHECK-NOT: memref.dealloc %[[T]]
+// CHECK: memref.dealloc %[[KEPT]]
 func.func @shrunk_temporary(%wg: index, %wgc: index, %x: memref<6x8xf32>, %out: memref<6x8xf32>, %flat: memref<48xf32>)
     attributes {kiln.workgroup_extent = 6 : i64} {
   %c0 = arith.constant 0 : index
@@ -314,5 +313,117 @@ func.func @shrunk_temporary(%wg: index, %wgc: index, %x: memref<6x8xf32>, %out: 
   memref.copy %collapsed, %flat : memref<48xf32> to memref<48xf32>
   memref.dealloc %t : memref<6x8xf32>
   memref.dealloc %kept : memref<6x8xf32>
+  return
+}
+
+// -----
+
+// A temporary read through reshapes that keep its rows (a group norm's
+// [rows, groups, n] regrouped as [rows, channels, m]), and at its loop's
+// index clamped to the rows (padding), moves to the scratch buffer too; the
+// reshapes view it as they did the allocation.
+// CHECK-LABEL: func.func @shrunk_reshaped_temporary
+// CHECK-SAME: %{{[^:]*}}: memref<4x4x4xf32>, %[[SCRATCH:[^:]*]]: memref<256xi8> {llvm.noalias}
+// CHECK: %[[T:.*]] = memref.view %[[SCRATCH]]
+// CHECK: memref.store %{{.*}}, %[[T]][
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[T]]
+// CHECK: %[[CHANNELS:.*]] = memref.expand_shape %[[FLAT]]
+// CHECK: memref.load %[[CHANNELS]][
+// CHECK-NOT: memref.dealloc
+func.func @shrunk_reshaped_temporary(%wg: index, %wgc: index, %x: memref<4x2x8xf32>, %out: memref<4x4x4xf32>)
+    attributes {kiln.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %t = memref.alloc() {alignment = 64 : i64} : memref<4x2x8xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %g = %c0 to %c2 step %c1 {
+      scf.for %j = %c0 to %c8 step %c1 {
+        %v = memref.load %x[%i, %g, %j] : memref<4x2x8xf32>
+        memref.store %v, %t[%i, %g, %j] : memref<4x2x8xf32>
+      }
+    }
+  }
+  %flat = memref.collapse_shape %t [[0, 1, 2]] : memref<4x2x8xf32> into memref<64xf32>
+  %channels = memref.expand_shape %flat [[0, 1, 2]] output_shape [4, 4, 4] : memref<64xf32> into memref<4x4x4xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %lo = arith.maxsi %i, %c0 : index
+    %row = arith.minsi %lo, %c3 : index
+    scf.for %c = %c0 to %c4 step %c1 {
+      scf.for %j = %c0 to %c4 step %c1 {
+        %v = memref.load %channels[%row, %c, %j] : memref<4x4x4xf32>
+        memref.store %v, %out[%i, %c, %j] : memref<4x4x4xf32>
+      }
+    }
+  }
+  memref.dealloc %t : memref<4x2x8xf32>
+  return
+}
+
+// -----
+
+// A view that regroups the rows themselves ([4, 16] read as [8, 8]) keeps the
+// temporary each workgroup's own: a workgroup's rows are not the view's rows.
+// CHECK-LABEL: func.func @regrouped_rows_kept
+// CHECK-NOT: kiln.scratch_bytes
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+// CHECK: memref.expand_shape
+func.func @regrouped_rows_kept(%wg: index, %wgc: index, %x: memref<4x16xf32>, %out: memref<4x8xf32>)
+    attributes {kiln.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %t = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c16 step %c1 {
+      %v = memref.load %x[%i, %j] : memref<4x16xf32>
+      memref.store %v, %t[%i, %j] : memref<4x16xf32>
+    }
+  }
+  %pairs = memref.expand_shape %t [[0], [1, 2]] output_shape [4, 2, 8] : memref<4x16xf32> into memref<4x2x8xf32>
+  %flat = memref.collapse_shape %pairs [[0, 1], [2]] : memref<4x2x8xf32> into memref<8x8xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      %v = memref.load %flat[%i, %j] : memref<8x8xf32>
+      memref.store %v, %out[%i, %j] : memref<4x8xf32>
+    }
+  }
+  memref.dealloc %t : memref<4x16xf32>
+  return
+}
+
+// -----
+
+// A kernel run by one workgroup owns all its temporaries: each static one
+// moves to the scratch buffer, at 64-byte aligned offsets, before the size
+// symbols; a dynamic one stays an allocation.
+// CHECK-LABEL: func.func @single_workgroup_scratch
+// CHECK-SAME: %[[SCRATCH:[^:]*]]: memref<128xi8> {llvm.noalias}, %{{[^:]*}}: index
+// CHECK-SAME: kiln.scratch_bytes = 128 : i64
+// CHECK: memref.view %[[SCRATCH]][%{{.*}}][] : memref<128xi8> to memref<1x3xf32>
+// CHECK-NEXT: %[[C64:.*]] = arith.constant 64 : index
+// CHECK-NEXT: memref.view %[[SCRATCH]][%[[C64]]][] : memref<128xi8> to memref<1x2xi64>
+// CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
+func.func @single_workgroup_scratch(%wg: index, %wgc: index, %out: memref<1x3xf32>, %n: index)
+    attributes {kiln.workgroup_extent = 1 : i64, kiln.num_symbols = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %f = arith.constant 0.0 : f32
+  %i = arith.constant 0 : i64
+  %a = memref.alloc() : memref<1x3xf32>
+  %b = memref.alloc() : memref<1x2xi64>
+  %d = memref.alloc(%n) : memref<?xf32>
+  memref.store %f, %a[%c0, %c0] : memref<1x3xf32>
+  memref.store %i, %b[%c0, %c0] : memref<1x2xi64>
+  memref.store %f, %d[%c0] : memref<?xf32>
+  %v = memref.load %a[%c0, %c0] : memref<1x3xf32>
+  memref.store %v, %out[%c0, %c0] : memref<1x3xf32>
+  memref.dealloc %a : memref<1x3xf32>
+  memref.dealloc %b : memref<1x2xi64>
+  memref.dealloc %d : memref<?xf32>
   return
 }

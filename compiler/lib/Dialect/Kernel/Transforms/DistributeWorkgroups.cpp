@@ -41,9 +41,11 @@ struct DistributeWorkgroupsPass
     auto columnAlignment =
         func->getAttrOfType<IntegerAttr>(kiln::kernel::kColumnAlignmentAttr);
     if (!symbolicExtent && extent <= 1 && !columnExtent) {
-      // A single workgroup runs the whole kernel (and the launch is told so).
+      // A single workgroup runs the whole kernel (and the launch is told so):
+      // every temporary is its own.
       func->setAttr(kiln::kernel::kAlignmentAttr,
                     IntegerAttr::get(IntegerType::get(func.getContext(), 64), 1));
+      moveToScratch(func, llvm::to_vector(func.getBody().front().getOps<memref::AllocOp>()));
       return;
     }
     if (columnExtent && (!columnAlignment || columnAlignment.getInt() < 1)) {
@@ -142,8 +144,10 @@ struct DistributeWorkgroupsPass
     Value end = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, begin, chunk), extentValue);
     if (!symbolicExtent && !columnExtent && extent > 1)
-      for (auto alloc : llvm::to_vector(entry.getOps<memref::AllocOp>()))
-        shrinkToChunk(b, alloc, loops, extent, begin, end);
+      moveToScratch(func, llvm::filter_to_vector(entry.getOps<memref::AllocOp>(),
+                                                 [&](memref::AllocOp alloc) {
+                                                   return touchesOwnRowsOnly(alloc, loops, extent);
+                                                 }));
     for (scf::ForOp loop : loops) {
       if (splitRows)
         clamp(b, loop, begin, end);
@@ -181,65 +185,121 @@ struct DistributeWorkgroupsPass
     }
   }
 
-  /// A temporary of the kernel [extent, ...] that the workgroup touches only
-  /// at its own leading indices (every access is a load or store, in a
-  /// top-level loop, at that loop's index) holds just the rows [begin, end):
-  /// it is allocated that small and viewed with its offset moved back by
-  /// `begin` rows, so the accesses stay as they are. (Every workgroup
-  /// otherwise allocated the whole temporary per launch.)
-  static void shrinkToChunk(OpBuilder &b, memref::AllocOp alloc, ArrayRef<scf::ForOp> loops,
-                            int64_t extent, Value begin, Value end) {
-    MemRefType type = alloc.getType();
-    if (!type.hasStaticShape() || type.getRank() < 1 || type.getDimSize(0) != extent ||
-        !type.getLayout().isIdentity() || type.getNumElements() == 0)
-      return;
-    SmallVector<memref::DeallocOp> deallocs;
-    for (Operation *user : alloc->getUsers()) {
-      if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
-        deallocs.push_back(dealloc);
-        continue;
+  /// Whether `index` is `iv`, or `iv` clamped to [0, extent - 1] (as padding
+  /// reads it), which is `iv` itself: the top-level loops run within the
+  /// rows [0, extent).
+  static bool isRowOf(Value index, Value iv, int64_t extent) {
+    if (index == iv)
+      return true;
+    auto isConstant = [](Value v, int64_t c) {
+      std::optional<int64_t> value = getConstantIntValue(v);
+      return value && *value == c;
+    };
+    if (auto min = index.getDefiningOp<arith::MinSIOp>(); min && isConstant(min.getRhs(), extent - 1))
+      if (auto max = min.getLhs().getDefiningOp<arith::MaxSIOp>(); max && isConstant(max.getRhs(), 0))
+        return max.getLhs() == iv;
+    if (auto max = index.getDefiningOp<arith::MaxSIOp>(); max && isConstant(max.getRhs(), 0))
+      if (auto min = max.getLhs().getDefiningOp<arith::MinSIOp>(); min && isConstant(min.getRhs(), extent - 1))
+        return min.getLhs() == iv;
+    return false;
+  }
+
+  /// The memref an access reads or writes, and its leading index; null for
+  /// any other op.
+  static std::pair<Value, Value> accessOf(Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return {load.getMemRef(), load.getIndices().front()};
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      return {store.getMemRef(), store.getIndices().front()};
+    if (auto load = dyn_cast<vector::LoadOp>(op))
+      return {load.getBase(), load.getIndices().front()};
+    if (auto store = dyn_cast<vector::StoreOp>(op))
+      return {store.getBase(), store.getIndices().front()};
+    return {};
+  }
+
+  /// Whether every workgroup touches only its own rows of the temporary
+  /// [extent, ...] `alloc`: every access is a load or store, in a top-level
+  /// loop, at that loop's index. The accesses may go through reshapes (a
+  /// group norm regroups its rows' channels) as long as every reshaped view
+  /// that is accessed still has the rows [extent, ...].
+  static bool touchesOwnRowsOnly(memref::AllocOp alloc, ArrayRef<scf::ForOp> loops,
+                                 int64_t extent) {
+    auto hasRows = [&](MemRefType t) {
+      return t.hasStaticShape() && t.getRank() >= 1 && t.getDimSize(0) == extent &&
+             t.getLayout().isIdentity();
+    };
+    if (!hasRows(alloc.getType()))
+      return false;
+    SmallVector<Value> views{alloc.getResult()};
+    for (size_t i = 0; i < views.size(); ++i) {
+      Value view = views[i];
+      for (Operation *user : view.getUsers()) {
+        if (isa<memref::DeallocOp>(user) && i == 0)
+          continue;
+        if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user)) {
+          views.push_back(user->getResult(0));
+          continue;
+        }
+        auto [memref, row] = accessOf(user);
+        if (memref != view || !hasRows(cast<MemRefType>(view.getType())))
+          return false;
+        auto loop = llvm::find_if(loops, [&](scf::ForOp l) { return l->isProperAncestor(user); });
+        if (loop == loops.end() || !isRowOf(row, scf::ForOp(*loop).getInductionVar(), extent))
+          return false;
       }
-      Value row;
-      if (auto load = dyn_cast<memref::LoadOp>(user))
-        row = load.getIndices().front();
-      else if (auto store = dyn_cast<memref::StoreOp>(user); store && store.getMemRef() == alloc)
-        row = store.getIndices().front();
-      else if (auto load = dyn_cast<vector::LoadOp>(user))
-        row = load.getIndices().front();
-      else if (auto store = dyn_cast<vector::StoreOp>(user); store && store.getBase() == alloc)
-        row = store.getIndices().front();
-      if (!row)
-        return;
-      auto loop = llvm::find_if(loops, [&](scf::ForOp l) { return l->isProperAncestor(user); });
-      if (loop == loops.end() || row != scf::ForOp(*loop).getInductionVar())
-        return;
     }
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(alloc);
-    Location loc = alloc.getLoc();
-    SmallVector<int64_t> shape(type.getShape());
-    shape[0] = ShapedType::kDynamic;
-    Value rows = arith::SubIOp::create(b, loc, end, begin);
-    auto small = memref::AllocOp::create(b, loc, MemRefType::get(shape, type.getElementType()),
-                                         ValueRange{rows}, alloc.getAlignmentAttr());
-    // Row i lives at small[i - begin]: the view starts begin rows before it.
-    SmallVector<int64_t> strides(type.getRank(), 1);
-    for (int64_t d = type.getRank() - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
-    Value offset = arith::SubIOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-        arith::MulIOp::create(b, loc, begin, arith::ConstantIndexOp::create(b, loc, strides[0])));
-    auto viewType = MemRefType::get(
-        type.getShape(), type.getElementType(),
-        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
-    SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(b.getContext(), type.getShape());
-    SmallVector<OpFoldResult> strideValues = getAsIndexOpFoldResult(b.getContext(), strides);
-    Value view =
-        memref::ReinterpretCastOp::create(b, loc, viewType, small, offset, sizes, strideValues);
-    for (memref::DeallocOp dealloc : deallocs)
-      dealloc.getMemrefMutable().assign(small);
-    alloc.getResult().replaceAllUsesWith(view);
-    alloc.erase();
+    return true;
+  }
+
+  /// Moves the temporaries `allocs` (whole, for the kernel: all workgroups
+  /// share them, each touching its own rows) into one scratch buffer that
+  /// the plan allocates for the launch: a new `memref<N x i8>` argument
+  /// (before any size symbols), marked kScratchBytesAttr on the function.
+  /// The memory plan then shares its bytes with buffers that are dead
+  /// during the launch, and the kernel allocates nothing itself. Temporaries
+  /// with a dynamic shape stay allocations of their own.
+  static void moveToScratch(func::FuncOp func, ArrayRef<memref::AllocOp> allocs) {
+    constexpr int64_t kAlignment = 64;
+    SmallVector<std::pair<memref::AllocOp, int64_t>> placed; // alloc, byte offset
+    int64_t bytes = 0;
+    for (memref::AllocOp alloc : allocs) {
+      MemRefType type = alloc.getType();
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          !type.getElementType().isIntOrFloat() || type.getNumElements() == 0)
+        continue;
+      int64_t size = type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      placed.push_back({alloc, bytes});
+      bytes += llvm::alignTo(size, kAlignment);
+    }
+    if (placed.empty())
+      return;
+    MLIRContext *context = func.getContext();
+    auto numSymbols = func->getAttrOfType<IntegerAttr>(kiln::kernel::kNumSymbolsAttr);
+    unsigned position = func.getNumArguments() - (numSymbols ? numSymbols.getInt() : 0);
+    auto scratchType = MemRefType::get({bytes}, IntegerType::get(context, 8));
+    // No other binding of the launch overlaps it (the memory plan keeps
+    // buffers alive at the same step apart), so LLVM may assume so too.
+    if (failed(func.insertArgument(position, scratchType,
+                                   DictionaryAttr::get(context, {NamedAttribute(
+                                                                    StringAttr::get(context, "llvm.noalias"),
+                                                                    UnitAttr::get(context))}),
+                                   func.getLoc())))
+      return;
+    Value scratch = func.getArgument(position);
+    func->setAttr(kiln::kernel::kScratchBytesAttr,
+                  IntegerAttr::get(IntegerType::get(context, 64), bytes));
+    for (auto [alloc, offset] : placed) {
+      OpBuilder b(alloc);
+      Value start = arith::ConstantIndexOp::create(b, alloc.getLoc(), offset);
+      Value view = memref::ViewOp::create(b, alloc.getLoc(), alloc.getType(), scratch, start,
+                                          ValueRange{});
+      for (Operation *user : llvm::to_vector(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      alloc.getResult().replaceAllUsesWith(view);
+      alloc.erase();
+    }
   }
 
   /// Narrows `loop` to [lb, ub) ∩ [begin, end).

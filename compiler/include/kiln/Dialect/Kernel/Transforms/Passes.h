@@ -23,6 +23,11 @@ inline constexpr llvm::StringLiteral kExtentAttr = "kiln.workgroup_extent";
 inline constexpr llvm::StringLiteral kNumSymbolsAttr = "kiln.num_symbols";
 /// Set by kiln-distribute-workgroups: the row alignment of workgroup chunks.
 inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln.workgroup_alignment";
+/// Set by kiln-distribute-workgroups on a kernel whose temporaries moved
+/// into a scratch buffer: its size in bytes. The kernel takes that buffer
+/// (memref<N x i8>) as its last memref argument, and the plan binds a
+/// buffer of that size, private to the launch, after the others.
+inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln.scratch_bytes";
 /// Attribute on kernel functions whose every top-level loop nest iterates
 /// rows and, directly inside (or in loops marked kColumnLoopAttr), the
 /// columns of one [rows, N] output space
