@@ -21,7 +21,7 @@
 // VERSION: error: unsupported graph JSON version (expected 1)
 // UNKNOWN-REF: "relu"("m.py":3:0){{.*}}: error: aten.relu.default: reference to unknown value 'y'
 // UNKNOWN-OUTPUT: error: graph output refers to unknown value 'z'
-// DTYPE: "x"{{.*}}: error: unsupported dtype 'float16' (Kiln compiles float32, float64, int64, int32, int8, uint8 and bool)
+// DTYPE: "x"{{.*}}: error: unsupported dtype 'complex64' (Kiln compiles float32, float64, float16, bfloat16, int64, int32, int8, uint8 and bool)
 // SHAPE: error: a dim must be a non-negative integer or a size expression over the graph's symbols
 // NO-OUTPUTS: error: aten.relu.default: node has no tensor outputs
 // METADATA: "relu"{{.*}}: error: 'kiln_graph.relu' op result shape must be the broadcast operand shape
@@ -66,7 +66,7 @@
 
 //--- dtype.json
 {"version": 1, "name": "g",
- "inputs": [{"name": "x", "shape": [2, 4], "dtype": "float16"}],
+ "inputs": [{"name": "x", "shape": [2, 4], "dtype": "complex64"}],
  "nodes": [], "outputs": []}
 
 //--- shape.json

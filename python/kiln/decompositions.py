@@ -344,8 +344,20 @@ def _attention_backward(grad_out, q, k, v, out, logsumexp, dropout_p, is_causal,
     dropout."""
     if dropout_p != 0.0 or q.dim() != 4 or k.shape[1] != v.shape[1]:
         return NotImplemented
+    if q.dtype in (torch.float16, torch.bfloat16):
+        # As ATen's CPU kernel: float32 throughout (the forward's logsumexp
+        # already is), the gradients rounded once to the inputs' dtype.
+        def wide(t):
+            return t if t is None or t.dtype != q.dtype else aten._to_copy.default(
+                t, dtype=torch.float32)
+        mask = attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else wide(attn_mask)
+        grads = _attention_backward(wide(grad_out), wide(q), wide(k), wide(v), wide(out),
+                                    logsumexp, dropout_p, is_causal, mask, scale)
+        if grads is NotImplemented:
+            return NotImplemented
+        return tuple(aten._to_copy.default(g, dtype=q.dtype) for g in grads)
     if q.dtype not in (torch.float32, torch.float64):
-        return NotImplemented  # half precision: ATen's logsumexp is float32, the rest not
+        return NotImplemented
     batch, heads, kv_heads = q.shape[0], q.shape[1], k.shape[1]
     if kv_heads == 0 or heads % kv_heads != 0:
         return NotImplemented

@@ -25,8 +25,8 @@ from kiln.fx_serialize import (
 )
 from kiln.symbolic import SymbolTable, dense_order, has_symbolic_shape
 
-SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8,
-                    torch.uint8, torch.bool)
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                    torch.int32, torch.int8, torch.uint8, torch.bool)
 
 # Ops that only re-describe memory. A partition made only of these is not
 # worth a Kiln launch: eager runs them as free views.

@@ -23,6 +23,8 @@ std::optional<rt::DType> dtypeOf(at::ScalarType type) {
   case at::kChar: return rt::DType::I8;
   case at::kByte: return rt::DType::U8;
   case at::kBool: return rt::DType::Bool;
+  case at::kHalf: return rt::DType::F16;
+  case at::kBFloat16: return rt::DType::BF16;
   default: return std::nullopt;
   }
 }
@@ -36,6 +38,8 @@ at::ScalarType scalarTypeOf(rt::DType dtype) {
   case rt::DType::I8: return at::kChar;
   case rt::DType::U8: return at::kByte;
   case rt::DType::Bool: return at::kBool;
+  case rt::DType::F16: return at::kHalf;
+  case rt::DType::BF16: return at::kBFloat16;
   }
   return at::kFloat;
 }

@@ -24,6 +24,17 @@ pytestmark = pytest.mark.usefixtures("kiln_ext")
 STEPS = 20
 
 
+def _compiled(loss_of, opt):
+    """The loss function and the optimizer's step, compiled by Kiln with
+    fallback="error". fullgraph: a graph break would run the ops around it in
+    eager. (The optimizer breaks the graph itself around its step, where it
+    only switches grad mode.)"""
+    torch._dynamo.reset()
+    options = {"fallback": "error"}
+    return (torch.compile(loss_of, backend="kiln", options=options, dynamic=False, fullgraph=True),
+            torch.compile(opt.step, backend="kiln", options=options, dynamic=False))
+
+
 def _run(model, inputs, loss_fn, optimizer: str, compiled: bool):
     """STEPS steps on one batch: the losses, the gradients of the first step,
     and the parameters (and buffers: batch-norm statistics) at the end."""
@@ -33,16 +44,7 @@ def _run(model, inputs, loss_fn, optimizer: str, compiled: bool):
     def loss_of(*batch):
         return loss_fn(model, *batch)
 
-    step = opt.step
-    if compiled:
-        torch._dynamo.reset()
-        options = {"fallback": "error"}
-        # fullgraph: a graph break would run the ops around it in eager. (The
-        # optimizer breaks the graph itself around its step, where it only
-        # switches grad mode.)
-        loss_of = torch.compile(loss_of, backend="kiln", options=options, dynamic=False,
-                                fullgraph=True)
-        step = torch.compile(opt.step, backend="kiln", options=options, dynamic=False)
+    loss_of, step = _compiled(loss_of, opt) if compiled else (loss_of, opt.step)
     losses, first_grads = [], {}
     for i in range(STEPS):
         opt.zero_grad(set_to_none=True)
@@ -126,3 +128,49 @@ def test_optimizer_step_in_kiln_matches_eager(optimizer):
         params.append([p.detach().clone() for p in m.parameters()])
     for a, e in zip(*params):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-6)
+
+
+def _run_autocast(model, inputs, loss_fn, compiled: bool):
+    """STEPS AdamW steps with the loss under torch.autocast("cpu", bfloat16);
+    the parameters and the optimizer stay float32, as in mixed precision."""
+    model = copy.deepcopy(model).train()
+    opt = OPTIMIZERS["adamw"](model.parameters())
+
+    def loss_of(*batch):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return loss_fn(model, *batch)
+
+    loss_of, step = _compiled(loss_of, opt) if compiled else (loss_of, opt.step)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(*inputs)
+        loss.backward()
+        step()
+        losses.append(loss.detach().float())
+    return torch.stack(losses)
+
+
+@pytest.mark.parametrize("name, batch", [("mlp", 8), ("cnn", 4), ("gpt2", 2)])
+def test_bfloat16_autocast_training_converges_like_eager(name, batch):
+    """Mixed precision: under autocast, matmuls and convolutions take
+    bfloat16 operands (Kiln's forward and backward graphs then hold bfloat16
+    tensors and converts), all compiled with fallback="error".
+
+    Tolerances: bfloat16 keeps 8 significant bits, so one rounding moves a
+    value by up to 2^-9 (0.2%) of itself, and a matmul whose float32 sums run
+    in another order can round an output to the neighbouring bfloat16 (0.4%).
+    Such differences feed 20 steps of training, so the curves are compared
+    loosely: every loss within 3% of eager's (plus 0.02 absolute for losses
+    near zero), and both loops must train (the loss falls by at least half
+    as much as eager's does)."""
+    model, inputs, loss_fn = MODELS[name](batch)
+    losses = _run_autocast(model, inputs, loss_fn, compiled=True)
+    records = [r for r in kiln.compile_records() if r.status == "compiled" and r.kernel_count]
+    assert {"forward", "backward", "inference"} <= {r.kind for r in records}, records
+    # Autocast's casts to and from bfloat16 are in the graphs Kiln compiled.
+    for kind in ("forward", "backward"):
+        assert any(r.ops.get("aten._to_copy.default") for r in records if r.kind == kind), kind
+    eager_losses = _run_autocast(model, inputs, loss_fn, compiled=False)
+    torch.testing.assert_close(losses, eager_losses, rtol=3e-2, atol=2e-2)
+    assert losses[0] - losses[-1] > 0.5 * (eager_losses[0] - eager_losses[-1]) > 0, (losses, eager_losses)

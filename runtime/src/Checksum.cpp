@@ -22,6 +22,13 @@ void forEachAsDouble(const TensorDesc &desc, const void *data, Fn &&fn) {
       fn(static_cast<double>(element));
     }
   };
+  auto visitBits16 = [&](float (*toFloat)(uint16_t)) {
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, bytes + 2 * i, 2);
+      fn(static_cast<double>(toFloat(bits)));
+    }
+  };
   switch (desc.dtype) {
   case DType::F32:
     return visit(float());
@@ -33,6 +40,10 @@ void forEachAsDouble(const TensorDesc &desc, const void *data, Fn &&fn) {
     return visit(int32_t());
   case DType::I8:
     return visit(int8_t());
+  case DType::F16:
+    return visitBits16(halfToFloat);
+  case DType::BF16:
+    return visitBits16(bfloat16ToFloat);
   case DType::U8:
     return visit(uint8_t());
   case DType::Bool:

@@ -102,7 +102,8 @@ constexpr NpyDType kNpyDTypes[] = {{DType::F32, "<f4"},
                                    {DType::I32, "<i4"},
                                    {DType::I8, "|i1"},
                                    {DType::U8, "|u1"},
-                                   {DType::Bool, "|b1"}};
+                                   {DType::Bool, "|b1"},
+                                   {DType::F16, "<f2"}};
 
 const char *npyDescr(DType dtype) {
   for (const NpyDType &entry : kNpyDTypes)

@@ -262,6 +262,16 @@ NamedArray randomArray(const TensorDesc &desc, SplitMix64 &random) {
     case DType::F64:
       std::memcpy(out + 8 * i, &f64, 8);
       break;
+    case DType::F16: {
+      uint16_t half = floatToHalf(f32);
+      std::memcpy(out + 2 * i, &half, 2);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t bf16 = floatToBFloat16(f32);
+      std::memcpy(out + 2 * i, &bf16, 2);
+      break;
+    }
     case DType::I64:
       std::memcpy(out + 8 * i, &i64, 8);
       break;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 
 using namespace kiln::runtime;
@@ -18,17 +19,45 @@ TEST(DTypeTest, SizesAndNames) {
   EXPECT_EQ(dtypeSize(DType::I8), 1u);
   EXPECT_EQ(dtypeSize(DType::U8), 1u);
   EXPECT_STREQ(dtypeName(DType::U8), "uint8");
-  for (DType dtype : {DType::F32, DType::I64, DType::Bool, DType::F64, DType::I32,
-                      DType::I8, DType::U8}) {
+  EXPECT_EQ(dtypeSize(DType::F16), 2u);
+  EXPECT_EQ(dtypeSize(DType::BF16), 2u);
+  EXPECT_STREQ(dtypeName(DType::BF16), "bfloat16");
+  for (DType dtype : kAllDTypes) {
     DType parsed = DType::Bool;
     ASSERT_TRUE(parseDType(dtypeName(dtype), parsed)) << dtypeName(dtype);
     EXPECT_EQ(parsed, dtype);
+    EXPECT_TRUE(isKnownDType(static_cast<uint8_t>(dtype)));
   }
   DType untouched = DType::I32;
-  EXPECT_FALSE(parseDType("float16", untouched));
+  EXPECT_FALSE(parseDType("complex64", untouched));
   EXPECT_EQ(untouched, DType::I32);
-  EXPECT_TRUE(isKnownDType(6));
-  EXPECT_FALSE(isKnownDType(7));
+  EXPECT_FALSE(isKnownDType(9));
+}
+
+TEST(DTypeTest, HalfAndBFloat16RoundToNearestEven) {
+  // Exact values round-trip; ties go to the even neighbour; overflow goes
+  // to infinity; subnormals and NaN survive.
+  for (float v : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 0x1p-14f, 0x1p-24f, 0x3p-24f})
+    EXPECT_EQ(halfToFloat(floatToHalf(v)), v) << v;
+  EXPECT_EQ(halfToFloat(floatToHalf(1.0f + 0x1p-11f)), 1.0f);                  // tie, to even
+  EXPECT_EQ(halfToFloat(floatToHalf(1.0f + 0x3p-11f)), 1.0f + 0x1p-9f);        // tie, to even
+  EXPECT_EQ(halfToFloat(floatToHalf(1.0f + 0x1p-11f + 0x1p-20f)), 1.0f + 0x1p-10f);
+  EXPECT_EQ(halfToFloat(floatToHalf(65519.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(halfToFloat(floatToHalf(65520.0f))));
+  EXPECT_EQ(halfToFloat(floatToHalf(0x1p-25f)), 0.0f);                         // tie, to even
+  EXPECT_EQ(halfToFloat(floatToHalf(0x3p-25f)), 0x1p-23f);                     // tie, to even
+  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+
+  for (float v : {0.0f, 1.0f, -3.0f, 0x1p-130f, 0x1.5p127f})
+    EXPECT_EQ(bfloat16ToFloat(floatToBFloat16(v)), v) << v;
+  EXPECT_EQ(bfloat16ToFloat(floatToBFloat16(1.0f + 0x1p-8f)), 1.0f);            // tie, to even
+  EXPECT_EQ(bfloat16ToFloat(floatToBFloat16(1.0f + 0x3p-8f)), 1.0f + 0x1p-6f);  // tie, to even
+  EXPECT_EQ(bfloat16ToFloat(floatToBFloat16(1.0f + 0x1p-8f + 0x1p-20f)), 1.0f + 0x1p-7f);
+  EXPECT_TRUE(std::isinf(bfloat16ToFloat(floatToBFloat16(3.4e38f))));
+  EXPECT_TRUE(std::isnan(bfloat16ToFloat(floatToBFloat16(NAN))));
+  EXPECT_EQ(floatToBFloat16(1.0f), 0x3f80);
 }
 
 TEST(DTypeTest, TensorDesc) {

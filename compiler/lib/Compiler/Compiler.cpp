@@ -403,6 +403,8 @@ private:
   static FailureOr<runtime::DType> dtypeOf(Type element) {
     if (element.isF32()) return runtime::DType::F32;
     if (element.isF64()) return runtime::DType::F64;
+    if (element.isF16()) return runtime::DType::F16;
+    if (element.isBF16()) return runtime::DType::BF16;
     if (element.isInteger(64)) return runtime::DType::I64;
     if (element.isInteger(32)) return runtime::DType::I32;
     if (element.isUnsignedInteger(8)) return runtime::DType::U8;

@@ -1874,6 +1874,8 @@ FailureOr<Type> Importer::parseDType(const json::Value *v, Location l) {
   if (name) {
     if (*name == "float32") return Type(b.getF32Type());
     if (*name == "float64") return Type(b.getF64Type());
+    if (*name == "float16") return Type(b.getF16Type());
+    if (*name == "bfloat16") return Type(b.getBF16Type());
     if (*name == "int64") return Type(b.getI64Type());
     if (*name == "int32") return Type(b.getI32Type());
     if (*name == "int8") return Type(b.getIntegerType(8));
@@ -1881,7 +1883,8 @@ FailureOr<Type> Importer::parseDType(const json::Value *v, Location l) {
     if (*name == "bool") return Type(b.getI1Type());
   }
   (void)fail(l, "unsupported dtype '" + name.value_or("?") +
-                    "' (Kiln compiles float32, float64, int64, int32, int8, uint8 and bool)");
+                    "' (Kiln compiles float32, float64, float16, bfloat16, int64, int32, int8, uint8 "
+                    "and bool)");
   return failure();
 }
 

@@ -2,17 +2,36 @@
 
 #include "mlir/Pass/PassRegistry.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
 using namespace kiln;
 
 std::vector<PipelineStage> kiln::graphStages() {
   return {
-      {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention),canonicalize,"
+      {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention,kiln-widen-half-precision),"
+                  "canonicalize,"
                   "func.func(kiln-form-kernels),canonicalize"},
       {"plan", "kiln-outline-kernels,symbol-dce,kiln-pack-weights"},
   };
 }
 
+/// Whether the host converts float32 to bfloat16 in one instruction
+/// (AVX512-BF16, AVX-NE-CONVERT), which LLVM then emits for arith.truncf.
+/// Elsewhere LLVM would call a runtime library function that a kernel
+/// library cannot count on, so arith-expand writes the rounding out (exact,
+/// round to nearest even, as c10::BFloat16).
+static bool hostConvertsBFloat16() {
+  auto features = llvm::sys::getHostCPUFeatures();
+  auto has = [&](const char *name) {
+    auto it = features.find(name);
+    return it != features.end() && it->second;
+  };
+  return has("avx512bf16") || has("avxneconvert");
+}
+
 std::vector<PipelineStage> kiln::cpuKernelStages() {
+  std::string expand = hostConvertsBFloat16() ? "arith-expand" : "arith-expand{include-bf16=true}";
   return {
       {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
                  "kiln-fuse-elementwise),canonicalize,cse"},
@@ -24,7 +43,7 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
       // they run on the kernels in parallel; the rest need the module
       // (kiln-approximate-math declares libm functions in it).
       {"llvm", "kiln-approximate-math,func.func(expand-strided-metadata,lower-affine,"
-               "convert-scf-to-cf,arith-expand),convert-math-to-funcs,"
+               "convert-scf-to-cf," + expand + "),convert-math-to-funcs,"
                "func.func(convert-math-to-llvm,convert-vector-to-llvm),finalize-memref-to-llvm,"
                "func.func(convert-arith-to-llvm,convert-index-to-llvm),"
                "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"

@@ -8,10 +8,10 @@ func.func @constant_type_mismatch() -> tensor<3xf32> {
 
 // -----
 
-func.func @unsupported_element_type(%a: tensor<4xf16>) -> tensor<4xf16> {
-  // expected-error @+1 {{operand #0 must be ranked tensor of f32, f64, i64, i32, i8, ui8 or i1 values}}
-  %0 = kiln_graph.relu %a : tensor<4xf16> -> tensor<4xf16>
-  return %0 : tensor<4xf16>
+func.func @unsupported_element_type(%a: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of f32, f64, f16, bf16, i64, i32, i8, ui8 or i1 values}}
+  %0 = kiln_graph.relu %a : tensor<4xf8E4M3FN> -> tensor<4xf8E4M3FN>
+  return %0 : tensor<4xf8E4M3FN>
 }
 
 // -----
@@ -731,7 +731,7 @@ func.func @conv2d_bias(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: ten
 
 // A `?` dim must be named: a symbolic type carries its dims' expressions.
 func.func @unnamed_dynamic_dim(%x: tensor<4xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{result #0 must be ranked tensor of f32, f64, i64, i32, i8, ui8 or i1 values whose `?` dims are named by an affine-map encoding over the graph's size symbols}}
+  // expected-error @+1 {{result #0 must be ranked tensor of f32, f64, f16, bf16, i64, i32, i8, ui8 or i1 values whose `?` dims are named by an affine-map encoding over the graph's size symbols}}
   %0 = kiln_graph.reshape %x : tensor<4xf32> -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }

@@ -90,7 +90,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from kiln.testing.machine import cpu_name
 
-DTYPES = ("float32", "float64", "int64", "int32", "int8", "uint8", "bool")
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
 CATEGORIES = ("compiled", "fallback", "mismatch", "crash")
 RANK = {c: i for i, c in enumerate(CATEGORIES)}  # higher is worse
 NO_SAMPLES = "none"  # a pair none of whose samples could be run
@@ -134,7 +134,7 @@ CI_OPS = (
     # Kiln's own kernels for composites: fused attention, direct convolution
     "nn.functional.scaled_dot_product_attention", "nn.functional.conv1d", "nn.functional.conv2d",
 )
-CI_DTYPES = ("float32", "int64", "uint8", "bool")
+CI_DTYPES = ("float32", "bfloat16", "float16", "int64", "uint8", "bool")
 CI_MAX_SAMPLES = 3
 
 _RANDOM_WORDS = ("rand", "normal", "bernoulli", "dropout", "multinomial", "cauchy",

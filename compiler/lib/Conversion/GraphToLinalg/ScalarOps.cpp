@@ -316,6 +316,14 @@ Value convertScalar(OpBuilder &b, Location loc, Value x, Type to, bool fromUnsig
       return arith::UIToFPOp::create(b, loc, to, x);
     return arith::ExtUIOp::create(b, loc, to, x);
   }
+  // Half precision converts through float32, as ATen's c10::Half and
+  // c10::BFloat16 do (a double or an integer rounds to float first).
+  Type f32 = b.getF32Type();
+  auto isHalf = [](Type t) { return t.isF16() || t.isBF16(); };
+  if (isHalf(from) && to != f32)
+    return convertScalar(b, loc, arith::ExtFOp::create(b, loc, f32, x), to, false);
+  if (isHalf(to) && from != f32)
+    return arith::TruncFOp::create(b, loc, to, convertScalar(b, loc, x, f32, fromUnsigned));
   if (isFloat(from) && isFloat(to)) {
     if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
       return arith::ExtFOp::create(b, loc, to, x);

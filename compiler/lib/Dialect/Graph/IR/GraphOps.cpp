@@ -415,8 +415,10 @@ LogicalResult AttentionOp::verify() {
   if (logsumexp.getRank() != 3 ||
       !llvm::all_of(llvm::zip(dimExprs(logsumexp), expected),
                     [&](auto pair) { return same(std::get<0>(pair), std::get<1>(pair)); }) ||
-      logsumexp.getElementType() != element)
-    return emitOpError("logsumexp must be [B, H, L] of the query's element type");
+      logsumexp.getElementType() !=
+          (element.isF16() || element.isBF16() ? Float32Type::get(getContext()) : element))
+    return emitOpError("logsumexp must be [B, H, L] of the query's element type (float32 "
+                       "for a float16 or bfloat16 query, as ATen's)");
   if (Value maskValue = getMask()) {
     auto mask = tensorType(maskValue);
     AffineExpr full[] = {batch, heads, queries, keys};

@@ -25,8 +25,8 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 
 def Graph_ElementType : AnyTypeOf<[F32, F64, I64, I32, I1]>;
 // Static dims, or `?` dims named by the type's encoding (SymbolicShapes.h).
-def Graph_Tensor : ConfinedType<RankedTensorOf<[F32, F64, I64, I32, I8, UI8, I1]>,
+def Graph_Tensor : ConfinedType<RankedTensorOf<[F32, F64, F16, BF16, I64, I32, I8, UI8, I1]>,
     [CPred<"::kiln::graph::hasValidSymbolicShape($_self)">],
-    "ranked tensor of f32, f64, i64, i32, i8, ui8 or i1 values whose `?` dims are named by an affine-map encoding over the graph's size symbols">;
+    "ranked tensor of f32, f64, f16, bf16, i64, i32, i8, ui8 or i1 values whose `?` dims are named by an affine-map encoding over the graph's size symbols">;
 
 #endif // KILN_GRAPH_DIALECT

@@ -34,6 +34,24 @@ def RecognizeAttentionPass : Pass<"kiln-recognize-attention", "mlir::func::FuncO
   let dependentDialects = ["kiln::graph::GraphDialect"];
 }
 
+def WidenHalfPrecisionPass : Pass<"kiln-widen-half-precision", "mlir::func::FuncOp"> {
+  let summary = "Compute float16 and bfloat16 ops in float32, rounding each result once";
+  let description = [{
+    Every kiln_graph op that computes on float16 or bfloat16 tensors takes
+    them converted to float32 and converts its half results back, so the
+    arithmetic (and the accumulation of matmuls, reductions, softmax and
+    norms) is float32 and each op's result rounds once to its dtype, as in
+    PyTorch's CPU kernels. Ops located at the same FX node (one ATen op the
+    importer spelled as several, such as addmm's matmul and add) pass each
+    other float32, so that op too rounds once. Ops that only move elements (reshape, permute,
+    expand, slice, concat, pad, index, gather, embedding, clone, where,
+    scatter without a reduction) stay in half precision. A convert between
+    float16 and bfloat16 goes through float32. Run before kernels form: the
+    converts fuse into the kernels around them.
+  }];
+  let dependentDialects = ["kiln::graph::GraphDialect"];
+}
+
 def DistributeWorkgroupsPass
     : Pass<"kiln-distribute-workgroups", "mlir::func::FuncOp"> {
   let summary = "Split each kernel's outermost loops across its workgroups";
