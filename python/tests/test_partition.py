@@ -37,7 +37,7 @@ def test_everything_supported():
 def test_unsupported_dtype():
     (gm,) = capture_aten(lambda x: x * 2, torch.randn(3).to(torch.int16))
     (u,) = find_unsupported(gm, KilnSupport(ELEMENTWISE))
-    assert "int16" in u.reason and "float32, float64, int64, int32, int8, uint8, bool" in u.reason
+    assert "int16" in u.reason and "float32, float64, float16, bfloat16, int64, int32, int8, uint8, bool" in u.reason
 
 
 def test_int64_and_bool_are_supported():

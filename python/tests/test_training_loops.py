@@ -64,8 +64,8 @@ def _kinds_compiled() -> set[str]:
 
 
 @pytest.mark.parametrize("optimizer", list(OPTIMIZERS))
-@pytest.mark.parametrize("name, batch", [("mlp", 8), ("mlp", 3), ("cnn", 4), ("gpt2", 2),
-                                         ("bert", 3)])
+@pytest.mark.parametrize("name, batch", [("mlp", 8), ("mlp", 3), ("cnn", 4), ("cnn", 3),
+                                         ("gpt2", 2), ("gpt2", 3), ("bert", 3), ("bert", 2)])
 def test_training_loop_matches_eager(name, batch, optimizer):
     model, inputs, loss_fn = MODELS[name](batch)  # small sizes
     losses, grads, state = _run(model, inputs, loss_fn, optimizer, compiled=True)
