@@ -4,7 +4,9 @@
 For each model: the median latency of eager, Inductor and Kiln, measured the
 way bench_models.py does (interleaved rounds after a warm-up, in one
 process); cold compile times of Kiln and Inductor (wall time of the first
-call, Dynamo included, each with an empty cache folder of its own) and
+call, Dynamo included, each with an empty cache folder of its own, after
+Dynamo alone traced the model once: the first trace of a model's Python code
+in a process costs more, whichever backend pays it) and
 Kiln's warm start (the first call of a fresh torch.compile whose artifacts
 are in Kiln's on-disk cache: the total, and the slowest graph's load); Kiln's
 kernel count and how many ops it leaves to eager (Kiln runs with the default
@@ -34,7 +36,7 @@ from kiln.testing.machine import cpu_name
 from kiln.testing.zoo import SIZES, ZOO, build
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_models import Variant, compile_variant, fmt, measure, megabytes  # noqa: E402
+from bench_models import Variant, compile_variant, fmt, measure, megabytes, trace_once  # noqa: E402
 
 
 @dataclass
@@ -69,6 +71,7 @@ def bench_model(name: str, args: argparse.Namespace) -> Result:
     with torch.no_grad():
         expected = model(*inputs)
         eager = Variant("eager", fn=model)
+        trace_once(model, inputs)
 
         kiln_v = Variant("kiln")
         options = {"cache_dir": args.cache_dir}
