@@ -74,6 +74,10 @@ static void writeExpr(ByteWriter &w, const SizeExpr &expr) {
 static std::vector<uint8_t> serializePayload(const Artifact &a) {
   ByteWriter w;
   w.string(a.target);
+  w.string(a.cpu);
+  w.u32(static_cast<uint32_t>(a.cpuFeatures.size()));
+  for (const std::string &feature : a.cpuFeatures)
+    w.string(feature);
   w.string(a.graphName);
   w.u32(static_cast<uint32_t>(a.symbols.size()));
   for (const SymbolDesc &symbol : a.symbols) {
@@ -281,9 +285,14 @@ static KernelInfo readKernel(ByteReader &r) {
 static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   ByteReader r(data, size, kArtifactHeaderSize);
   a.target = r.string("target");
+  a.cpu = r.string("cpu");
+  uint32_t count = r.count("cpu feature count", sizeof(uint32_t));
+  a.cpuFeatures.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.cpuFeatures.push_back(r.string("cpu feature"));
   a.graphName = r.string("graph name");
 
-  uint32_t count = r.count("symbol count", kMinSymbolBytes);
+  count = r.count("symbol count", kMinSymbolBytes);
   a.symbols.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     a.symbols.push_back(readSymbol(r));

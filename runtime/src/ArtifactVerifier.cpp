@@ -188,6 +188,10 @@ static Status verifyCheck(const Artifact &a, const CheckCmd &check,
 static Status verifySizes(const Artifact &a) {
   KILN_RETURN_IF_ERROR(checkU32Size(a.target.size(), "target"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.graphName.size(), "graph name"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.cpu.size(), "cpu"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.cpuFeatures.size(), "cpu feature list"));
+  for (const std::string &feature : a.cpuFeatures)
+    KILN_RETURN_IF_ERROR(checkU32Size(feature.size(), "cpu feature"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.metadata.size(), "metadata"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.buffers.size(), "buffer list"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.launches.size(), "launch list"));

@@ -471,9 +471,9 @@ int run(const Options &options) {
   const Artifact &graph = program.artifact();
   const std::vector<TensorDesc> &inputDescs = program.inputDescs();
   if (!options.quiet) {
-    std::printf("graph: %s\ntarget: %s\nkernels: %zu\nthreads: %d\n",
-                graph.graphName.c_str(), graph.target.c_str(),
-                graph.kernels.size(), device.pool().size());
+    std::printf("graph: %s\ntarget: %s (cpu %s, %zu features)\nkernels: %zu\nthreads: %d\n",
+                graph.graphName.c_str(), graph.target.c_str(), graph.cpu.c_str(),
+                graph.cpuFeatures.size(), graph.kernels.size(), device.pool().size());
     for (const SymbolDesc &symbol : graph.symbols)
       std::printf("symbol %s: input %u dim %u, in [%lld, %s]\n", symbol.name.c_str(),
                   symbol.input, symbol.dim, (long long)symbol.min,

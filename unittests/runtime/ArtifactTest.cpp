@@ -14,6 +14,8 @@ namespace {
 Artifact sampleArtifact() {
   Artifact a;
   a.target = "cpu-x86_64";
+  a.cpu = "znver4";
+  a.cpuFeatures = {"avx2", "fma"};
   a.graphName = "sample";
   a.buffers = {
       {BufferKind::Input, {DType::F32, {8, 256}}, 0, 0},
@@ -49,10 +51,15 @@ void putU32(std::vector<uint8_t> &bytes, size_t at, uint32_t value) {
     bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
 }
 
-/// Byte offset of the buffer count: header, then the two strings.
-/// Where the buffer count is, for an artifact without size symbols.
+/// Where the buffer count is, for an artifact without size symbols: after
+/// the header, the target, the CPU and its features, the graph name and the
+/// symbol count.
 size_t bufferCountOffset(const Artifact &a) {
-  return kArtifactHeaderSize + 4 + a.target.size() + 4 + a.graphName.size() + 4;
+  size_t features = 4;
+  for (const std::string &feature : a.cpuFeatures)
+    features += 4 + feature.size();
+  return kArtifactHeaderSize + 4 + a.target.size() + 4 + a.cpu.size() + features + 4 +
+         a.graphName.size() + 4;
 }
 
 #define EXPECT_ERROR_HAS(status, text)                                         \
@@ -74,6 +81,8 @@ TEST(ArtifactTest, RoundTrip) {
   Status status = parse(bytes, b);
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(b.target, a.target);
+  EXPECT_EQ(b.cpu, "znver4");
+  EXPECT_EQ(b.cpuFeatures, a.cpuFeatures);
   EXPECT_EQ(b.graphName, a.graphName);
   ASSERT_EQ(b.buffers.size(), a.buffers.size());
   for (size_t i = 0; i < a.buffers.size(); ++i) {

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/runtime/HostCpu.h"
 #include "kiln/runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -252,6 +253,30 @@ TEST(ProgramTest, RejectsOtherTargets) {
       Program::load(std::move(artifact), device);
   ASSERT_FALSE(program.ok());
   EXPECT_ERROR_HAS(program.status(), "compiled for target 'cuda-sm90'");
+}
+
+TEST(ProgramTest, RejectsKernelsForAnotherCpu) {
+  // The features are checked against the CPU before any kernel code runs
+  // (a missing one would be SIGILL); the error names what is missing.
+  std::vector<std::string> missing = missingCpuFeatures(
+      {"avx2", "avx512f", "fast-gather", "avx512bf16"}, [](std::string_view name) {
+        if (name == "fast-gather")
+          return std::optional<bool>(); // a tuning flag: nothing to ask
+        return std::optional<bool>(name == "avx2");
+      });
+  EXPECT_EQ(missing, (std::vector<std::string>{"avx512f", "avx512bf16"}));
+#if defined(__x86_64__)
+  if (hostHasCpuFeature("avx512er") != false)
+    GTEST_SKIP() << "this CPU has AVX-512ER (a Xeon Phi): no feature left to miss";
+  ASSERT_EQ(hostHasCpuFeature("sse4.1"), true) << "every x86-64 CPU Kiln runs on has SSE4.1";
+  Artifact artifact = sampleArtifact();
+  artifact.cpu = "knl";
+  artifact.cpuFeatures = {"sse4.1", "avx512er"};
+  CpuDevice device(1);
+  StatusOr<std::unique_ptr<Program>> program = Program::load(std::move(artifact), device);
+  ASSERT_FALSE(program.ok());
+  EXPECT_ERROR_HAS(program.status(), "compiled for CPU 'knl', and this CPU lacks avx512er");
+#endif
 }
 
 TEST(ProgramTest, RejectsInvalidArtifact) {

@@ -152,6 +152,7 @@ public:
     auto start = std::chrono::steady_clock::now();
     cpu::CpuCodegenOptions codegen;
     codegen.keepText = options.keepStages;
+    codegenTarget_ = codegen.target;
     auto library = cpu::generateSharedObject(*kernels, codegen);
     if (!library)
       return diagnostics.error(llvm::toString(library.takeError()));
@@ -436,6 +437,12 @@ private:
       return module.emitError("no kiln_plan entry function");
     runtime::Artifact &artifact = result_.artifact;
     artifact.target = runtime::hostCpuTarget();
+    // The features the kernels were compiled with, so that a CPU without
+    // one refuses them at load instead of dying on the instruction.
+    artifact.cpu = codegenTarget_.cpu;
+    for (llvm::StringRef feature : llvm::split(codegenTarget_.features, ','))
+      if (feature.consume_front("+"))
+        artifact.cpuFeatures.push_back(feature.str());
     artifact.graphName = entry.getName().str();
     artifact.library = std::move(library);
     if (failed(bindSymbols(entry, artifact)))
@@ -560,6 +567,7 @@ private:
   const CompileOptions &options;
   CompiledGraph result_;
   llvm::StringMap<std::string> kernelSymbols_; // kernel name -> exported symbol
+  cpu::CpuTarget codegenTarget_;               // what the kernels were compiled for
   llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
   llvm::StringSet<> splitsColumns; // kernels whose workgroups split columns too
   llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment

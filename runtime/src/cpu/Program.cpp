@@ -2,6 +2,8 @@
 
 #include "kiln/runtime/Program.h"
 
+#include "kiln/runtime/HostCpu.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -20,6 +22,15 @@ StatusOr<std::unique_ptr<Program>> Program::load(Artifact artifact,
     return Status::error(context + ": it was compiled for target '" +
                          artifact.target + "', but this device runs '" +
                          hostCpuTarget() + "'");
+  if (std::vector<std::string> missing = missingCpuFeatures(artifact.cpuFeatures);
+      !missing.empty()) {
+    std::string names;
+    for (const std::string &feature : missing)
+      names += (names.empty() ? "" : ", ") + feature;
+    return Status::error(context + ": it was compiled for CPU '" + artifact.cpu +
+                         "', and this CPU lacks " + names +
+                         "; recompile the graph on this machine");
+  }
 
   StatusOr<std::unique_ptr<CpuExecutable>> executable =
       CpuExecutable::load(artifact.library, artifact.kernels);

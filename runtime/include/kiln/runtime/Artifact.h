@@ -11,7 +11,8 @@
 //     u64    payload size in bytes
 //     u64    FNV-1a-64 checksum of the payload
 //   payload, the Artifact fields in declaration order:
-//     string target, string graphName
+//     string target, string cpu, u32 n, n x string cpu feature,
+//     string graphName
 //     u32 n, n x symbol  { string name, u32 input, u32 dim, i64 min, i64 max }
 //     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset, u32 n, n x expr }
 //     u32 n, n x launch  { u32 kernel, u32 workgroups, u8 flags, u32 n, n x u32, expr }
@@ -40,7 +41,7 @@
 namespace kiln::runtime {
 
 /// Bump on any change to the encoding; readers reject other versions.
-inline constexpr uint32_t kArtifactFormatVersion = 4;
+inline constexpr uint32_t kArtifactFormatVersion = 5;
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
                                            'A', 'R', 'T', '\0'};
 inline constexpr size_t kArtifactHeaderSize = 32;
@@ -116,6 +117,11 @@ struct CheckCmd {
 
 struct Artifact {
   std::string target; // e.g. "cpu-x86_64"
+  /// The CPU the kernels were compiled for (LLVM's name, e.g. "znver4") and
+  /// the features they may use (LLVM's spelling, e.g. "avx512f"): a host
+  /// that lacks one must not run them (Program::load checks).
+  std::string cpu;
+  std::vector<std::string> cpuFeatures;
   std::string graphName;
   std::vector<SymbolDesc> symbols; // empty for a graph with static shapes
   std::vector<BufferDesc> buffers;
