@@ -2,8 +2,7 @@
 
 #include "mlir/Pass/PassRegistry.h"
 
-#include "llvm/ADT/StringMap.h"
-#include "llvm/TargetParser/Host.h"
+#include "kiln/Target/CPU/CpuCodegen.h"
 
 using namespace kiln;
 
@@ -22,12 +21,8 @@ std::vector<PipelineStage> kiln::graphStages() {
 /// library cannot count on, so arith-expand writes the rounding out (exact,
 /// round to nearest even, as c10::BFloat16).
 static bool hostConvertsBFloat16() {
-  auto features = llvm::sys::getHostCPUFeatures();
-  auto has = [&](const char *name) {
-    auto it = features.find(name);
-    return it != features.end() && it->second;
-  };
-  return has("avx512bf16") || has("avxneconvert");
+  cpu::CpuTarget host = cpu::CpuTarget::host();
+  return host.hasFeature("avx512bf16") || host.hasFeature("avxneconvert");
 }
 
 std::vector<PipelineStage> kiln::cpuKernelStages() {

@@ -697,6 +697,14 @@ func.func @attention_logsumexp(%q: tensor<1x2x4x8xf32>) {
 
 // -----
 
+func.func @attention_half_logsumexp(%q: tensor<1x2x4x8xf16>) {
+  // expected-error @+1 {{logsumexp must be [B, H, L] of the query's element type (float32 for a float16 or bfloat16 query, as ATen's)}}
+  %0:2 = kiln_graph.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16> -> tensor<1x2x4x8xf16>, tensor<1x2x4xf16>
+  return
+}
+
+// -----
+
 func.func @conv2d_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
   // expected-error @+1 {{weight has 2 input channels per group (1 groups), input 3}}
   %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>

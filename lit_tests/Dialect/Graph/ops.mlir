@@ -357,6 +357,16 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x6x16xf32>, %v: ten
 
 // -----
 
+// Half-precision attention keeps its logsumexp in float32, as ATen's does.
+// CHECK-LABEL: func.func @attention_bfloat16
+// CHECK: kiln_graph.attention {{.*}} -> tensor<1x2x4x8xbf16>, tensor<1x2x4xf32>
+func.func @attention_bfloat16(%q: tensor<1x2x4x8xbf16>) -> tensor<1x2x4x8xbf16> {
+  %0:2 = kiln_graph.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x4x8xbf16>, tensor<1x2x4xf32>
+  return %0#0 : tensor<1x2x4x8xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @conv2d
 // CHECK: kiln_graph.conv2d %{{.*}}, %{{.*}} bias %{{.*}} {dilations = array<i64: 1, 2>, strides = array<i64: 2, 1>} : tensor<1x3x9x12xf32>, tensor<8x3x3x3xf32>, tensor<8xf32> -> tensor<1x8x4x8xf32>
 func.func @conv2d(%x: tensor<1x3x9x12xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x4x8xf32> {

@@ -30,17 +30,22 @@
 using namespace kiln::cpu;
 
 CpuTarget CpuTarget::host() {
-  CpuTarget target;
-  target.triple = llvm::sys::getProcessTriple();
-  target.cpu = llvm::sys::getHostCPUName().str();
-  std::string features;
-  for (const auto &feature : llvm::sys::getHostCPUFeatures()) {
-    if (!features.empty())
-      features += ",";
-    features += (feature.second ? "+" : "-") + feature.first().str();
-  }
-  target.features = features;
-  return target;
+  static const CpuTarget detected = [] {
+    CpuTarget target;
+    target.triple = llvm::sys::getProcessTriple();
+    target.cpu = llvm::sys::getHostCPUName().str();
+    for (const auto &feature : llvm::sys::getHostCPUFeatures()) {
+      if (!target.features.empty())
+        target.features += ",";
+      target.features += (feature.second ? "+" : "-") + feature.first().str();
+    }
+    return target;
+  }();
+  return detected;
+}
+
+bool CpuTarget::hasFeature(llvm::StringRef name) const {
+  return llvm::is_contained(llvm::split(features, ','), ("+" + name).str());
 }
 
 std::string CpuTarget::name() const {

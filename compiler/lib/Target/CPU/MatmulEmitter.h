@@ -24,7 +24,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "llvm/TargetParser/Host.h"
+#include "kiln/Target/CPU/CpuCodegen.h"
 
 namespace kiln::cpu {
 
@@ -32,14 +32,10 @@ using namespace mlir; // a private header of the CPU target
 
 /// The widest vector register of the host, in bits.
 inline int64_t hostVectorBits() {
-  auto features = llvm::sys::getHostCPUFeatures();
-  auto has = [&](const char *name) {
-    auto it = features.find(name);
-    return it != features.end() && it->second;
-  };
-  if (has("avx512f"))
+  CpuTarget host = CpuTarget::host();
+  if (host.hasFeature("avx512f"))
     return 512;
-  if (has("avx"))
+  if (host.hasFeature("avx"))
     return 256;
   return 128;
 }

@@ -15,7 +15,10 @@ struct CpuTarget {
   std::string triple;
   std::string cpu;
   std::string features; // e.g. "+avx2,+fma,..."
+  /// This machine's CPU, detected once per process.
   static CpuTarget host();
+  /// Whether `features` enables `name` (LLVM's spelling, e.g. "avx512f").
+  bool hasFeature(llvm::StringRef name) const;
   /// A short name for artifacts, e.g. "cpu-x86_64-znver3".
   std::string name() const;
 };

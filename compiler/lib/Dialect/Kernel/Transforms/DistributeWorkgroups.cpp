@@ -185,23 +185,16 @@ struct DistributeWorkgroupsPass
     }
   }
 
-  /// Whether `index` is `iv`, or `iv` clamped to [0, extent - 1] (as padding
-  /// reads it), which is `iv` itself: the top-level loops run within the
-  /// rows [0, extent).
+  /// Whether `index` is `iv`, or `iv` clamped as padding reads it,
+  /// minsi(maxsi(iv, 0), extent - 1), which is `iv` itself: the top-level
+  /// loops run within the rows [0, extent).
   static bool isRowOf(Value index, Value iv, int64_t extent) {
     if (index == iv)
       return true;
-    auto isConstant = [](Value v, int64_t c) {
-      std::optional<int64_t> value = getConstantIntValue(v);
-      return value && *value == c;
-    };
-    if (auto min = index.getDefiningOp<arith::MinSIOp>(); min && isConstant(min.getRhs(), extent - 1))
-      if (auto max = min.getLhs().getDefiningOp<arith::MaxSIOp>(); max && isConstant(max.getRhs(), 0))
-        return max.getLhs() == iv;
-    if (auto max = index.getDefiningOp<arith::MaxSIOp>(); max && isConstant(max.getRhs(), 0))
-      if (auto min = max.getLhs().getDefiningOp<arith::MinSIOp>(); min && isConstant(min.getRhs(), extent - 1))
-        return min.getLhs() == iv;
-    return false;
+    auto min = index.getDefiningOp<arith::MinSIOp>();
+    auto max = min ? min.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
+    return max && max.getLhs() == iv && getConstantIntValue(max.getRhs()) == 0 &&
+           getConstantIntValue(min.getRhs()) == extent - 1;
   }
 
   /// The memref an access reads or writes, and its leading index; null for
