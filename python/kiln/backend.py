@@ -39,6 +39,7 @@ from kiln.fx_serialize import (
     source_loc,
 )
 from kiln.decompositions import decomposition_table, needs_autograd
+from kiln.mutation import lift_input_writes, with_input_writes
 from kiln.randomness import lift_random_seeds, with_random_seeds
 from kiln.dumps import Dump, save_first_call, summary_updater, write_reproducer
 from kiln.options import KilnOptions
@@ -87,6 +88,11 @@ class CompileRecord:
     # identical kernel (a repeated layer) compiled earlier in this process.
     kernels_compiled: int = 0
     kernels_reused: int = 0
+    # Graph inputs the graph overwrites (in-place ops on them), and how many
+    # of those its kernels write in the inputs' own memory; the others are
+    # computed into new buffers and copied back.
+    input_writes: int = 0
+    inputs_written_in_place: int = 0
     stage_times_ms: dict[str, float] = field(default_factory=dict)
     artifact_bytes: int = 0
     # Bytes of matmul weights (parameters) the executables keep packed into
@@ -154,6 +160,10 @@ def kiln_backend(
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
         partition_fn=_partition_saving_seeds,
+        # In-place ops on graph inputs stay in the graph as copy_ nodes (in
+        # training too, where autograd does not see them: batch norm's
+        # running statistics), so that Kiln can write them in place.
+        keep_inference_input_mutations=True,
         decompositions=decomposition_table(training=needs_autograd(gm, example_inputs)),
     )
     return backend(gm, example_inputs)
@@ -185,8 +195,13 @@ def mark_parameters(gm: torch.fx.GraphModule) -> None:
     metadata = getattr(context, "fw_metadata", None) if context else None
     static = getattr(metadata, "static_input_indices", None) or ()
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    # A parameter the graph itself overwrites (an optimizer step's) changes
+    # at every call: computations cached on it would be redone every call,
+    # and would keep it from being updated in place.
+    written = {n.args[0] for n in gm.graph.nodes
+               if n.op == "call_function" and n.target is torch.ops.aten.copy_.default}
     for index in static:
-        if 0 <= index < len(placeholders):
+        if 0 <= index < len(placeholders) and placeholders[index] not in written:
             placeholders[index].meta[PARAMETER_META] = True
 
 
@@ -211,6 +226,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     if seeds and kind == "backward":
         raise KilnError(f"a backward graph draws {seeds} random seed(s): its dropout masks "
                         "would differ from the forward's (the partition should have saved them)")
+    writes = lift_input_writes(gm)  # extra outputs now; with_input_writes stores them
     support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager,
                           symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)(),
                           symint_scalar_ops=getattr(ext.compiler, "symint_scalar_ops", list)())
@@ -226,6 +242,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
                 if n.op == "call_function" and not is_getitem(n) and not computes_symint(n))
     )
     record.fallbacks = [_fallback_json(u) for u in unsupported]
+    record.input_writes = len(writes.inputs) if writes else 0
     record.dump_path = str(dump.path) if dump else None
     replay_inputs = bool(dump and opts.dump_inputs and record.ops)
     # partition_graph rewrites gm in place; the replay reference must stay eager.
@@ -258,7 +275,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
             dump.write_json("summary.json", asdict(record))
 
         fn = save_first_call(fn, reference, constants, dump, saved)
-    return with_random_seeds(fn, seeds)
+    return with_random_seeds(with_input_writes(fn, writes), seeds)
 
 
 def _returns_symint(gm: torch.fx.GraphModule) -> bool:
@@ -449,6 +466,11 @@ def _compile_to_executable(
     record.compile_time_ms += elapsed_ms
     record.artifact_bytes += len(artifact)
     record.packed_weight_bytes += int(getattr(exe, "persistent_bytes", 0))
+    in_inputs = getattr(exe, "outputs_in_inputs", {})
+    returned = list(itertools.accumulate(serialized.output_is_ref, initial=0))  # literals are not
+    record.inputs_written_in_place += sum(
+        1 for w in serialized.graph.get("input_writes", ())
+        if in_inputs.get(returned[w["output"]]) == w["input"])
     for stage, ms in stage_times.items():
         record.stage_times_ms[stage] = record.stage_times_ms.get(stage, 0.0) + ms
     summary = {

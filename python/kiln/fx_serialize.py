@@ -364,7 +364,30 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     }
     if symbols.names:
         graph["symbols"] = symbols.to_json()
+    writes = _input_writes(gm, outputs, layouts)
+    if writes:
+        graph["input_writes"] = writes
     return SerializedGraph(graph, constant_values, layouts, sorted(dropped), sorted(values))
+
+
+def _input_writes(gm: torch.fx.GraphModule, outputs: list[Any],
+                  layouts: list[OutputLayout | None]) -> list[dict[str, int]]:
+    """The graph's input writes (kiln.mutation) whose new value is returned as
+    the plain row-major buffer the input's own is, so that the compiler may
+    compute it there."""
+    from kiln.mutation import INPUT_WRITES_META
+
+    writes = gm.meta.get(INPUT_WRITES_META)
+    kept = []
+    for output, input in (writes.pairs() if writes else []):
+        layout = layouts[output]
+        plain = layout is None or (not layout.symbolic and layout.is_row_major
+                                   and layout.storage_offset == 0
+                                   and layout.alias_input is None
+                                   and layout.alias_output is None)
+        if plain and isinstance(outputs[output], dict):
+            kept.append({"output": output, "input": input})
+    return kept
 
 
 def _in_storage_order(

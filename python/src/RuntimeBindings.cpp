@@ -363,6 +363,18 @@ void initRuntime(py::module_ m) {
                              [](const Executable &e) { return e.program().persistentBytes(); },
                              "Bytes of the buffers kept for the executable's life (packed "
                              "weights).")
+      .def_property_readonly("outputs_in_inputs",
+                             [](const Executable &e) {
+                               // Output index -> the input whose buffer it is (an
+                               // input overwritten in place, or returned as is).
+                               const rt::Artifact &a = e.program().artifact();
+                               py::dict result;
+                               for (size_t i = 0; i < a.outputs.size(); ++i)
+                                 if (a.buffers[a.outputs[i]].kind == rt::BufferKind::Input)
+                                   result[py::int_(i)] = a.buffers[a.outputs[i]].source;
+                               return result;
+                             },
+                             "{output: input} for the outputs that are input buffers.")
       .def_property_readonly("metadata",
                              [](const Executable &e) { return e.program().artifact().metadata; });
   m.def("num_threads", [] { return device().pool().activeThreads(); },

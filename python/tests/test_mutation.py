@@ -234,3 +234,136 @@ def test_output_aliasing_a_gapped_output_is_not_a_view_of_its_copy():
     torch.testing.assert_close(left, e_left)
     torch.testing.assert_close(out, e_out)
     torch.testing.assert_close(w.grad, ew.grad)
+
+
+# ---------------------------------------------------------------------------
+# Inputs written in place: the kernels compute an overwritten input's new
+# value in its own memory where that is safe (kiln-write-inputs-in-place),
+# and nothing is copied back; elsewhere the new value is copied.
+
+
+def _written_in_place() -> tuple[int, int]:
+    """(inputs the compiled graphs overwrite, those written in place)."""
+    records = kiln.compile_records()
+    return (sum(r.input_writes for r in records),
+            sum(r.inputs_written_in_place for r in records))
+
+
+@pytest.mark.parametrize("shape", [(64,), (33, 7)])
+def test_elementwise_update_of_an_input_is_computed_in_place(shape):
+    def f(x, y):
+        x.mul_(0.5).add_(y)
+        return None
+
+    _check_in_place(f, _randn(*shape), _randn(*shape, seed=1))
+    assert _written_in_place() == (1, 1)
+
+
+@pytest.mark.parametrize("update", [
+    # Reads the input at other elements than it writes.
+    lambda x: x.add_(x.flip(0)),
+    lambda x: x[1:].copy_(x[:-1].clone()),
+    lambda x: x.copy_(x.t().contiguous()),
+    # Reads all of it first.
+    lambda x: x.sub_(x.mean()),
+    lambda x: x.div_(x.sum(0, keepdim=True)),
+    # Writes it twice.
+    lambda x: x.mul_(2).add_(x.t().clone()),
+])
+def test_updates_that_read_other_elements_stay_correct(update):
+    def f(x, y):
+        before = x * y
+        result = update(x)
+        after = x * y
+        return before, after, result
+
+    _check_in_place(f, _randn(6, 6), _randn(6, 6, seed=1))
+
+
+def test_old_value_read_after_the_update_keeps_its_own_buffer():
+    def f(x, y):
+        old = x.exp()
+        x.add_(y)
+        return old.sum() + (x * 2).sum(), x.relu()
+
+    _check_in_place(f, _randn(16, 8), _randn(16, 8, seed=1))
+
+
+def test_input_written_in_place_and_returned():
+    def f(x):
+        x.mul_(3)
+        return x
+
+    x = torch.randn(8, 5)
+    expected = x.clone() * 3
+    result = _compile(f)(x)
+    assert result is x or _same_storage(result, x)
+    torch.testing.assert_close(x, expected)
+
+
+def test_non_contiguous_input_is_updated_through_a_copy():
+    """The kernels run on a contiguous copy of a transposed input; the
+    caller's tensor still gets the new values, in its own layout."""
+    def f(x):
+        x.add_(1).mul_(2)
+        return x.sum(0)
+
+    base = torch.randn(5, 7)
+    eager_base = base.clone()
+    expected = f(eager_base.t())
+    actual = _compile(f)(base.t())
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(base, eager_base)
+
+
+@pytest.mark.parametrize("make_optimizer", [
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+    lambda p: torch.optim.Adam(p, lr=0.01),
+    lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1),
+], ids=["sgd-momentum", "adam", "adamw"])
+@pytest.mark.parametrize("sizes", [[(16, 8), (8,)], [(5, 3, 3), (7,), (40, 12)]])
+def test_optimizer_step_updates_parameters_and_state_in_place(make_optimizer, sizes):
+    """A compiled optimizer step computes every parameter and every state
+    tensor in its own memory: no new buffers, no copies back."""
+    torch.manual_seed(0)
+    params = [nn.Parameter(torch.randn(*s)) for s in sizes]
+    eager_params = [nn.Parameter(p.detach().clone()) for p in params]
+    opt, eager_opt = make_optimizer(params), make_optimizer(eager_params)
+    torch._dynamo.reset()
+    step = torch.compile(opt.step, backend="kiln", options={"fallback": "error"})
+    pointers = None
+    for i in range(3):
+        for p, e in zip(params, eager_params):
+            p.grad = torch.randn(p.shape, generator=torch.Generator().manual_seed(i))
+            e.grad = p.grad.clone()
+        step()
+        eager_opt.step()
+        if pointers is None:  # the state exists after the first step
+            pointers = [t.data_ptr() for t in _tensors_of(opt, params)]
+    assert [t.data_ptr() for t in _tensors_of(opt, params)] == pointers
+    for p, e in zip(params, eager_params):
+        torch.testing.assert_close(p, e)
+    writes, in_place = _written_in_place()
+    assert writes > 0 and in_place == writes, kiln.compile_records()
+
+
+def _tensors_of(opt: torch.optim.Optimizer, params) -> list[torch.Tensor]:
+    state = [v for p in params for v in opt.state[p].values()
+             if isinstance(v, torch.Tensor) and v.dim() > 0]
+    return [p.data for p in params] + state
+
+
+def test_batch_norm_running_statistics_are_written_in_place():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4)).train()
+    eager = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4)).train()
+    eager.load_state_dict(model.state_dict())
+    compiled = _compile(model)
+    for batch in (5, 9):
+        x = torch.randn(batch, 6)
+        torch.testing.assert_close(compiled(x), eager(x))
+    for b, e in zip(model.buffers(), eager.buffers()):
+        torch.testing.assert_close(b, e)
+    writes, in_place = _written_in_place()
+    # running_mean and running_var per compiled forward graph.
+    assert in_place >= 2, kiln.compile_records()

@@ -145,6 +145,8 @@ public:
         return diagnostics.error("stage '" + stage.name + "' failed");
       if (stage.name == "loops")
         recordDistribution(*kernels);
+      if (stage.name == "linalg" && failed(writeInputsInPlace(module, *kernels, sameAs)))
+        return diagnostics.error("stage 'in-place' failed");
     }
     for (auto &[duplicate, original] : sameAs)
       copyDistribution(original, duplicate);
@@ -215,6 +217,38 @@ private:
       func.erase();
     }
     return sameAs;
+  }
+
+  /// Binds graph inputs that the graph overwrites as the buffers of their
+  /// new values where the kernels allow it (kiln-write-inputs-in-place),
+  /// from the pairs kiln-mark-in-place-operands found in `kernels`.
+  LogicalResult writeInputsInPlace(ModuleOp module, ModuleOp kernels,
+                                   const llvm::StringMap<std::string> &sameAs) {
+    func::FuncOp entry;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(plan::kEntryAttr))
+        entry = func;
+    if (!entry || !entry->hasAttr(graph::kInputWritesAttr))
+      return success();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto it = sameAs.find(func.getName());
+      auto analyzed = kernels.lookupSymbol<func::FuncOp>(
+          it == sameAs.end() ? func.getName() : StringRef(it->second));
+      if (Attribute pairs = analyzed ? analyzed->getAttr(kernel::kInPlaceOperandsAttr)
+                                     : Attribute())
+        func->setAttr(kernel::kInPlaceOperandsAttr, pairs);
+    }
+    if (failed(runStage(module, {"in-place", "kiln-write-inputs-in-place"})))
+      return failure();
+    auto ret = cast<func::ReturnOp>(entry.getBody().front().getTerminator());
+    for (Attribute write : entry->getAttrOfType<ArrayAttr>(graph::kInputWritesAttr)) {
+      auto pair = dyn_cast<DenseI64ArrayAttr>(write);
+      if (pair && pair.size() == 2 && pair[0] < (int64_t)ret.getNumOperands() &&
+          pair[1] < (int64_t)entry.getNumArguments() &&
+          ret.getOperand(pair[0]) == (Value)entry.getArgument(pair[1]))
+        ++result_.inputsWrittenInPlace;
+    }
+    return success();
   }
 
   void copyDistribution(StringRef from, StringRef to) {

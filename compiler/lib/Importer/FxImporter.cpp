@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <functional>
+#include <set>
 
 using namespace mlir;
 using namespace kiln;
@@ -414,6 +415,8 @@ private:
   FailureOr<TensorMeta> parseMeta(const json::Value *v, Location l);
   FailureOr<AffineExpr> parseSize(const json::Value &v, Location l);
   LogicalResult parseSymbols(const json::Object &graph, func::FuncOp func);
+  LogicalResult parseInputWrites(const json::Object &graph, func::FuncOp func,
+                                 ArrayRef<int64_t> resultOf);
   Location parseLoc(const json::Object &node, StringRef name);
   LogicalResult importNode(const json::Object &node);
 
@@ -1978,6 +1981,44 @@ Location Importer::parseLoc(const json::Object &node, StringRef name) {
   return NameLoc::get(StringAttr::get(&ctx, name), inner);
 }
 
+/// "input_writes": [{"output": 3, "input": 0}, ...]: graph output 3 is the
+/// new value of input 0, which the graph overwrites (an in-place op on it,
+/// functionalized); kept as the function's kiln_graph.input_writes, by
+/// result index.
+LogicalResult Importer::parseInputWrites(const json::Object &graph, func::FuncOp func,
+                                         ArrayRef<int64_t> resultOf) {
+  const json::Array *writes = graph.getArray("input_writes");
+  if (!writes || writes->empty())
+    return success();
+  SmallVector<Attribute> pairs;
+  std::set<int64_t> written;
+  for (const json::Value &entry : *writes) {
+    const json::Object *o = entry.getAsObject();
+    std::optional<int64_t> output = o ? o->getInteger("output") : std::nullopt;
+    std::optional<int64_t> input = o ? o->getInteger("input") : std::nullopt;
+    if (!output || !input || *output < 0 || *output >= (int64_t)resultOf.size() ||
+        resultOf[*output] < 0 || *input < 0 || *input >= (int64_t)func.getNumArguments()) {
+      emitError(func.getLoc()) << "every input write names a tensor output and an input of "
+                               << "the graph by index";
+      return failure();
+    }
+    int64_t result = resultOf[*output];
+    if (func.getResultTypes()[result] != func.getArgumentTypes()[*input]) {
+      emitError(func.getLoc()) << "output " << *output << " (" << func.getResultTypes()[result]
+                               << ") cannot be the new value of input " << *input << " ("
+                               << func.getArgumentTypes()[*input] << "): their types differ";
+      return failure();
+    }
+    if (!written.insert(*input).second) {
+      emitError(func.getLoc()) << "input " << *input << " is written more than once";
+      return failure();
+    }
+    pairs.push_back(b.getDenseI64ArrayAttr({result, *input}));
+  }
+  func->setAttr(graph::kInputWritesAttr, b.getArrayAttr(pairs));
+  return success();
+}
+
 /// "symbols": [{"name": "s77", "min": 2, "max": 1024}, ...], in the order the
 /// size expressions number them; kept as the function's kiln_graph.symbols.
 LogicalResult Importer::parseSymbols(const json::Object &graph, func::FuncOp func) {
@@ -2111,10 +2152,12 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
   }
 
   SmallVector<Value> results;
+  SmallVector<int64_t> resultOf; // graph output -> result index, -1 for literals
   if (const json::Array *outputsList = graph->getArray("outputs")) {
     for (const json::Value &output : *outputsList) {
       // None and Python scalars are not tensors the plan produces: the
       // caller puts them back in place.
+      resultOf.push_back(output.getAsObject() ? (int64_t)results.size() : -1);
       if (!output.getAsObject())
         continue;
       const json::Object *ref = output.getAsObject();
@@ -2131,6 +2174,8 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
   }
   func::ReturnOp::create(b, fileLoc, results);
   func.setFunctionType(b.getFunctionType(inputTypes, TypeRange(ValueRange(results))));
+  if (failed(parseInputWrites(*graph, func, resultOf)))
+    return nullptr;
   if (failed(verify(*module)))
     return nullptr;
   return module;

@@ -29,7 +29,7 @@ std::vector<PipelineStage> kiln::cpuKernelStages() {
   std::string expand = hostConvertsBFloat16() ? "arith-expand" : "arith-expand{include-bf16=true}";
   return {
       {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
-                 "kiln-fuse-elementwise),canonicalize,cse"},
+                 "kiln-fuse-elementwise),canonicalize,cse,func.func(kiln-mark-in-place-operands)"},
       {"bufferized", "kiln-bufferize-kernels,func.func(kiln-stack-temporaries),"
                      "buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"

@@ -52,4 +52,19 @@ def OutlineKernelsPass : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def WriteInputsInPlacePass : Pass<"kiln-write-inputs-in-place", "mlir::ModuleOp"> {
+  let summary = "Compute a graph's new values of its inputs in the inputs' own buffers";
+  let description = [{
+    For each [result, input] pair of the plan's `kiln_graph.input_writes`
+    (the result is the input's new value), binds the input's buffer in place
+    of the result's, when that is safe: the result is a buffer of the input's
+    type that one launch writes; that launch reads the input only through
+    operands its kernel's `kiln.in_place_operands` (kiln-mark-in-place-operands)
+    pairs with the result's; no later launch, view or returned value reads
+    the input; and no cached launch reads it. The plan then returns the input
+    itself for that result, and the caller finds nothing to copy back. Pairs
+    that are not safe keep their own buffer.
+  }];
+}
+
 #endif // KILN_CONVERSION_PASSES

@@ -38,6 +38,12 @@ inline constexpr llvm::StringLiteral kSymbolArgAttr = "kiln_graph.symbol";
 /// place (which bumps its version counter). Kept on the plan's arguments:
 /// computations on parameters alone may be cached across calls.
 inline constexpr llvm::StringLiteral kParameterArgAttr = "kiln_graph.parameter";
+/// The graph function attribute listing the inputs the graph overwrites (an
+/// in-place op on a graph input, functionalized): an array of [result,
+/// input] pairs (DenseI64ArrayAttr), each saying that the result is the
+/// input's new value. The caller writes it back; the plan may compute it in
+/// the input's own buffer (kiln-write-inputs-in-place).
+inline constexpr llvm::StringLiteral kInputWritesAttr = "kiln_graph.input_writes";
 
 /// Every dim of `type` as an expression (constants for static dims).
 llvm::SmallVector<mlir::AffineExpr> dimExprs(mlir::ShapedType type);

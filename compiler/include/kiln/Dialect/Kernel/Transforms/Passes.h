@@ -28,6 +28,9 @@ inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln.workgroup_alignment"
 /// (memref<N x i8>) as its last memref argument, and the plan binds a
 /// buffer of that size, private to the launch, after the others.
 inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln.scratch_bytes";
+/// Set by kiln-mark-in-place-operands: pairs of binding indices [input,
+/// output, ...] that one buffer may serve both (see the pass).
+inline constexpr llvm::StringLiteral kInPlaceOperandsAttr = "kiln.in_place_operands";
 /// Attribute on kernel functions whose every top-level loop nest iterates
 /// rows and, directly inside (or in loops marked kColumnLoopAttr), the
 /// columns of one [rows, N] output space

@@ -52,6 +52,24 @@ def WidenHalfPrecisionPass : Pass<"kiln-widen-half-precision", "mlir::func::Func
   let dependentDialects = ["kiln::graph::GraphDialect"];
 }
 
+def MarkInPlaceOperandsPass
+    : Pass<"kiln-mark-in-place-operands", "mlir::func::FuncOp"> {
+  let summary = "Find the kernel inputs an output may overwrite as it is computed";
+  let description = [{
+    Runs on kernel functions (`kiln.kernel`) in linalg on tensors, before
+    bufferization. An input `p` and an output `q` of the same type are an
+    in-place pair when the kernel reads `p` only at the index it writes `q`
+    at, and no later than it writes `q`: every op reading `p` is an
+    all-parallel `linalg.generic` reading it and writing its results through
+    identity maps over `p`'s shape, at or before the generic whose result is
+    written into `q` (or `p` is copied into `q` as it is). Then each
+    workgroup reads each element of `p` before it writes the same element of
+    `q`, and the plan may bind one buffer to both (a graph input that the
+    graph overwrites, kiln-write-inputs-in-place). The pairs are recorded as
+    `kiln.in_place_operands`, binding indices [p0, q0, p1, q1, ...].
+  }];
+}
+
 def DistributeWorkgroupsPass
     : Pass<"kiln-distribute-workgroups", "mlir::func::FuncOp"> {
   let summary = "Split each kernel's outermost loops across its workgroups";
