@@ -140,6 +140,7 @@ def kiln_backend(
     from torch._dynamo.backends.common import aot_autograd
 
     opts = KilnOptions.from_dict(options)
+    _check_target(opts.target)
     if mode is not None:
         log.debug("kiln ignores torch.compile mode=%r", mode)
 
@@ -170,6 +171,20 @@ def kiln_backend(
 
 
 kiln_backend.reset = reset  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=None)
+def _check_target(target: str) -> None:
+    """Raises ValueError for a target the compiler does not know, before
+    anything is traced (with fallback="eager" every graph would otherwise
+    fall back, one warning each)."""
+    try:
+        ext = _ext()
+    except ImportError:
+        return  # compiling will say so
+    info = getattr(ext.compiler, "target_info", None)
+    if info is not None:
+        info(target)
 
 
 def _partition_saving_seeds(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:

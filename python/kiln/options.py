@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Union
 
-TARGETS = ("cpu",)
+# "cpu" is this machine's CPU; "cpu:<name>" an x86-64 level ("cpu:x86-64-v3")
+# or CPU ("cpu:znver4") for artifacts that run elsewhere (kiln._C.compiler
+# .target_info checks the name).
+TARGETS = ("cpu", "cpu:x86-64-v2", "cpu:x86-64-v3", "cpu:x86-64-v4")
 FALLBACKS = ("eager", "error")
 
 # option name -> environment variable that sets it when the options dict does not.
@@ -34,7 +38,11 @@ _FALSE = ("0", "false", "no", "off")
 class KilnOptions:
     """How Kiln compiles a graph.
 
-    target:      device the kernels are compiled for; one of TARGETS.
+    target:      what the kernels are compiled for: "cpu" (this machine's CPU,
+                 every feature it has), an x86-64 level ("cpu:x86-64-v2",
+                 "cpu:x86-64-v3" for AVX2, "cpu:x86-64-v4" for AVX-512) or a
+                 CPU by LLVM's name ("cpu:skylake-avx512", "cpu:znver4"), for
+                 artifacts and caches that must run on other machines.
     fallback:    "eager" runs ops Kiln cannot compile in PyTorch (with one warning
                  per op and source line); "error" raises kiln.UnsupportedOpError.
     dump_dir:    when set, every compiled graph writes its FX code, graph JSON,
@@ -127,7 +135,10 @@ class KilnOptions:
 
 def _check_field(name: str, value: Any) -> None:
     if name == "target":
-        _check_choice(name, value, TARGETS)
+        if not (isinstance(value, str) and re.fullmatch(r"cpu(:[A-Za-z0-9_.-]+)?", value)):
+            raise ValueError(f"kiln option 'target' got {value!r}; valid values are 'cpu' "
+                             "(this machine), 'cpu:x86-64-v2', 'cpu:x86-64-v3', "
+                             "'cpu:x86-64-v4' or 'cpu:<name>' (an x86-64 CPU LLVM knows)")
     elif name == "fallback":
         _check_choice(name, value, FALLBACKS)
     elif name in ("dump_dir", "cache_dir"):

@@ -252,7 +252,7 @@ class KilnSupport(OperatorSupportBase):
                 and not is_reproducible(value.shape, stride)):
             return (f"{what} has a self-overlapping layout size={list(value.shape)} "
                     f"stride={list(value.stride())} that Kiln cannot reproduce")
-        if value.device.type != self.target:
+        if value.device.type != self.target.split(":")[0]:
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
 

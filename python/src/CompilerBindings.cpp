@@ -99,7 +99,26 @@ void initCompiler(py::module_ &root, py::module_ m) {
         "Those of the supported ATen overloads that compile with symbolic sizes.");
   m.def("symint_scalar_ops", &symintScalarFxTargets,
         "Those that take a SymInt as a scalar operand (x * s0).");
-  m.def("supported_targets", [] { return std::vector<std::string>{"cpu"}; });
+  m.def("supported_targets", [] {
+    return std::vector<std::string>{"cpu", "cpu:x86-64-v2", "cpu:x86-64-v3", "cpu:x86-64-v4",
+                                    "cpu:<name>"};
+  });
+  m.def(
+      "target_info",
+      [](const std::string &target) {
+        auto cpu = cpu::CpuTarget::fromTargetName(target);
+        if (!cpu)
+          throw py::value_error(llvm::toString(cpu.takeError()));
+        py::dict info;
+        info["triple"] = cpu->triple;
+        info["cpu"] = cpu->cpu;
+        info["features"] = cpu->features;
+        info["vector_bits"] = cpu->vectorBits();
+        return info;
+      },
+      py::arg("target"),
+      "The CPU a target option names (triple, cpu, features, vector_bits); ValueError "
+      "for an unknown one.");
   m.def(
       "build_info",
       [] {

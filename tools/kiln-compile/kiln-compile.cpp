@@ -16,7 +16,12 @@ static cl::opt<std::string> input(cl::Positional, cl::desc("<graph.mlir | graph.
                                   cl::Required);
 static cl::opt<std::string> output("o", cl::desc("Output artifact"), cl::value_desc("file.kiln"),
                                    cl::Required);
-static cl::opt<std::string> target("target", cl::desc("Target (cpu)"), cl::init("cpu"));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("What the kernels are compiled for: cpu (this machine's CPU), "
+                    "cpu:x86-64-v2, cpu:x86-64-v3, cpu:x86-64-v4 (x86-64 levels, for "
+                    "portable artifacts) or cpu:<name> (an x86-64 CPU, e.g. cpu:znver4)"),
+           cl::init("cpu"));
 static cl::opt<std::string> dumpDir("dump-dir",
                                     cl::desc("Write the IR after every stage and the kernels' "
                                              "LLVM IR and assembly here"));

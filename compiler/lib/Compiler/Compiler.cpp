@@ -118,12 +118,13 @@ public:
     MLIRContext *context = module.getContext();
     registerAllKilnPasses();
     DiagnosticCollector diagnostics(context);
-    if (options.target != "cpu")
-      return llvm::createStringError("unknown target '" + options.target +
-                                     "' (this build supports: cpu)");
+    auto target = cpu::CpuTarget::fromTargetName(options.target);
+    if (!target)
+      return target.takeError();
+    codegenTarget_ = *target;
     if (options.keepStages)
       result_.stages.push_back({"graph", printOp(module)});
-    for (const PipelineStage &stage : graphStages()) {
+    for (const PipelineStage &stage : graphStages(codegenTarget_)) {
       if (failed(runStage(module, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
       if (stage.name == "kernels")
@@ -140,7 +141,7 @@ public:
     llvm::StringMap<std::string> sameAs;
     if (!options.keepStages)
       sameAs = dropDuplicateKernels(*kernels);
-    for (const PipelineStage &stage : cpuKernelStages()) {
+    for (const PipelineStage &stage : cpuKernelStages(codegenTarget_)) {
       if (failed(runStage(*kernels, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
       if (stage.name == "loops")
@@ -154,7 +155,7 @@ public:
     auto start = std::chrono::steady_clock::now();
     cpu::CpuCodegenOptions codegen;
     codegen.keepText = options.keepStages;
-    codegenTarget_ = codegen.target;
+    codegen.target = codegenTarget_;
     auto library = cpu::generateSharedObject(*kernels, codegen);
     if (!library)
       return diagnostics.error(llvm::toString(library.takeError()));

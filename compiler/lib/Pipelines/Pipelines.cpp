@@ -6,34 +6,35 @@
 
 using namespace kiln;
 
-std::vector<PipelineStage> kiln::graphStages() {
+/// `{vector-bits=N}` for the passes that emit micro-kernels.
+static std::string vectorBitsOption(const cpu::CpuTarget &target) {
+  return "{vector-bits=" + std::to_string(target.vectorBits()) + "}";
+}
+
+std::vector<PipelineStage> kiln::graphStages(const cpu::CpuTarget &target) {
   return {
       {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention,kiln-widen-half-precision),"
                   "canonicalize,"
                   "func.func(kiln-form-kernels),canonicalize"},
-      {"plan", "kiln-outline-kernels,symbol-dce,kiln-pack-weights"},
+      {"plan", "kiln-outline-kernels,symbol-dce,kiln-pack-weights" + vectorBitsOption(target)},
   };
 }
 
-/// Whether the host converts float32 to bfloat16 in one instruction
-/// (AVX512-BF16, AVX-NE-CONVERT), which LLVM then emits for arith.truncf.
-/// Elsewhere LLVM would call a runtime library function that a kernel
-/// library cannot count on, so arith-expand writes the rounding out (exact,
-/// round to nearest even, as c10::BFloat16).
-static bool hostConvertsBFloat16() {
-  cpu::CpuTarget host = cpu::CpuTarget::host();
-  return host.hasFeature("avx512bf16") || host.hasFeature("avxneconvert");
-}
-
-std::vector<PipelineStage> kiln::cpuKernelStages() {
-  std::string expand = hostConvertsBFloat16() ? "arith-expand" : "arith-expand{include-bf16=true}";
+std::vector<PipelineStage> kiln::cpuKernelStages(const cpu::CpuTarget &target) {
+  // float32 -> bfloat16 is written out as integer operations (exact, round
+  // to nearest even, as c10::BFloat16) even where the CPU has an instruction
+  // for it: AVX512-BF16's vcvtneps2bf16 flushes subnormal inputs to zero,
+  // and eager keeps them. (Elsewhere LLVM would call a library function.)
+  std::string expand = "arith-expand{include-bf16=true}";
+  std::string bits = vectorBitsOption(target);
   return {
       {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
                  "kiln-fuse-elementwise),canonicalize,cse,func.func(kiln-mark-in-place-operands)"},
       {"bufferized", "kiln-bufferize-kernels,func.func(kiln-stack-temporaries),"
                      "buffer-deallocation-pipeline,canonicalize,cse"},
-      {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,convert-linalg-to-loops,"
-                "kiln-promote-accumulators,kiln-distribute-workgroups)"},
+      {"loops", "func.func(kiln-vectorize-matmul" + bits + ",kiln-lower-attention" + bits +
+                    ",kiln-lower-convolution" + bits + ",convert-linalg-to-loops,"
+                    "kiln-promote-accumulators,kiln-distribute-workgroups)"},
       // Conversions that work function by function are nested, so that
       // they run on the kernels in parallel; the rest need the module
       // (kiln-approximate-math declares libm functions in it).

@@ -1,6 +1,7 @@
 #ifndef KILN_PIPELINES_PIPELINES_H
 #define KILN_PIPELINES_PIPELINES_H
 
+#include "kiln/Target/CPU/CpuCodegen.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <string>
@@ -15,12 +16,13 @@ struct PipelineStage {
 };
 
 /// Graph stages: kiln_graph -> fused kiln_kernel.kernel ops -> kernel
-/// functions and the kiln_plan host plan.
-std::vector<PipelineStage> graphStages();
+/// functions and the kiln_plan host plan; weights are packed for `target`.
+std::vector<PipelineStage> graphStages(const cpu::CpuTarget &target = cpu::CpuTarget::host());
 
 /// CPU codegen stages for a module holding only kernel functions, ending in
-/// the LLVM dialect with each kernel wrapped in the runtime's C ABI.
-std::vector<PipelineStage> cpuKernelStages();
+/// the LLVM dialect with each kernel wrapped in the runtime's C ABI. The
+/// micro-kernels use `target`'s vector registers.
+std::vector<PipelineStage> cpuKernelStages(const cpu::CpuTarget &target = cpu::CpuTarget::host());
 
 /// Registers `kiln-graph-to-plan`, `kiln-cpu-codegen` and `kiln-cpu-pipeline`
 /// (both in sequence) as pass pipelines for kiln-opt.

@@ -6,6 +6,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/IR/Module.h"
@@ -21,6 +23,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 #include <chrono>
 #include <map>
@@ -42,6 +46,49 @@ CpuTarget CpuTarget::host() {
     return target;
   }();
   return detected;
+}
+
+llvm::Expected<CpuTarget> CpuTarget::fromTargetName(llvm::StringRef target) {
+  if (target == "cpu" || target == "cpu:native")
+    return host();
+  llvm::StringRef name = target;
+  if (!name.consume_front("cpu:") || name.empty() ||
+      llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return llvm::createStringError(
+        "unknown target '" + target.str() +
+        "': expected 'cpu' (this machine's CPU), 'cpu:x86-64-v2', 'cpu:x86-64-v3', "
+        "'cpu:x86-64-v4' (x86-64 levels, for portable artifacts) or 'cpu:<name>' with an "
+        "x86-64 CPU that LLVM knows, e.g. 'cpu:skylake-avx512' or 'cpu:znver4'");
+  CpuTarget named;
+  // The host's OS and ABI, on the x86-64 the name implies.
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  triple.setArch(llvm::Triple::x86_64);
+  named.triple = triple.str();
+  named.cpu = name.str();
+  // The CPU's features with every feature they imply (avx2 implies avx), so
+  // that hasFeature and the artifact's record see them all.
+  llvm::SmallVector<llvm::StringRef> direct;
+  llvm::X86::getFeaturesForCPU(name, direct);
+  llvm::StringMap<bool> implied;
+  for (llvm::StringRef feature : direct) {
+    implied[feature] = true;
+    llvm::X86::updateImpliedFeatures(feature, /*Enabled=*/true, implied);
+  }
+  std::vector<std::string> features;
+  for (const auto &entry : implied)
+    if (entry.second)
+      features.push_back("+" + entry.first().str());
+  llvm::sort(features);
+  named.features = llvm::join(features, ",");
+  return named;
+}
+
+int64_t CpuTarget::vectorBits() const {
+  if (hasFeature("avx512f"))
+    return 512;
+  if (hasFeature("avx"))
+    return 256;
+  return 128;
 }
 
 bool CpuTarget::hasFeature(llvm::StringRef name) const {
@@ -211,7 +258,7 @@ static void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
 /// Optimizes one kernel's LLVM module at O3 for the target (the loop
 /// vectorizer widens the kernels' inner loops) and emits its object file.
 static llvm::Expected<KernelObject> compileKernel(llvm::Module &module, const CpuTarget &target,
-                                                  bool keepText) {
+                                                  bool keepText, bool optimize = true) {
   std::string error;
   llvm::Triple triple(target.triple);
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
@@ -233,7 +280,8 @@ static llvm::Expected<KernelObject> compileKernel(llvm::Module &module, const Cp
     function.addFnAttr("target-features", target.features);
     function.addFnAttr(llvm::Attribute::NoUnwind);
   }
-  optimizeModule(module, *machine);
+  if (optimize)
+    optimizeModule(module, *machine);
 
   KernelObject result;
   if (keepText) {
@@ -258,6 +306,104 @@ static llvm::Expected<KernelObject> compileKernel(llvm::Module &module, const Cp
   passes.run(module);
   result.object = object.str().str();
   return result;
+}
+
+/// Conversions LLVM calls as library functions on CPUs without them in
+/// hardware: float to bfloat16 without AVX512-BF16 (select and shuffle of
+/// bfloat vectors are legalized through float), and float16 both ways
+/// without F16C (x86-64-v2). A kernel library cannot count on libgcc's, so
+/// every library carries its own, hidden: exact, round to nearest even,
+/// quiet NaNs as c10's conversions (float_to_half_fast3_rtne and
+/// half_to_float, public domain, by Fabian Giesen). Integer and float bit
+/// operations only: no conversion instruction that could call back here.
+static constexpr const char *kConversionRoutines = R"(
+define hidden bfloat @__truncsfbf2(float %x) {
+  %bits = bitcast float %x to i32
+  %isnan = fcmp uno float %x, %x
+  %lsb = lshr i32 %bits, 16
+  %odd = and i32 %lsb, 1
+  %bias = add i32 %odd, 32767
+  %rounded = add i32 %bits, %bias
+  %high = lshr i32 %rounded, 16
+  %narrow = trunc i32 %high to i16
+  %result = select i1 %isnan, i16 32704, i16 %narrow
+  %bf = bitcast i16 %result to bfloat
+  ret bfloat %bf
+}
+
+define hidden half @__truncsfhf2(float %x) {
+  %u = bitcast float %x to i32
+  %sign = and i32 %u, -2147483648
+  %a = xor i32 %u, %sign
+  %isnan = icmp ugt i32 %a, 2139095040
+  %special = select i1 %isnan, i32 32256, i32 31744
+  %big = icmp uge i32 %a, 1199570944
+  %af = bitcast i32 %a to float
+  %aligned = fadd float %af, 5.000000e-01
+  %alignedBits = bitcast float %aligned to i32
+  %subnormal = sub i32 %alignedBits, 1056964608
+  %small = icmp ult i32 %a, 947912704
+  %m = lshr i32 %a, 13
+  %odd = and i32 %m, 1
+  %rebiased = add i32 %a, -939520001
+  %roundedBits = add i32 %rebiased, %odd
+  %normal = lshr i32 %roundedBits, 13
+  %finite = select i1 %small, i32 %subnormal, i32 %normal
+  %magnitude = select i1 %big, i32 %special, i32 %finite
+  %signBit = lshr i32 %sign, 16
+  %result = or i32 %magnitude, %signBit
+  %narrow = trunc i32 %result to i16
+  %h = bitcast i16 %narrow to half
+  ret half %h
+}
+
+define hidden float @__extendhfsf2(half %h) {
+  %bits = bitcast half %h to i16
+  %u = zext i16 %bits to i32
+  %magnitude = and i32 %u, 32767
+  %shifted = shl i32 %magnitude, 13
+  %exponent = and i32 %shifted, 260046848
+  %normal = add i32 %shifted, 939524096
+  %isspecial = icmp eq i32 %exponent, 260046848
+  %special = add i32 %normal, 939524096
+  %iszero = icmp eq i32 %exponent, 0
+  %denormalBits = add i32 %normal, 8388608
+  %denormalFloat = bitcast i32 %denormalBits to float
+  %renormalized = fsub float %denormalFloat, 0x3F10000000000000
+  %denormal = bitcast float %renormalized to i32
+  %nonzero = select i1 %isspecial, i32 %special, i32 %normal
+  %value = select i1 %iszero, i32 %denormal, i32 %nonzero
+  %signBit = and i32 %u, 32768
+  %sign = shl i32 %signBit, 16
+  %result = or i32 %value, %sign
+  %f = bitcast i32 %result to float
+  ret float %f
+}
+)";
+
+/// The object holding kConversionRoutines for `target`, made once per target.
+static llvm::Expected<std::shared_ptr<const KernelObject>>
+conversionRoutines(const CpuTarget &target) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const KernelObject>> made;
+  std::string key = target.triple + "|" + target.cpu + "|" + target.features;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = made.find(key); it != made.end())
+    return it->second;
+  llvm::LLVMContext context;
+  llvm::SMDiagnostic diagnostic;
+  std::unique_ptr<llvm::Module> module =
+      llvm::parseAssemblyString(kConversionRoutines, diagnostic, context);
+  if (!module)
+    return llvm::createStringError("internal error in the conversion routines: " +
+                                   diagnostic.getMessage().str());
+  module->setModuleIdentifier("kiln_conversions");
+  auto object = compileKernel(*module, target, /*keepText=*/false, /*optimize=*/false);
+  if (!object)
+    return object.takeError();
+  auto shared = std::make_shared<const KernelObject>(std::move(*object));
+  made[key] = shared;
+  return shared;
 }
 
 llvm::Expected<CpuCodegenResult>
@@ -348,7 +494,10 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
   }
   timer.finish("compile");
 
-  std::vector<const std::string *> linked;
+  auto conversions = conversionRoutines(target);
+  if (!conversions)
+    return conversions.takeError();
+  std::vector<const std::string *> linked{&(*conversions)->object};
   for (const auto &entry : objects)
     linked.push_back(&entry.second->object);
   auto library = linkSharedObject(linked);

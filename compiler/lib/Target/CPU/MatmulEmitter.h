@@ -30,15 +30,9 @@ namespace kiln::cpu {
 
 using namespace mlir; // a private header of the CPU target
 
-/// The widest vector register of the host, in bits.
-inline int64_t hostVectorBits() {
-  CpuTarget host = CpuTarget::host();
-  if (host.hasFeature("avx512f"))
-    return 512;
-  if (host.hasFeature("avx"))
-    return 256;
-  return 128;
-}
+/// The widest vector register of the host, in bits: the passes' default
+/// when no `vector-bits` option names the target's.
+inline int64_t hostVectorBits() { return CpuTarget::host().vectorBits(); }
 
 /// Emits C += A * B on memrefs: A [.., M, K], B [.., K, N] (or [.., N, K]
 /// when `transposed`) and C [.., M, N]; `emit` takes the leading (batch)
