@@ -284,6 +284,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     symbols = SymbolTable()
     dropped, values = symint_placeholder_roles(gm)
     placeholders = 0
+    input_of: dict[int, int] = {}  # placeholder index -> input index
     # Symbols that are a dim of a tensor input: the runtime reads them there.
     input_dims = [d for n in gm.graph.nodes if n.op == "placeholder"
                   and isinstance(n.meta.get("val"), torch.Tensor)
@@ -307,6 +308,7 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
                                                            value.node.shape_env)})
                 continue
             spec = tensor_spec(node_value(node), f"input {node.name}", symbols)
+            input_of[placeholders - 1] = len(inputs)
             inputs.append({"name": node.name, **spec})
             if node.meta.get(PARAMETER_META):
                 inputs[-1]["parameter"] = True
@@ -364,17 +366,19 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     }
     if symbols.names:
         graph["symbols"] = symbols.to_json()
-    writes = _input_writes(gm, outputs, layouts)
+    writes = _input_writes(gm, outputs, layouts, input_of)
     if writes:
         graph["input_writes"] = writes
     return SerializedGraph(graph, constant_values, layouts, sorted(dropped), sorted(values))
 
 
 def _input_writes(gm: torch.fx.GraphModule, outputs: list[Any],
-                  layouts: list[OutputLayout | None]) -> list[dict[str, int]]:
+                  layouts: list[OutputLayout | None],
+                  input_of: dict[int, int]) -> list[dict[str, int]]:
     """The graph's input writes (kiln.mutation) whose new value is returned as
     the plain row-major buffer the input's own is, so that the compiler may
-    compute it there."""
+    compute it there; by graph input (placeholders that are sizes are not
+    inputs of the serialized graph: input_of maps placeholder to input)."""
     from kiln.mutation import INPUT_WRITES_META
 
     writes = gm.meta.get(INPUT_WRITES_META)
@@ -385,8 +389,8 @@ def _input_writes(gm: torch.fx.GraphModule, outputs: list[Any],
                                    and layout.storage_offset == 0
                                    and layout.alias_input is None
                                    and layout.alias_output is None)
-        if plain and isinstance(outputs[output], dict):
-            kept.append({"output": output, "input": input})
+        if plain and isinstance(outputs[output], dict) and input in input_of:
+            kept.append({"output": output, "input": input_of[input]})
     return kept
 
 

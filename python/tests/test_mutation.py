@@ -367,3 +367,23 @@ def test_batch_norm_running_statistics_are_written_in_place():
     writes, in_place = _written_in_place()
     # running_mean and running_var per compiled forward graph.
     assert in_place >= 2, kiln.compile_records()
+
+
+def test_input_writes_with_symbolic_sizes():
+    """With dynamic shapes the graph's size inputs come first; the writes
+    still reach the right tensors, at every size."""
+    def f(x, y):
+        x.mul_(2).add_(y)
+        return x.sum(0)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="kiln", dynamic=True, options={"fallback": "error"})
+    for rows in (3, 5, 8):
+        x, y = torch.randn(rows, 4), torch.randn(rows, 4)
+        eager_x = x.clone()
+        expected = f(eager_x, y)
+        pointer = x.data_ptr()
+        torch.testing.assert_close(compiled(x, y), expected)
+        torch.testing.assert_close(x, eager_x)
+        assert x.data_ptr() == pointer
+    assert any(r.symbols for r in kiln.compile_records())

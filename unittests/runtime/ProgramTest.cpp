@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <cstdlib>
 #include <thread>
 
 using namespace kiln::runtime;
@@ -478,3 +480,83 @@ TEST(ProgramTest, ConcurrentCallsShareTheCachedResult) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(program.cachedRuns(), 1);
 }
+
+namespace {
+/// Sets an environment variable for one scope.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    if (const char *old = std::getenv(name))
+      old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
+float negateFirst(const CpuExecutable &executable) {
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  void *bindings[2] = {in, out};
+  executable.kernel(0)(0, 1, bindings);
+  return out[0];
+}
+
+std::vector<uint8_t> otherKernelLibrary() {
+  std::ifstream file(KILN_TEST_OTHER_KERNELS_PATH, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// Libraries load through a memfd, so an unusable temporary directory (a
+// noexec /tmp, a TMPDIR that does not exist) does not matter.
+TEST(ProgramTest, LoadsThroughAMemfdWhateverTheTemporaryDirectory) {
+  ScopedEnv tmpdir("TMPDIR", "/nonexistent/kiln-test");
+  ScopedEnv loading("KILN_KERNEL_LOADING", nullptr);
+  auto executable = CpuExecutable::load(otherKernelLibrary(), {{"negate_f32", 2, "negate"}});
+  ASSERT_TRUE(executable.ok()) << executable.status().message();
+  EXPECT_EQ(negateFirst(**executable), -1.0f);
+}
+
+// Through a file, it honours TMPDIR, and says where it failed.
+TEST(ProgramTest, LoadsThroughAFileInTMPDIR) {
+  ScopedEnv loading("KILN_KERNEL_LOADING", "file");
+  std::string dir = ::testing::TempDir();
+  {
+    ScopedEnv tmpdir("TMPDIR", dir.c_str());
+    auto executable = CpuExecutable::load(otherKernelLibrary(), {{"negate_f32", 2, "negate"}});
+    ASSERT_TRUE(executable.ok()) << executable.status().message();
+    EXPECT_EQ(negateFirst(**executable), -1.0f);
+  }
+  ScopedEnv tmpdir("TMPDIR", "/nonexistent/kiln-test");
+  auto refused = CpuExecutable::load(otherKernelLibrary(), {{"negate_f32", 2, "negate"}});
+  EXPECT_ERROR_HAS(refused.status(), "/nonexistent/kiln-test/kiln-kernels-");
+  ScopedEnv bad("KILN_KERNEL_LOADING", "disk");
+  EXPECT_ERROR_HAS(CpuExecutable::load(otherKernelLibrary(), {{"negate_f32", 2, "negate"}})
+                       .status(),
+                   "use memfd or file");
+}
+
+// Loading and unloading many libraries reuses descriptors (and their /proc
+// paths) and never returns a stale library.
+TEST(ProgramTest, ReloadedLibrariesAreNeverStale) {
+  ScopedEnv loading("KILN_KERNEL_LOADING", "memfd");
+  std::vector<uint8_t> add = readKernelLibrary(), negate = otherKernelLibrary();
+  for (int i = 0; i < 20; ++i) {
+    auto executable = i % 2 ? CpuExecutable::load(negate, {{"negate_f32", 2, "negate"}})
+                            : CpuExecutable::load(add, {{"add_f32", 3, "add"}});
+    ASSERT_TRUE(executable.ok()) << executable.status().message();
+    if (i % 2)
+      EXPECT_EQ(negateFirst(**executable), -1.0f);
+  }
+}
+} // namespace

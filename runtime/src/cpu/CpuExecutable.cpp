@@ -1,9 +1,10 @@
 //===- CpuExecutable.cpp - dlopen a kernel library from memory -----------===//
 //
 // The artifact carries its kernels as .so bytes. We hand them to the dynamic
-// loader through an anonymous memfd, so nothing is written to disk; where
-// memfd or /proc is unavailable we fall back to a temporary file that is
-// unlinked as soon as it is loaded.
+// loader through an anonymous memfd, so nothing is written to disk and a
+// noexec /tmp does not matter; where memfd or /proc is unavailable we fall
+// back to a temporary file in $TMPDIR that is unlinked as soon as it is
+// loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,14 +42,11 @@ static StatusOr<void *> dlopenPath(const std::string &path) {
   return handle;
 }
 
-/// Sets `unavailable` when this system cannot load through a memfd (no
-/// memfd_create, no /proc), so the caller can fall back to a file.
-/// On success `keptFd` is the memfd, which must stay open while the library
-/// is loaded: the loader recognizes libraries by path, and a closed
-/// descriptor's number (and so its /proc path) is reused by the next load.
-static StatusOr<void *> loadViaMemfd(const std::vector<uint8_t> &library,
-                                     bool &unavailable, int &keptFd) {
-  unavailable = true;
+/// Fails where this system has no memfd_create or no /proc. On success
+/// `keptFd` is the memfd, which must stay open while the library is loaded:
+/// the loader recognizes libraries by path, and a closed descriptor's number
+/// (and so its /proc path) is reused by the next load.
+static StatusOr<void *> loadViaMemfd(const std::vector<uint8_t> &library, int &keptFd) {
 #ifdef MFD_CLOEXEC
   ScopedFd fd(memfd_create("kiln-kernels", MFD_CLOEXEC));
   if (fd.get() < 0)
@@ -56,7 +54,6 @@ static StatusOr<void *> loadViaMemfd(const std::vector<uint8_t> &library,
   std::string path = "/proc/self/fd/" + std::to_string(fd.get());
   if (::access(path.c_str(), R_OK) != 0)
     return Status::error("/proc is not mounted");
-  unavailable = false;
   KILN_RETURN_IF_ERROR(writeAll(fd.get(), library.data(), library.size())
                            .withContext("writing the kernel library to a "
                                         "memfd"));
@@ -87,20 +84,29 @@ static StatusOr<void *> loadViaTempFile(const std::vector<uint8_t> &library) {
   return handle;
 }
 
-/// Loads from a uniquely named temporary file first: the loader recognizes
-/// libraries by path, and may keep a closed library mapped, so a reused path
-/// (as /proc/self/fd/N paths are) could return a stale library. A memfd is
-/// the fallback for systems whose temporary directory is not executable.
-static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library,
-                                    int &keptFd) {
+/// Loads through a memfd first (nothing touches the disk, and it works where
+/// the temporary directory is mounted noexec), then through a file in
+/// $TMPDIR (else /tmp) where memfd or /proc is unavailable.
+/// KILN_KERNEL_LOADING=memfd or =file allows only that way (for tests, and
+/// to diagnose a system where one of them misbehaves).
+static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library, int &keptFd) {
+  const char *only = std::getenv("KILN_KERNEL_LOADING");
+  std::string mode = only ? only : "";
+  if (!mode.empty() && mode != "memfd" && mode != "file")
+    return Status::error("KILN_KERNEL_LOADING is '" + mode + "'; use memfd or file");
+  std::string memfdError;
+  if (mode != "file") {
+    StatusOr<void *> handle = loadViaMemfd(library, keptFd);
+    if (handle.ok() || mode == "memfd")
+      return handle;
+    memfdError = handle.status().message();
+  }
   StatusOr<void *> handle = loadViaTempFile(library);
-  if (handle.ok())
+  if (handle.ok() || mode == "file")
     return handle;
-  bool memfdUnavailable = false;
-  StatusOr<void *> viaMemfd = loadViaMemfd(library, memfdUnavailable, keptFd);
-  if (viaMemfd.ok() || !memfdUnavailable)
-    return viaMemfd;
-  return handle; // report why the temporary file failed
+  return Status::error("neither through a memfd (" + memfdError + ") nor through a file (" +
+                       handle.status().message() +
+                       "); set TMPDIR to a directory that allows executable files");
 }
 
 StatusOr<std::unique_ptr<CpuExecutable>>
@@ -136,8 +142,19 @@ CpuExecutable::load(const std::vector<uint8_t> &library,
 CpuExecutable::~CpuExecutable() {
   if (handle_)
     dlclose(handle_);
-  if (libraryFd_ >= 0)
-    ::close(libraryFd_);
+  if (libraryFd_ < 0)
+    return;
+  // The loader finds libraries by path, and the memfd's /proc path names
+  // the next descriptor with its number once this one closes: if the
+  // library is still resident (the loader may keep one mapped), the
+  // descriptor stays open, so that its path is never reused for another
+  // library (a later load would get this one's code).
+  std::string path = "/proc/self/fd/" + std::to_string(libraryFd_);
+  if (void *resident = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(resident);
+    return;
+  }
+  ::close(libraryFd_);
 }
 
 } // namespace kiln::runtime
