@@ -70,7 +70,14 @@ public:
   rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
     // Allocated in the buffer's own shape: an output that is a whole buffer
     // is returned as is, without a view.
-    at::Tensor t = at::empty(desc.shape, at::TensorOptions().dtype(scalarTypeOf(desc.dtype)));
+    at::Tensor t;
+    try {
+      t = at::empty(desc.shape, at::TensorOptions().dtype(scalarTypeOf(desc.dtype)));
+    } catch (const std::exception &err) { // c10::OutOfMemoryError, std::bad_alloc
+      return rt::Status::error(rt::StatusCode::OutOfMemory,
+                               "out of memory allocating " + std::to_string(desc.byteSize()) +
+                                   " bytes for " + desc.str() + ": " + err.what());
+    }
     return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(std::move(t)));
   }
 };
@@ -234,6 +241,11 @@ public:
     // A failed kernel check is the user's error, raised as ATen raises it.
     if (status.code() == rt::StatusCode::IndexOutOfRange)
       throw py::index_error(status.message());
+    if (status.code() == rt::StatusCode::OutOfMemory) {
+      PyErr_SetString(PyExc_MemoryError, ("kiln: running graph '" + artifact.graphName +
+                                          "': " + status.message()).c_str());
+      throw py::error_already_set();
+    }
     if (!status.ok())
       throw std::runtime_error("kiln: running graph '" + artifact.graphName +
                                "' failed: " + status.message());

@@ -1107,3 +1107,17 @@ def test_narrow_integers(dtype):
                        a.sum(1), a.prod(1), a.amax(0), a.cumsum(1), a.float(), a.long(),
                        (a.float() * 0.7).to(dtype), a[torch.tensor([2, 0])], torch.cat([a, b]))
     check(fn, a, b)
+
+
+@pytest.mark.parametrize("constant", [2**53 + 1, 2**62 + 3, -(2**63) + 7])
+def test_integer_scalars_stay_exact(constant):
+    """Python integers beyond a double's 53 bits reach int64 kernels exactly."""
+    def f(x):
+        return x + constant, torch.full_like(x, constant), x * 0 + constant
+
+    x = torch.randint(-5, 6, (4, 3))
+    expected = f(x)
+    actual = compile_kiln(f, fallback="error")(x)
+    for a, e in zip(actual, expected):
+        assert torch.equal(a, e), (a, e)
+    assert kiln.compile_records()[0].status == "compiled"

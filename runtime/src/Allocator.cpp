@@ -38,7 +38,7 @@ HostAllocator::allocate(const TensorDesc &desc) {
   void *data = nullptr;
   if (rounded < bytes ||
       ::posix_memalign(&data, kAlignment, static_cast<size_t>(rounded)) != 0)
-    return Status::error("out of host memory allocating " +
+    return Status::error(StatusCode::OutOfMemory, "out of host memory allocating " +
                          std::to_string(bytes) + " bytes for " + desc.str());
   return std::shared_ptr<Buffer>(std::make_shared<HostBuffer>(data));
 }

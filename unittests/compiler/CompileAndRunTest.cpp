@@ -76,11 +76,29 @@ TEST(CompileAndRunTest, ReshapeBetweenKernelsIsAView) {
 }
 
 TEST(CompileAndRunTest, InvalidGraphReportsLocatedDiagnostics) {
+  // The add's declared result shape is not its operands' broadcast shape:
+  // the error names the op's source location (the user's file and line).
+  const char *source = R"mlir(
+    func.func @g(%x: tensor<4xf32>, %y: tensor<3x4xf32>) -> tensor<4xf32> {
+      %0 = kiln_graph.exp %x : tensor<4xf32> -> tensor<4xf32> loc("model.py":3:0)
+      %1 = kiln_graph.add %0, %y : tensor<4xf32>, tensor<3x4xf32> -> tensor<4xf32> loc("model.py":7:4)
+      return %1 : tensor<4xf32>
+    })mlir";
+  kiln::CompileOptions options;
+  auto compiled = kiln::compileSource(source, "graph.mlir", options);
+  ASSERT_FALSE(compiled);
+  std::string message = llvm::toString(compiled.takeError());
+  EXPECT_NE(message.find("loc(\"model.py\":7:4): 'kiln_graph.add' op result shape"),
+            std::string::npos)
+      << message;
+}
+
+TEST(CompileAndRunTest, UnknownTargetIsAnErrorListingTheTargets) {
   mlir::MLIRContext context;
   kiln::loadCompilerDialects(context);
   auto module = mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
     func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
-      %0 = kiln_graph.exp %x : tensor<4xf32> -> tensor<4xf32> loc("model.py":3:0)
+      %0 = kiln_graph.exp %x : tensor<4xf32> -> tensor<4xf32>
       return %0 : tensor<4xf32>
     })mlir", &context);
   ASSERT_TRUE(module);
@@ -90,6 +108,7 @@ TEST(CompileAndRunTest, InvalidGraphReportsLocatedDiagnostics) {
   ASSERT_FALSE(compiled);
   std::string message = llvm::toString(compiled.takeError());
   EXPECT_NE(message.find("unknown target 'tpu'"), std::string::npos) << message;
+  EXPECT_NE(message.find("cpu:x86-64-v3"), std::string::npos) << message;
 }
 
 TEST(CompileAndRunTest, FailureNamesTheFxNodesItIsLocatedAt) {

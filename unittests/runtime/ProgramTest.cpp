@@ -364,6 +364,7 @@ TEST(HostAllocatorTest, AlignedAndNonNull) {
   StatusOr<std::shared_ptr<Buffer>> huge =
       allocator.allocate({DType::I64, {1ll << 58}});
   EXPECT_ERROR_HAS(huge.status(), "out of host memory");
+  EXPECT_EQ(huge.status().code(), StatusCode::OutOfMemory); // Python's MemoryError
 }
 
 namespace {

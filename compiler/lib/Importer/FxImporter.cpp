@@ -16,6 +16,8 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
+#include <type_traits>
 #include <set>
 
 using namespace mlir;
@@ -37,6 +39,21 @@ struct TensorMeta {
       return RankedTensorType::get(shape, element);
     return graph::symbolicTensorType(dims, element);
   }
+};
+
+/// A Python number of the graph. An integer keeps its exact 64-bit value
+/// (a double holds 53 bits: 2**53 + 1 would become 2**53), which integer
+/// constants use; float constants use `value`.
+struct Scalar {
+  double value = 0;
+  std::optional<int64_t> integer;
+
+  Scalar(double value) : value(value) {}
+  template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  Scalar(T integer) : value((double)integer), integer((int64_t)integer) {}
+  operator double() const { return value; }
+  /// The value as an integer constant (a float is truncated, as ATen does).
+  int64_t asInteger() const { return integer ? *integer : (int64_t)value; }
 };
 
 class Importer;
@@ -86,17 +103,19 @@ public:
       return fail("'" + target->str() + "' has no result " + std::to_string(index));
     return it->second[index];
   }
-  FailureOr<double> number(const json::Value *v, StringRef what) {
+  FailureOr<Scalar> number(const json::Value *v, StringRef what) {
     if (v) {
+      if (auto i = v->getAsInteger())
+        return Scalar(*i);
       if (auto d = v->getAsNumber())
-        return *d;
+        return Scalar(*d);
       if (auto flag = v->getAsBoolean())
-        return *flag ? 1.0 : 0.0;
+        return Scalar(*flag ? 1 : 0);
       if (auto *o = v->getAsObject())
         if (auto s = o->getString("float")) {
-          if (*s == "inf") return INFINITY;
-          if (*s == "-inf") return -INFINITY;
-          if (*s == "nan") return NAN;
+          if (*s == "inf") return Scalar((double)INFINITY);
+          if (*s == "-inf") return Scalar(-(double)INFINITY);
+          if (*s == "nan") return Scalar((double)NAN);
         }
       if (sizeArg(v))
         return fail(what.str() + " is a symbolic integer, which this op takes only as a "
@@ -260,26 +279,26 @@ public:
       return v;
     return graph::ConvertOp::create(b, nodeLoc, type.clone(element), v);
   }
-  Value splat(ArrayRef<int64_t> shape, Type element, double value) {
+  Value splat(ArrayRef<int64_t> shape, Type element, Scalar value) {
     auto type = RankedTensorType::get(shape, element);
     Attribute scalar;
     if (isa<FloatType>(element))
-      scalar = b.getFloatAttr(element, value);
+      scalar = b.getFloatAttr(element, value.value);
     else if (element.isInteger(1))
-      scalar = b.getBoolAttr(value != 0);
+      scalar = b.getBoolAttr(value.integer ? *value.integer != 0 : value.value != 0);
     else
-      scalar = b.getIntegerAttr(element, (int64_t)value);
+      scalar = b.getIntegerAttr(element, value.asInteger());
     return graph::ConstantOp::create(b, nodeLoc, DenseElementsAttr::get(type, scalar));
   }
   /// `type` filled with `value`: a constant, or for a symbolic shape the
   /// scalar expanded to it.
-  Value splat(RankedTensorType type, double value) {
+  Value splat(RankedTensorType type, Scalar value) {
     if (!graph::isSymbolic(type))
       return splat(type.getShape(), type.getElementType(), value);
     return graph::ExpandOp::create(b, nodeLoc, type, splat({}, type.getElementType(), value));
   }
   /// The node's result filled with `value`.
-  Value splatOut(double value) { return splat(outType(), value); }
+  Value splatOut(Scalar value) { return splat(outType(), value); }
   Value reshape(Value v, RankedTensorType type) {
     if (v.getType() == type)
       return v;
@@ -298,7 +317,8 @@ public:
         return failure();
       }
     }
-    values[nodeName] = SmallVector<Value>(results.begin(), results.end());
+    if (!values.try_emplace(nodeName, results.begin(), results.end()).second)
+      return fail("the graph defines '" + nodeName + "' twice");
     return success();
   }
 
@@ -1169,25 +1189,24 @@ LogicalResult arange(Importer &im, bool hasStart, bool hasStep) {
   const json::Value *step = hasStep ? im.arg(stepIndex, "step") : nullptr;
   TypedAttr startAttr, stepAttr;
   if (isa<FloatType>(element)) {
-    auto first = start ? im.number(start, "start") : FailureOr<double>(0.0);
-    auto delta = step ? im.number(step, "step") : FailureOr<double>(1.0);
+    auto first = start ? im.number(start, "start") : FailureOr<Scalar>(Scalar(0.0));
+    auto delta = step ? im.number(step, "step") : FailureOr<Scalar>(Scalar(1.0));
     if (failed(first) || failed(delta))
       return failure();
-    startAttr = b.getF64FloatAttr(*first);
-    stepAttr = b.getF64FloatAttr(*delta);
+    startAttr = b.getF64FloatAttr(first->value);
+    stepAttr = b.getF64FloatAttr(delta->value);
   } else {
     // ATen computes integer aranges in int64 from start and step truncated
     // toward zero (bools and floats too); the length is the metadata's.
-    auto first = start ? im.number(start, "start") : FailureOr<double>(0.0);
-    auto delta = step ? im.number(step, "step") : FailureOr<double>(1.0);
+    auto first = start ? im.number(start, "start") : FailureOr<Scalar>(Scalar(0));
+    auto delta = step ? im.number(step, "step") : FailureOr<Scalar>(Scalar(1));
     if (failed(first) || failed(delta))
       return failure();
-    if (std::abs(*first) > 0x1p53 || std::abs(*delta) > 0x1p53)
-      return im.fail("integer arange needs start and step within 2^53");
-    *first = std::trunc(*first);
-    *delta = std::trunc(*delta);
-    startAttr = b.getI64IntegerAttr((int64_t)*first);
-    stepAttr = b.getI64IntegerAttr((int64_t)*delta);
+    for (const Scalar &bound : {*first, *delta})
+      if (!bound.integer && std::abs(bound.value) >= 0x1p63)
+        return im.fail("integer arange needs start and step within int64");
+    startAttr = b.getI64IntegerAttr(first->asInteger());
+    stepAttr = b.getI64IntegerAttr(delta->asInteger());
   }
   return im.define(graph::IotaOp::create(b, im.loc(), im.outType(), startAttr, stepAttr)
                        ->getResults());
@@ -1967,6 +1986,13 @@ FailureOr<TensorMeta> Importer::parseMeta(const json::Value *v, Location l) {
   }
   if (!symbolic)
     meta.dims.clear();
+  // Element counts and byte sizes are int64 everywhere after this.
+  int64_t bytes = std::max<int64_t>(1, llvm::divideCeil(meta.element.getIntOrFloatBitWidth(), 8));
+  for (int64_t size : meta.shape)
+    if (!ShapedType::isDynamic(size) && __builtin_mul_overflow(bytes, size, &bytes)) {
+      (void)fail(l, "the shape has more bytes than an int64 counts");
+      return failure();
+    }
   return meta;
 }
 
@@ -2056,6 +2082,10 @@ LogicalResult Importer::importNode(const json::Object &node) {
   args = node.getArray("args");
   kwargs = node.getObject("kwargs");
   outputs.clear();
+  if (nodeName.empty())
+    return fail("node has no name");
+  if (values.count(nodeName))
+    return fail("the graph defines '" + nodeName + "' twice");
   if (const json::Array *metas = node.getArray("outputs")) {
     for (const json::Value &m : *metas) {
       if (m.kind() == json::Value::Null) {
@@ -2135,8 +2165,17 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
     if (parameter)
       func.setArgAttr(i, graph::kParameterArgAttr, b.getUnitAttr());
   Block *entry = func.addEntryBlock();
-  for (auto [i, inputName] : llvm::enumerate(inputNames))
-    values[inputName] = {entry->getArgument(i)};
+  for (auto [i, inputName] : llvm::enumerate(inputNames)) {
+    Location where = NameLoc::get(b.getStringAttr(inputName));
+    if (inputName.empty()) {
+      emitError(fileLoc) << "input " << i << " has no name";
+      return nullptr;
+    }
+    if (!values.try_emplace(inputName, SmallVector<Value>{entry->getArgument(i)}).second) {
+      emitError(where) << "the graph has two inputs named '" << inputName << "'";
+      return nullptr;
+    }
+  }
   b.setInsertionPointToStart(entry);
 
   if (const json::Array *nodes = graph->getArray("nodes")) {
@@ -2164,7 +2203,7 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
       auto refName = ref ? ref->getString("ref") : std::nullopt;
       int64_t index = ref ? ref->getInteger("index").value_or(0) : 0;
       auto it = values.find(refName.value_or(""));
-      if (!refName || it == values.end() || index >= (int64_t)it->second.size()) {
+      if (!refName || it == values.end() || index < 0 || index >= (int64_t)it->second.size()) {
         emitError(fileLoc) << "graph output refers to unknown value '"
                            << refName.value_or("") << "'";
         return nullptr;

@@ -394,7 +394,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   const MemoryPlan &memory = resolved ? resolved->memory : staticMemory_;
   ArenaPool::Lease arena = arenas_.acquire(static_cast<size_t>(memory.bytes));
   if (memory.bytes > 0 && !arena.data())
-    return Status::error("allocating the " + std::to_string(memory.bytes) +
+    return Status::error(StatusCode::OutOfMemory, "allocating the " + std::to_string(memory.bytes) +
                          "-byte arena of graph '" + artifact_.graphName + "' failed");
   // Unused and empty intermediates still get a valid, aligned address.
   alignas(64) static char empty[64];

@@ -22,6 +22,7 @@ enum class StatusCode : uint8_t {
   Ok = 0,
   Error = 1,           // anything else
   IndexOutOfRange = 2, // a kernel's index check failed (ATen's IndexError)
+  OutOfMemory = 3,     // an allocation failed (Python's MemoryError)
 };
 
 class [[nodiscard]] Status {
