@@ -60,3 +60,18 @@ def assert_kiln_matches_eager(
     records = kiln.compile_records()[before:]
     assert records, "Kiln compiled no graph"
     assert all(r.status == "compiled" for r in records), records
+
+
+def assert_kiln_ran(since: int = 0, *, strict: bool = False) -> list[kiln.CompileRecord]:
+    """Kiln kernels ran, from the compile records after the first `since`: a
+    graph compiled whole or partitioned has kernels, so the results a test
+    compares did not all come from eager fallbacks. strict (for
+    fallback="error"): every graph compiled whole. Call it after the compiled
+    calls, and after any torch._dynamo.reset() (which clears the records)."""
+    records = kiln.compile_records()[since:]
+    assert records, "Kiln compiled no graph"
+    if strict:
+        assert all(r.status == "compiled" for r in records), records
+    assert any(r.status in ("compiled", "partitioned") and r.kernel_count > 0
+               for r in records), records
+    return records

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 import kiln
 
-from kiln_test_utils import compile_kiln
+from kiln_test_utils import assert_kiln_ran, compile_kiln
 
 # (batch, heads, kv heads, queries, keys, head size): small, ragged in both
 # tile directions, and more than one tile of each.
@@ -179,6 +179,7 @@ def test_attention_written_out_keeps_softmax_nan_for_fully_masked_rows():
         actual = compile_kiln(fn, fallback="error")(q, k, v, mask)
     assert expected[:, :, 2].isnan().all()
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 def test_probabilities_used_elsewhere_stay_ops():
@@ -194,4 +195,5 @@ def test_probabilities_used_elsewhere_stay_ops():
         before = len(kiln.compile_records())
         actual = compile_kiln(fn, fallback="error")(q, k, v)
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    assert_kiln_ran(before, strict=True)
     assert not any("attention" in ops for ops in _kernels_of_last_compile(before))

@@ -23,6 +23,9 @@ def test_boundary_case_matches_aot_eager(seed):
     outcome = boundaries.check(case)
     assert outcome.ok, f"{case.describe()}\n{outcome.message}"
     assert outcome.graphs > 0, "Kiln compiled nothing"
+    # Kiln kernels ran, unless the case forced every op it computes to eager
+    # (seed 41 does): then each op that ran in eager was forced there.
+    assert outcome.kernels > 0 or 0 < outcome.forced == outcome.eager_ops, outcome
 
 
 def test_generator_is_deterministic_and_varied():
@@ -42,6 +45,7 @@ def test_forced_ops_create_boundaries_in_forward_and_backward():
     outcome = boundaries.check(case)
     assert outcome.ok, outcome.message
     assert outcome.forced > 0 and {"forward", "backward"} <= outcome.kinds
+    assert outcome.kernels > 0, outcome
 
 
 def _first_failing_seed(cases) -> int | None:

@@ -15,6 +15,7 @@ import torch
 
 import kiln
 from kiln.cache import ArtifactCache, main as cache_main
+from kiln_test_utils import assert_kiln_ran
 
 pytestmark = pytest.mark.usefixtures("kiln_ext")
 
@@ -36,6 +37,7 @@ def _run(model: torch.nn.Module, x: torch.Tensor, cache_dir: Path, **options) ->
     with torch.no_grad():
         out = torch.compile(model, backend="kiln", options=opts)(x)
         torch.testing.assert_close(out, model(x))
+    assert_kiln_ran(strict=True)
     return out
 
 
@@ -154,7 +156,9 @@ def test_processes_share_one_cache_folder(model_and_input, tmp_path):
                                    "cache_dir": {str(tmp_path)!r}}})
         with torch.no_grad():
             torch.testing.assert_close(f(x), model(x))
-        print("hits", kiln.compile_records()[0].cache_hits)
+        record = kiln.compile_records()[0]
+        assert record.status == "compiled" and record.kernel_count > 0, record
+        print("hits", record.cache_hits)
     """)
     env = {**os.environ, "KILN_CACHE": "1"}
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,

@@ -77,6 +77,10 @@ def test_backend_registered_without_importing_kiln(uses_fake_ext):
         "y = torch.compile(m, backend='kiln')(x)\n"
         "torch.testing.assert_close(y, m(x), rtol=1e-4, atol=1e-5)\n"
         "assert 'kiln' in sys.modules\n"
+        "import kiln\n"
+        "records = kiln.compile_records()\n"
+        "assert any(r.status in ('compiled', 'partitioned') and r.kernel_count > 0\n"
+        "           for r in records), records\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
     proc = subprocess.run(

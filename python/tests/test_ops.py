@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import kiln
 
 from kiln_test_utils import assert_kiln_matches_eager as check
-from kiln_test_utils import compile_kiln
+from kiln_test_utils import assert_kiln_ran, compile_kiln
 
 pytestmark = pytest.mark.usefixtures("kiln_ext")
 
@@ -276,6 +276,7 @@ def test_unary_accuracy_against_float64(fn, x):
     few float32 ulps (a polynomial that is only absolutely accurate fails
     near zero), and the same NaN and infinities as eager."""
     out = compile_kiln(fn, fallback="error")(x)
+    assert_kiln_ran(strict=True)
     expected = fn(x)
     assert torch.equal(out.isnan(), expected.isnan()) and torch.equal(out.isinf(), expected.isinf())
     exact = fn(x.double())
@@ -292,12 +293,14 @@ def test_trig_of_large_and_special_arguments(fn):
                                                                     float("inf"), -float("inf")])])
     out = compile_kiln(fn, fallback="error")(x)
     torch.testing.assert_close(out, fn(x), rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 def test_round_halves_to_even():
     x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999998, 8388609.0, float("nan"), float("inf")])
     out = compile_kiln(torch.round, fallback="error")(x)
     torch.testing.assert_close(out, torch.round(x), rtol=0, atol=0, equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 @pytest.mark.parametrize("op", [torch.logical_and, torch.logical_or, torch.logical_xor])
@@ -315,6 +318,7 @@ def test_minimum_and_clamp_propagate_nan():
     y = torch.tensor([float("nan"), 2.0, -4.0, 0.25])
     fn = lambda a, c: (torch.minimum(a, c), a.clamp(-1, 1), torch.clamp(a, min=c, max=c + 1))  # noqa: E731
     torch.testing.assert_close(compile_kiln(fn, fallback="error")(x, y), fn(x, y), equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 def test_unary_extreme_values():
@@ -441,6 +445,7 @@ def test_layer_norm_of_constant_rows_is_the_bias(row):
     out = compile_kiln(fn, fallback="error")(x, w, b)
     torch.testing.assert_close(out, fn(x, w, b), rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(out, b.expand(6, row), rtol=1e-6, atol=1e-6)
+    assert_kiln_ran(strict=True)
 
 
 # ---------------------------------------------------------------------------
@@ -519,6 +524,7 @@ def test_reductions_of_special_values():
     x = torch.tensor([[0.0, float("nan")], [0.0, -0.0], [float("inf"), 1.0]])
     fn = lambda x: (x.any(1), x.all(1), x.amin(1), x.prod(1))  # noqa: E731
     torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 # ---------------------------------------------------------------------------
@@ -627,6 +633,7 @@ def test_outputs_do_not_alias_inputs():
     x = f32(3, 4)
     before = x.clone()
     outs = compile_kiln(fn, fallback="error")(x)
+    assert_kiln_ran(strict=True)
     for out in outs:
         out.add_(1)
     torch.testing.assert_close(x, before)
@@ -638,6 +645,7 @@ def test_called_twice_with_new_values():
     for _ in range(3):
         x, y = f32(4, 8), f32(8, 5)
         torch.testing.assert_close(compiled(x, y), fn(x, y), rtol=1e-4, atol=1e-5)
+    assert_kiln_ran(strict=True)
 
 
 # ---------------------------------------------------------------------------
@@ -658,6 +666,7 @@ def test_embedding_index_out_of_range_raises_index_error(bad):
     with pytest.raises(IndexError):
         F.embedding(torch.tensor([[1, bad, 3]]), weight)
     torch.testing.assert_close(fn(good), F.embedding(good, weight) * 2)  # still usable
+    assert_kiln_ran(strict=True)
 
 
 # ---------------------------------------------------------------------------
@@ -735,6 +744,7 @@ def test_index_out_of_range_raises_index_error(bad):
     with pytest.raises(IndexError):
         x[:, torch.tensor([0, bad])]
     torch.testing.assert_close(fn(x, torch.tensor([0, -5, 4])), x[:, torch.tensor([0, -5, 4])] + 1)
+    assert_kiln_ran(strict=True)
 
 
 @pytest.mark.parametrize("op", [torch.fmod, torch.remainder])
@@ -749,6 +759,7 @@ def test_integer_remainder_by_zero_raises(op):
         op(a, bad)
     with pytest.raises(RuntimeError, match=r"ZeroDivisionError in aten\.(fmod|remainder)\.Tensor"):
         fn(a, bad)
+    assert_kiln_ran(strict=True)
 
 
 @pytest.mark.parametrize(
@@ -822,6 +833,7 @@ def test_sort_and_topk_match_eager():
     for descending in (False, True):
         fn = lambda t: torch.sort(t, dim=1, descending=descending, stable=True)  # noqa: E731
         torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+    assert_kiln_ran(strict=True)
     check(lambda t: torch.sort(t, dim=0, stable=True), f32(7, 3))
     check(lambda t: torch.topk(t, 3, dim=1), f32(5, 40))
 
@@ -840,6 +852,7 @@ def test_argmax_first_nan_and_first_tie():
     x = torch.tensor([[1.0, 5.0, 5.0, float("nan"), float("nan")], [2.0, 2.0, 0.0, 1.0, 2.0]])
     fn = lambda t: (t.argmax(1), t.argmin(1), t.max(1), t.argmax())  # noqa: E731
     torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 # ---------------------------------------------------------------------------
@@ -1048,6 +1061,7 @@ def test_max_pool_propagates_nan_and_its_index():
     fn = lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)  # noqa: E731
     x = _with_nan(f32(2, 3, 9, 9))
     torch.testing.assert_close(compile_kiln(fn, fallback="error")(x), fn(x), equal_nan=True)
+    assert_kiln_ran(strict=True)
 
 
 def test_max_pool_gradient_uses_the_right_indices():
@@ -1056,6 +1070,7 @@ def test_max_pool_gradient_uses_the_right_indices():
     (expected,) = torch.autograd.grad(fn(x), x)
     (actual,) = torch.autograd.grad(compile_kiln(fn)(x), x)
     torch.testing.assert_close(actual, expected)
+    assert_kiln_ran()
 
 
 def test_as_strided_restating_a_row_major_layout_is_a_reshape():
@@ -1094,6 +1109,7 @@ def test_float64(fn):
     expected = fn(x)
     actual = compile_kiln(fn, fallback="error")(x)
     torch.testing.assert_close(actual, expected)  # float64 tolerances (1e-7)
+    assert_kiln_ran(strict=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int8])

@@ -17,6 +17,7 @@ import torch
 
 import kiln
 from kiln import backend
+from kiln_test_utils import assert_kiln_ran
 
 
 class Conv1D(torch.nn.Module):
@@ -112,6 +113,7 @@ def test_an_updated_weight_is_repacked(update):
     assert sum(e.cached_runs for e in exes) == 2
     check(compiled, model, x)  # and packed once more only
     assert sum(e.cached_runs for e in exes) == 2
+    assert_kiln_ran(strict=True)
 
 
 def test_a_new_parameter_object_is_never_served_stale():
@@ -121,6 +123,7 @@ def test_a_new_parameter_object_is_never_served_stale():
     check(compiled, model, x)
     model[0].weight = torch.nn.Parameter(torch.randn(200, 96))
     check(compiled, model, x)
+    assert_kiln_ran(strict=True)
 
 
 def test_pack_weights_off_packs_nothing():
@@ -129,6 +132,7 @@ def test_pack_weights_off_packs_nothing():
     compiled = compile_model(model, pack_weights=False)
     check(compiled, model, torch.randn(16, 96))
     assert [r.packed_weight_bytes for r in kiln.compile_records()[start:]] == [0]
+    assert_kiln_ran(start, strict=True)
 
 
 def test_symbolic_rows_read_the_packed_panels():
@@ -137,6 +141,7 @@ def test_symbolic_rows_read_the_packed_panels():
     for rows in (3, 17, 64):
         check(compiled, model, torch.randn(rows, 96))
     assert any(r.packed_weight_bytes for r in kiln.compile_records()[-1:])
+    assert_kiln_ran(strict=True)
 
 
 def test_concurrent_calls_share_the_packed_weights():
@@ -162,6 +167,7 @@ def test_concurrent_calls_share_the_packed_weights():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+    assert_kiln_ran(strict=True)
 
 
 def test_weights_under_inference_mode_are_packed_per_call():
@@ -176,6 +182,7 @@ def test_weights_under_inference_mode_are_packed_per_call():
         model[0].weight.mul_(2.0)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     assert sum(e.cached_runs for e in new_executables(before)) == 2
+    assert_kiln_ran(strict=True)
 
 
 def test_batch_norm_scale_and_shift_are_computed_once_per_version():
@@ -199,3 +206,4 @@ def test_batch_norm_scale_and_shift_are_computed_once_per_version():
         model[1].running_var.mul_(3.0)
     check(compiled, model, x)
     assert [e.cached_runs for e in exes] == [2]
+    assert_kiln_ran(strict=True)

@@ -64,6 +64,7 @@ def test_masks_differ_per_call_and_per_op_and_follow_manual_seed():
     a2, _ = f(x)
     torch.manual_seed(7)
     a3, b3 = f(x)
+    _kiln_ran("inference")
     assert not torch.equal(a1, b1), "two dropouts in one graph share a mask"
     assert not torch.equal(a1, a2), "a second call repeats the mask"
     assert torch.equal(a1, a3) and torch.equal(b1, b3), "manual_seed does not reproduce"
@@ -75,7 +76,9 @@ def test_masks_differ_per_call_and_per_op_and_follow_manual_seed():
 def test_dropout_in_eval_mode_or_with_p_zero_is_the_identity():
     x = torch.randn(8, 9)
     torch.testing.assert_close(_compile(lambda x: F.dropout(x, 0.0, True))(x), x)
+    _kiln_ran("inference")
     torch.testing.assert_close(_compile(lambda x: F.dropout(x, 0.4, False))(x), x)
+    _kiln_ran("inference")
 
 
 def test_uniform_stream_moments():
@@ -95,6 +98,7 @@ def test_uniform_stream_moments():
         centred = u - u.mean()
         correlation = (centred[1:] * centred[:-1]).mean() / centred.var()
         assert abs(correlation.item()) < 0.02
+    _kiln_ran("inference")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -130,3 +130,21 @@ def test_half_precision_conversions_are_exact_on_every_level(target, dtype):
     widened = _compile(lambda x: x.float(), target)(every)
     _same_bits(widened, every.float())
     assert all(r.status == "compiled" for r in kiln.compile_records())
+
+
+def test_aarch64_artifacts_are_cross_compiled_and_refused_here():
+    """cpu:aarch64 compiles on any host; an x86-64 runtime refuses to load
+    the artifact, naming both architectures."""
+    import platform
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from kiln.fx_serialize import serialize_graph
+
+    aten = make_fx(lambda x: torch.relu(x) * 2, tracing_mode="fake")(torch.randn(4, 8))
+    graph_json = serialize_graph(aten, "relu_twice").to_json()
+    result = kiln._C.compiler.compile(graph_json, "cpu:aarch64", False)
+    assert len(result["artifact"]) > 0
+    if platform.machine() == "x86_64":
+        with pytest.raises(ValueError, match="cpu-aarch64.*cpu-x86_64"):
+            kiln._C.runtime.Executable(result["artifact"])

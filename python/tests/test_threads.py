@@ -11,6 +11,8 @@ import textwrap
 import pytest
 import torch
 
+from kiln_test_utils import assert_kiln_ran
+
 pytestmark = pytest.mark.usefixtures("kiln_ext")
 
 
@@ -35,6 +37,7 @@ def test_calls_use_torch_threads(real_ext):
             compiled = torch.compile(model, backend="kiln", options={"fallback": "error"})
             with torch.no_grad():
                 torch.testing.assert_close(compiled(x), model(x))
+            assert_kiln_ran(strict=True)
             assert real_ext.runtime.num_threads() == min(threads, os.cpu_count() or 1)
     finally:
         torch.set_num_threads(saved)
@@ -72,6 +75,7 @@ def test_held_memory_counts_the_arenas_of_live_executables():
     before = kiln.held_memory()
     compiled = torch.compile(fn, backend="kiln", options={"fallback": "error"}, dynamic=False)
     torch.testing.assert_close(compiled(x, w1, w2), fn(x, w1, w2), rtol=1e-4, atol=1e-4)
+    assert_kiln_ran(strict=True)
     held = kiln.held_memory() - before
     assert held >= 64 * 256 * 4, held
     compiled(x, w1, w2)  # a later call reuses the arena

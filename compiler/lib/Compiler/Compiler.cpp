@@ -21,6 +21,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <chrono>
 #include <map>
@@ -471,7 +472,8 @@ private:
     if (!entry)
       return module.emitError("no kiln_plan entry function");
     runtime::Artifact &artifact = result_.artifact;
-    artifact.target = runtime::hostCpuTarget();
+    // "cpu-x86_64", "cpu-aarch64": the runtime runs only its own.
+    artifact.target = "cpu-" + llvm::Triple(codegenTarget_.triple).getArchName().str();
     // The features the kernels were compiled with, so that a CPU without
     // one refuses them at load instead of dying on the instruction.
     artifact.cpu = codegenTarget_.cpu;

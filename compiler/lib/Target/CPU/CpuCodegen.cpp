@@ -24,6 +24,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/AArch64TargetParser.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
 #include <chrono>
@@ -48,17 +49,40 @@ CpuTarget CpuTarget::host() {
   return detected;
 }
 
+/// "cpu:aarch64" (generic ARMv8-A with NEON) or "cpu:aarch64:<name>" (an
+/// Arm CPU as LLVM names it, e.g. "neoverse-n1"): cross-compiled kernels.
+static llvm::Expected<CpuTarget> aarch64Target(llvm::StringRef target, llvm::StringRef name) {
+  CpuTarget arm;
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  triple.setArch(llvm::Triple::aarch64);
+  triple.setVendor(llvm::Triple::UnknownVendor);
+  arm.triple = triple.str();
+  arm.cpu = "generic";
+  if (name.consume_front("aarch64:")) {
+    if (!llvm::AArch64::parseCpu(name))
+      return llvm::createStringError("unknown target '" + target.str() + "': '" + name.str() +
+                                     "' is no AArch64 CPU that LLVM knows (e.g. "
+                                     "'cpu:aarch64:neoverse-n1')");
+    arm.cpu = name.str();
+  }
+  arm.features = "+fp-armv8,+neon"; // every AArch64 Linux CPU has them
+  return arm;
+}
+
 llvm::Expected<CpuTarget> CpuTarget::fromTargetName(llvm::StringRef target) {
   if (target == "cpu" || target == "cpu:native")
     return host();
+  if (target == "cpu:aarch64" || target.starts_with("cpu:aarch64:"))
+    return aarch64Target(target, target.drop_front(4));
   llvm::StringRef name = target;
   if (!name.consume_front("cpu:") || name.empty() ||
       llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None)
     return llvm::createStringError(
         "unknown target '" + target.str() +
         "': expected 'cpu' (this machine's CPU), 'cpu:x86-64-v2', 'cpu:x86-64-v3', "
-        "'cpu:x86-64-v4' (x86-64 levels, for portable artifacts) or 'cpu:<name>' with an "
-        "x86-64 CPU that LLVM knows, e.g. 'cpu:skylake-avx512' or 'cpu:znver4'");
+        "'cpu:x86-64-v4' (x86-64 levels, for portable artifacts), 'cpu:<name>' with an "
+        "x86-64 CPU that LLVM knows, e.g. 'cpu:skylake-avx512' or 'cpu:znver4', or "
+        "'cpu:aarch64' (cross-compiled for 64-bit Arm)");
   CpuTarget named;
   // The host's OS and ABI, on the x86-64 the name implies.
   llvm::Triple triple(llvm::sys::getProcessTriple());
@@ -84,6 +108,8 @@ llvm::Expected<CpuTarget> CpuTarget::fromTargetName(llvm::StringRef target) {
 }
 
 int64_t CpuTarget::vectorBits() const {
+  if (isAArch64())
+    return 128; // NEON (SVE's widths are not fixed)
   if (hasFeature("avx512f"))
     return 512;
   if (hasFeature("avx"))
@@ -95,6 +121,8 @@ bool CpuTarget::hasFeature(llvm::StringRef name) const {
   return llvm::is_contained(llvm::split(features, ','), ("+" + name).str());
 }
 
+bool CpuTarget::isAArch64() const { return llvm::Triple(triple).isAArch64(); }
+
 std::string CpuTarget::name() const {
   std::string arch = triple.substr(0, triple.find('-'));
   return "cpu-" + arch + "-" + cpu;
@@ -103,8 +131,12 @@ std::string CpuTarget::name() const {
 static void initializeLLVMTargets() {
   static std::once_flag once;
   std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
+    // Every target LLVM was built with: cross-compiling (cpu:aarch64) needs
+    // more than the host's.
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
   });
 }
 

@@ -22,13 +22,16 @@ struct CpuTarget {
   ///   "cpu:x86-64-v2|v3|v4"   an x86-64 micro-architecture level, for
   ///                           artifacts that run on every CPU of that level;
   ///   "cpu:<name>"            an x86-64 CPU as LLVM names it ("skylake-avx512",
-  ///                           "znver4", "native" for this machine's).
+  ///                           "znver4", "native" for this machine's);
+  ///   "cpu:aarch64[:<name>]"  64-bit Arm with NEON, generic or a named CPU
+  ///                           ("neoverse-n1"): cross-compiled artifacts.
   /// An unknown name is an error listing the accepted ones.
   static llvm::Expected<CpuTarget> fromTargetName(llvm::StringRef target);
   /// Whether `features` enables `name` (LLVM's spelling, e.g. "avx512f").
   bool hasFeature(llvm::StringRef name) const;
   /// The widest vector register the code may use, in bits.
   int64_t vectorBits() const;
+  bool isAArch64() const;
   /// A short name for artifacts, e.g. "cpu-x86_64-znver3".
   std::string name() const;
 };
