@@ -228,8 +228,11 @@ struct RecognizeAttentionPass
     SmallVector<MatmulOp> matmuls;
     getOperation().walk([&](MatmulOp op) { matmuls.push_back(op); });
     // Consumers first: a chain's second matmul is found before its first.
+    // Ops erased with a match are remembered, not looked at (their memory
+    // is freed).
+    DenseSet<Operation *> erased;
     for (MatmulOp pv : llvm::reverse(matmuls)) {
-      if (!pv->getBlock())
+      if (erased.contains(pv.getOperation()))
         continue; // erased as part of an earlier match
       std::optional<Match> m = match(pv);
       if (!m)
@@ -269,8 +272,10 @@ struct RecognizeAttentionPass
       Value result = ReshapeOp::create(b, loc, pv.getResult().getType(), attention.getResult());
       pv.getResult().replaceAllUsesWith(result);
       for (Operation *op : m->chain)
-        if (op->use_empty())
+        if (op->use_empty()) {
+          erased.insert(op);
           op->erase();
+        }
     }
   }
 };
