@@ -2,7 +2,8 @@
 # A long fuzzing campaign: every fuzz target runs RUNS executions (default
 # 10^6) from the committed corpus, then the corpus is minimized (libFuzzer's
 # -merge: the smallest set of inputs that keeps all the coverage found) and
-# written back to unittests/fuzz/corpus/, ready to commit. ctest keeps the
+# written back to unittests/fuzz/corpus/ beside the hand-written seeds, ready
+# to commit. ctest keeps the
 # short runs. Crash reproducers are left in the work folder, and the script
 # fails.
 #
@@ -31,7 +32,9 @@ for target in "${targets[@]}"; do
   "$fuzzer" -merge=1 "$work/$target/minimized" "$corpus" "$work/$target/found" \
     > "$work/$target/merge.log" 2>&1
   before=$(ls "$corpus" | wc -l)
-  rm -f "$corpus"/*
+  # Hand-written seeds (named, with an extension) stay; libFuzzer's inputs
+  # (named by their hash) are replaced by the minimized set.
+  find "$corpus" -type f ! -name '*.*' -delete
   cp "$work/$target/minimized"/* "$corpus"/
   echo "   corpus: $before -> $(ls "$corpus" | wc -l) inputs (minimized)"
 done
