@@ -90,9 +90,9 @@ def with_input_writes(fn: Callable[[list[Any]], Any], writes: InputWrites | None
     def run(args: list[Any]) -> Any:
         targets = [args[i] for i in inputs]  # fn may clear args (boxed calls)
         outs = fn(args)
-        with torch.no_grad():
-            for target, value in zip(targets, outs[first:]):
-                if value.data_ptr() != target.data_ptr() or value.numel() != target.numel():
+        for target, value in zip(targets, outs[first:]):
+            if value.data_ptr() != target.data_ptr() or value.numel() != target.numel():
+                with torch.no_grad():  # only values not written in place cost a copy
                     target.copy_(value)
         return outs[:first]
 

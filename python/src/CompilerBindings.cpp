@@ -69,7 +69,6 @@ void initCompiler(py::module_ &root, py::module_ m) {
         result["stage_times_ms"] = compiled->stageTimesMs;
         result["kernels_compiled"] = compiled->kernelsCompiled;
         result["kernels_reused"] = compiled->kernelsReused;
-        result["inputs_written_in_place"] = compiled->inputsWrittenInPlace;
         py::list asmList;
         if (!compiled->llvmIR.empty())
           asmList.append(py::make_tuple("kernels.ll", compiled->llvmIR));

@@ -240,17 +240,7 @@ private:
                                      : Attribute())
         func->setAttr(kernel::kInPlaceOperandsAttr, pairs);
     }
-    if (failed(runStage(module, {"in-place", "kiln-write-inputs-in-place"})))
-      return failure();
-    auto ret = cast<func::ReturnOp>(entry.getBody().front().getTerminator());
-    for (Attribute write : entry->getAttrOfType<ArrayAttr>(graph::kInputWritesAttr)) {
-      auto pair = dyn_cast<DenseI64ArrayAttr>(write);
-      if (pair && pair.size() == 2 && pair[0] < (int64_t)ret.getNumOperands() &&
-          pair[1] < (int64_t)entry.getNumArguments() &&
-          ret.getOperand(pair[0]) == (Value)entry.getArgument(pair[1]))
-        ++result_.inputsWrittenInPlace;
-    }
-    return success();
+    return runStage(module, {"in-place", "kiln-write-inputs-in-place"});
   }
 
   void copyDistribution(StringRef from, StringRef to) {

@@ -40,9 +40,6 @@ struct CompiledGraph {
   /// Distinct kernels natively compiled for this graph, and kernels that
   /// reused the code of an identical one (in this graph or an earlier one).
   int kernelsCompiled = 0, kernelsReused = 0;
-  // Graph inputs the graph overwrites whose new values the kernels write
-  // into the inputs' own buffers (kiln-write-inputs-in-place).
-  int inputsWrittenInPlace = 0;
 };
 
 /// A failed compile: the diagnostics, and the FX nodes their locations name
