@@ -42,11 +42,12 @@ from kiln.decompositions import decomposition_table, needs_autograd
 from kiln.mutation import lift_input_writes, with_input_writes
 from kiln.randomness import lift_random_seeds, with_random_seeds
 from kiln.dumps import Dump, save_first_call, summary_updater, write_reproducer
+from kiln.logs import configure_from_env, log
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
 from kiln.runner import KilnModule, boxed, boxed_runner, returns_tuple
 
-log = logging.getLogger("kiln")
+configure_from_env()
 
 _graph_ids = itertools.count()
 _warned: set[tuple[str, str | None, int | None]] = set()
@@ -84,6 +85,9 @@ class CompileRecord:
     # Artifacts (the whole graph, or its partitions) loaded from the on-disk
     # cache instead of compiled.
     cache_hits: int = 0
+    # Artifacts compiled and stored because the cache had none (0 with the
+    # cache off, or with a dump, which always compiles).
+    cache_misses: int = 0
     # Kernels natively compiled, and kernels that took the code of an
     # identical kernel (a repeated layer) compiled earlier in this process.
     kernels_compiled: int = 0
@@ -137,22 +141,36 @@ def kiln_backend(
     mode: str | None = None,
 ) -> Callable[..., Any]:
     """torch.compile backend entry point (registered as "kiln")."""
-    from torch._dynamo.backends.common import aot_autograd
-
     opts = KilnOptions.from_dict(options)
     _check_target(opts.target)
     if mode is not None:
         log.debug("kiln ignores torch.compile mode=%r", mode)
 
+    def compile_graph(graph: torch.fx.GraphModule, kind: str) -> Callable[..., Any]:
+        # Inference graphs only: a training forward's parameters change at
+        # every optimizer step, and a pack per call cost the MLP's training
+        # step more than its faster matmuls saved (forward 1.17 against
+        # 0.73 ms at batch 64).
+        if opts.pack_weights and kind == "inference":
+            mark_parameters(graph)
+        return _compile_graph(graph, opts, kind)
+
+    return aten_graphs(gm, example_inputs, compile_graph)
+
+
+def aten_graphs(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    compile_graph: Callable[[torch.fx.GraphModule, str], Callable[..., Any]],
+) -> Callable[..., Any]:
+    """Dynamo's graph through aot_autograd as Kiln sets it up: each ATen graph
+    (kind "forward", "backward" or "inference") goes to compile_graph, which
+    returns its boxed callable. kiln.explain analyzes the same graphs."""
+    from torch._dynamo.backends.common import aot_autograd
+
     def compiler(kind: str) -> Callable[..., Any]:
         def compile_fn(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
-            # Inference graphs only: a training forward's parameters change
-            # at every optimizer step, and a pack per call cost the MLP's
-            # training step more than its faster matmuls saved (forward 1.17
-            # against 0.73 ms at batch 64).
-            if opts.pack_weights and kind == "inference":
-                mark_parameters(graph)
-            return _compile_graph(graph, opts, kind)
+            return compile_graph(graph, kind)
 
         return compile_fn
 
@@ -179,7 +197,7 @@ def _check_target(target: str) -> None:
     anything is traced (with fallback="eager" every graph would otherwise
     fall back, one warning each)."""
     try:
-        ext = _ext()
+        ext = load_extension()
     except ImportError:
         return  # compiling will say so
     info = getattr(ext.compiler, "target_info", None)
@@ -220,7 +238,7 @@ def mark_parameters(gm: torch.fx.GraphModule) -> None:
             placeholders[index].meta[PARAMETER_META] = True
 
 
-def _ext() -> Any:
+def load_extension() -> Any:
     try:
         from kiln import _C
     except ImportError as err:
@@ -236,7 +254,7 @@ def _ext() -> Any:
 
 
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
-    ext = _ext()
+    ext = load_extension()
     seeds = lift_random_seeds(gm)  # graph inputs now; with_random_seeds supplies them
     if seeds and kind == "backward":
         raise KilnError(f"a backward graph draws {seeds} random seed(s): its dropout masks "
@@ -274,14 +292,13 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
         elif not unsupported and not _returns_symint(gm):
             fn = _compile_whole(gm, support, ext, opts, record, dump)
         else:
-            for u in unsupported:
-                if not u.forced:
-                    _warn_fallback(u)
+            _warn_fallbacks(record, [u for u in unsupported if not u.forced])
             fn = _compile_partitioned(gm, support, ext, opts, record, dump)
     finally:
         if dump:
             dump.write_json("summary.json", asdict(record))
     _records.append(record)
+    _log_compiled(record, opts)
     if dump and replay_inputs:
         def saved(checksums: list[float] | None, error: str | None) -> None:
             record.output_checksums = checksums
@@ -463,6 +480,7 @@ def _compile_to_executable(
             _track(exe)
             if cache and key:
                 cache.store(key, artifact)
+                record.cache_misses += 1
         if dump:
             dump.write_stages(result.get("stages", ()), result.get("kernel_asm", ()))
             dump.write_bytes("artifact.kiln", artifact)
@@ -501,10 +519,9 @@ def _compile_to_executable(
         "errors": [],
         "output_checksums": None,
     }
-    log.info(
-        "kiln compiled %s: %d ops -> %d kernels in %.1f ms",
-        name, len(serialized.graph["nodes"]), kernel_count, elapsed_ms,
-    )
+    if partition is not None:
+        log.debug("%s: %d ops -> %d kernels in %.1f ms", name, len(serialized.graph["nodes"]),
+                  kernel_count, elapsed_ms)
     return serialized, exe, summary
 
 
@@ -534,12 +551,56 @@ def _fallback_json(u: Unsupported) -> dict[str, Any]:
     }
 
 
-def _warn_fallback(u: Unsupported) -> None:
-    key = (u.op, u.loc.file if u.loc else None, u.loc.line if u.loc else None)
-    if key in _warned:
+def _warn_fallbacks(record: CompileRecord, unsupported: Sequence[Unsupported]) -> None:
+    """One warning per graph for its ops that run in eager, each op at each
+    source line named once per process (the same line captured again, in a
+    recompile or a backward, is not repeated)."""
+    new = []
+    for u in unsupported:
+        key = (u.op, u.loc.file if u.loc else None, u.loc.line if u.loc else None)
+        if key not in _warned:
+            _warned.add(key)
+            new.append(u)
+    if new:
+        log.warning("kiln: %s (%s): %d op%s running in PyTorch eager:\n%s", record.name,
+                    record.kind, len(new), "" if len(new) == 1 else "s",
+                    "\n".join(f"  {u.describe()}" for u in new))
+
+
+_logged_pipelines: set[str] = set()
+
+
+def _log_compiled(record: CompileRecord, opts: KilnOptions) -> None:
+    """info: one line per graph; debug: the pass pipeline (once per target)
+    and the graph's stage times."""
+    if not log.isEnabledFor(logging.INFO):
         return
-    _warned.add(key)
-    log.warning("kiln: running in PyTorch eager: %s", u.describe())
+    ops = sum(record.ops.values())
+    fallbacks = Counter(f["op"] for f in record.fallbacks)
+    text = f"{record.name} ({record.kind}) {record.status}: {ops} ops, {record.kernel_count} kernels"
+    if record.partitions:
+        text += f" in {record.partitions} partitions"
+    text += f", {sum(fallbacks.values())} in eager"
+    if fallbacks:
+        text += " (" + ", ".join(f"{op} x{n}" if n > 1 else op for op, n in fallbacks.items()) + ")"
+    text += f", {record.compile_time_ms:.1f} ms"
+    if record.cache_hits or record.cache_misses:
+        text += f", cache {record.cache_hits} hit{'' if record.cache_hits == 1 else 's'}" \
+                f" {record.cache_misses} miss{'' if record.cache_misses == 1 else 'es'}"
+    elif record.kernel_count:
+        text += ", cache off"
+    log.info("%s", text)
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    if opts.target not in _logged_pipelines:
+        _logged_pipelines.add(opts.target)
+        pipeline = getattr(load_extension().compiler, "pipeline", None)
+        if pipeline is not None:
+            log.debug("pass pipeline for target %s:\n%s", opts.target,
+                      "\n".join(f"  {stage}: {passes}" for stage, passes in pipeline(opts.target)))
+    if record.stage_times_ms:
+        log.debug("%s stage times: %s", record.name,
+                  ", ".join(f"{k} {v:.1f} ms" for k, v in record.stage_times_ms.items()))
 
 
 def _write_graph_json(dump: "Dump", gm: torch.fx.GraphModule, name: str, record: CompileRecord) -> None:

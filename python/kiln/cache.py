@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kiln.cli import as_command
+
 log = logging.getLogger("kiln")
 
 # Bump when what an entry holds changes meaning (the key covers the rest).
@@ -197,6 +199,8 @@ def _describe(path: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        as_command()
     parser = argparse.ArgumentParser(
         prog="kiln-cache", description="List or clear Kiln's on-disk compile cache.")
     parser.add_argument("command", nargs="?", default="info", choices=("list", "info", "clear"),

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kiln.cli import as_command
 from kiln.errors import KilnError
 
 
@@ -32,6 +33,8 @@ def export_to_mlir(path: str | Path, name: str = "exported") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        as_command()
     parser = argparse.ArgumentParser(
         prog="kiln-import", description="Import a torch.export program (.pt2) as kiln_graph MLIR.")
     parser.add_argument("program", help="a file written by torch.export.save")

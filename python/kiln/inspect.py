@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from kiln.cli import as_command
+
 MAX_DRAWN_NODES = 2000
 
 
@@ -694,6 +696,8 @@ def _graph_section(g: GraphDump, notes: list[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        as_command()
     parser = argparse.ArgumentParser(
         prog="kiln-inspect",
         description="Summarize a Kiln dump_dir: compiled graphs, kernels, fallbacks, timings.",

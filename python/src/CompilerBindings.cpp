@@ -3,6 +3,7 @@
 
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Importer/FxImporter.h"
+#include "kiln/Pipelines/Pipelines.h"
 #include "kiln/Target/CPU/CpuCodegen.h"
 
 #include "llvm/Config/llvm-config.h"
@@ -32,6 +33,21 @@ namespace {
   PyErr_SetObject(type.ptr(), exception.ptr());
   throw py::error_already_set();
 }
+/// One dict per kernel: name, workgroups (0 until the loops stage assigns
+/// them), fused ops, source locations and FX nodes.
+py::list kernelDicts(const std::vector<KernelSummary> &summaries) {
+  py::list kernels;
+  for (const KernelSummary &k : summaries) {
+    py::dict kernel;
+    kernel["name"] = k.name;
+    kernel["workgroups"] = k.workgroups;
+    kernel["ops"] = k.ops;
+    kernel["locations"] = k.locations;
+    kernel["nodes"] = k.nodes;
+    kernels.append(kernel);
+  }
+  return kernels;
+}
 } // namespace
 
 void initCompiler(py::module_ &root, py::module_ m) {
@@ -50,16 +66,7 @@ void initCompiler(py::module_ &root, py::module_ m) {
         if (!compiled)
           raiseCompileError(compileError, compiled.takeError());
         std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled->artifact);
-        py::list kernels;
-        for (const KernelSummary &k : compiled->kernels) {
-          py::dict kernel;
-          kernel["name"] = k.name;
-          kernel["workgroups"] = k.workgroups;
-          kernel["ops"] = k.ops;
-          kernel["locations"] = k.locations;
-          kernel["nodes"] = k.nodes;
-          kernels.append(kernel);
-        }
+        py::list kernels = kernelDicts(compiled->kernels);
         py::dict result;
         result["artifact"] = py::bytes(reinterpret_cast<const char *>(bytes.data()),
                                        bytes.size());
@@ -82,6 +89,42 @@ void initCompiler(py::module_ &root, py::module_ m) {
       },
       py::arg("graph_json"), py::arg("target") = "cpu", py::arg("keep_stages") = false,
       "Compile the JSON form of an FX graph; raises CompileError with diagnostics.");
+  m.def(
+      "form_kernels",
+      [](const std::string &json, const std::string &target) {
+        CompileOptions options;
+        options.target = target;
+        options.formKernelsOnly = true;
+        llvm::Expected<CompiledGraph> formed = [&] {
+          py::gil_scoped_release release;
+          return compileFxGraphJson(json, options);
+        }();
+        if (!formed)
+          raiseCompileError(compileError, formed.takeError());
+        py::dict result;
+        result["kernel_info"] = kernelDicts(formed->kernels);
+        result["stage_times_ms"] = formed->stageTimesMs;
+        return result;
+      },
+      py::arg("graph_json"), py::arg("target") = "cpu",
+      "Import and run the graph stages only: the kernels fusion forms (name, ops, "
+      "locations, nodes), without generating code. Raises CompileError.");
+  m.def(
+      "pipeline",
+      [](const std::string &target) {
+        auto cpu = cpu::CpuTarget::fromTargetName(target);
+        if (!cpu)
+          throw py::value_error(llvm::toString(cpu.takeError()));
+        std::vector<std::pair<std::string, std::string>> stages;
+        for (const PipelineStage &stage : graphStages(*cpu))
+          stages.push_back({stage.name, stage.pipeline});
+        for (const PipelineStage &stage : cpuKernelStages(*cpu))
+          stages.push_back({stage.name, stage.pipeline});
+        return stages;
+      },
+      py::arg("target") = "cpu",
+      "The compiler's stages for a target, in order: (name, textual pass pipeline); "
+      "the kernel stages run on the kernel functions, then native code generation.");
   m.def(
       "import_graph",
       [](const std::string &json) {

@@ -131,6 +131,8 @@ public:
       if (stage.name == "kernels")
         summarizeKernels(module);
     }
+    if (options.formKernelsOnly)
+      return std::move(result_);
 
     // Codegen works on a copy holding only the kernel functions.
     OwningOpRef<ModuleOp> kernels = module.clone();

@@ -17,6 +17,10 @@ struct CompileOptions {
   /// Keep the IR text after every stage, and the kernels' LLVM IR and
   /// assembly (for dumps and tests).
   bool keepStages = false;
+  /// Stop once the kernels are formed (the graph stages): no native code and
+  /// no artifact, only `CompiledGraph::kernels` and the stage times. For
+  /// kiln.explain, which reports what fusion would do without compiling.
+  bool formKernelsOnly = false;
 };
 
 /// One kernel as the user sees it: which graph ops it fused, from which
