@@ -242,9 +242,14 @@ def load_extension() -> Any:
     try:
         from kiln import _C
     except ImportError as err:
+        hint = ("Kiln needs the system's LLVM and MLIR 22 libraries (Debian: "
+                "apt install libllvm22 libmlir-22 lld-22)"
+                if "libMLIR" in str(err) or "libLLVM" in str(err) else
+                "reinstall Kiln (pip install --no-build-isolation . in a checkout; "
+                "bash .ci/setup for development)")
         raise ImportError(
             "kiln._C (Kiln's compiler and runtime extension) is not built or cannot be "
-            f"loaded: {err}. Build it with `bash .ci/setup`."
+            f"loaded: {err}. {hint}; see docs/user-guide.md, Installing."
         ) from err
     return _C
 

@@ -335,9 +335,11 @@ def _recompile_notes(capture: _Capture, dynamic: bool | None, already_dynamic: b
     notes = []
     by_kind = Counter(g.create_fn_name() for g in capture.guards)
     tensors = sorted({str(g.name) for g in capture.guards if g.create_fn_name() == "TENSOR_MATCH"})
+    tensors = [t for t in tensors if not _module_state(t)]
     for index, described in enumerate(capture.inputs):
-        static = [f"{n} {list(s)}" for n, s, _, sym in described if not sym]
-        symbolic = [f"{n} {list(s)}" for n, s, _, sym in described if sym]
+        inputs = [d for d in described if not _module_state(d[0])]
+        static = [f"{n} {list(s)}" for n, s, _, sym in inputs if not sym]
+        symbolic = [f"{n} {list(s)}" for n, s, _, sym in inputs if sym]
         if static:
             notes.append(f"Dynamo graph {index}: static sizes for {', '.join(static)}")
         if symbolic:
@@ -368,6 +370,12 @@ def _recompile_notes(capture: _Capture, dynamic: bool | None, already_dynamic: b
         shown = ", ".join(values[:6]) + (f" and {len(values) - 6} more" if len(values) > 6 else "")
         notes.append(f"a change of these Python values recompiles: {shown}")
     return notes
+
+
+def _module_state(source: str) -> bool:
+    """A module's parameter or buffer (Dynamo guards them like inputs, but a
+    model's own weights are not what a user varies between calls)."""
+    return "._parameters[" in source or "._buffers[" in source
 
 
 # ---------------------------------------------------------------------------

@@ -44,7 +44,8 @@ class KilnOptions:
                  CPU by LLVM's name ("cpu:skylake-avx512", "cpu:znver4"), for
                  artifacts and caches that must run on other machines.
     fallback:    "eager" runs ops Kiln cannot compile in PyTorch (with one warning
-                 per op and source line); "error" raises kiln.UnsupportedOpError.
+                 per graph, naming each op and source line once per process);
+                 "error" raises kiln.UnsupportedOpError.
     dump_dir:    when set, every compiled graph writes its FX code, graph JSON,
                  MLIR stages, kernel IR, artifact and a summary under this folder.
     dump_inputs: also save each graph's inputs (inputs.npz) and eager outputs

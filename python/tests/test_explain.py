@@ -171,3 +171,25 @@ def test_explain_validates_options():
         kiln.explain(torch.relu, torch.randn(2), bogus=1)
     with pytest.raises(ValueError):
         kiln.explain(torch.relu, torch.randn(2), target="cpu:no-such-cpu")
+
+
+def test_the_recompiles_explain_predicts_are_the_ones_that_happen():
+    model = MLP().eval()
+    with torch.no_grad():
+        report = kiln.explain(model, *model.make_inputs(batch=8), print_summary=False)
+    notes = "\n".join(report.recompiles)
+    assert "static sizes for L['x'] [8, 256]" in notes
+    assert "_parameters" not in notes  # the model's own weights are not inputs
+    assert "a new input size recompiles once" in notes
+    assert report.dynamic_eager_ops == []
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="kiln", options={"fallback": "error"})
+    with torch.no_grad():
+        for batch in (8, 5, 21, 64):
+            (x,) = model.make_inputs(batch=batch)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    records = assert_kiln_ran(strict=True)
+    # One static graph, then one symbolic one for every later batch size.
+    assert len(records) == 2, records
+    assert not records[0].symbols and records[1].symbols

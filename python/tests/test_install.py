@@ -1,10 +1,11 @@
 """`pip wheel .` builds a wheel that installs into a fresh virtual environment,
 outside the repository, and compiles a model there after `import torch` alone.
 
-The wheel is built as the user guide says (pip, scikit-build-core, CMake and
-ninja, against the environment's torch) in build-wheel/, which shares
-ccache's entries with build/. The fresh environment gets torch==2.13.0 as the
-wheel's dependency, from pip's usual sources.
+The wheel is built by the plain command, with pip's build isolation: pip
+makes a build environment with scikit-build-core and torch==2.13.0, and
+CMake and ninja build in build-wheel/, which shares ccache's entries with
+build/. The fresh environment gets torch==2.13.0 as the wheel's dependency,
+from pip's usual sources.
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def _clean_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
-          str(ROOT), "-w", str(out)], timeout=3600)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", str(ROOT), "-w", str(out)],
+         timeout=3600)
     (found,) = out.glob("kiln-*.whl")
     return found
 

@@ -730,13 +730,17 @@ _BUILD_ENV = "KILN_CONFORMANCE_BUILD"  # Build.stamp
 
 
 def snapshot_extension(folder: str) -> Build:
-    """Copies the built kiln/_C*.so into folder, once it has stopped changing."""
+    """Copies the installed kiln._C into folder, once it has stopped changing."""
     import shutil
 
-    package = Path(__file__).resolve().parents[1]
-    built = next(package.glob("_C*.so"), None)
-    if built is None:
-        raise WorkerError("kiln._C is not built (no kiln/_C*.so); build it with `bash .ci/setup`")
+    import importlib.util
+
+    # Where the installed package's extension is (an editable install keeps
+    # it in the build tree's install folder, a wheel beside the package).
+    spec = importlib.util.find_spec("kiln._C")
+    if spec is None or not spec.origin:
+        raise WorkerError("kiln._C is not built or installed; build it with `bash .ci/setup`")
+    built = Path(spec.origin)
     copy_path = Path(folder) / built.name
     for _ in range(60):  # a build writing the file: wait until it is done
         before = built.stat()
