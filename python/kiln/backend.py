@@ -575,6 +575,10 @@ def _warn_fallbacks(record: CompileRecord, unsupported: Sequence[Unsupported]) -
 _logged_pipelines: set[str] = set()
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _log_compiled(record: CompileRecord, opts: KilnOptions) -> None:
     """info: one line per graph; debug: the pass pipeline (once per target)
     and the graph's stage times."""
@@ -582,9 +586,10 @@ def _log_compiled(record: CompileRecord, opts: KilnOptions) -> None:
         return
     ops = sum(record.ops.values())
     fallbacks = Counter(f["op"] for f in record.fallbacks)
-    text = f"{record.name} ({record.kind}) {record.status}: {ops} ops, {record.kernel_count} kernels"
+    text = (f"{record.name} ({record.kind}) {record.status}: {_count(ops, 'op')}, "
+            f"{_count(record.kernel_count, 'kernel')}")
     if record.partitions:
-        text += f" in {record.partitions} partitions"
+        text += f" in {_count(record.partitions, 'partition')}"
     text += f", {sum(fallbacks.values())} in eager"
     if fallbacks:
         text += " (" + ", ".join(f"{op} x{n}" if n > 1 else op for op, n in fallbacks.items()) + ")"

@@ -29,8 +29,8 @@ SCRIPT = textwrap.dedent("""
 """)
 
 INFO_LINE = re.compile(
-    r"^\[kiln\] INFO (graph_\d+) \((\w+)\) (compiled|partitioned|eager): (\d+) ops, "
-    r"(\d+) kernels(?: in \d+ partitions)?, (\d+) in eager(?: \(([^)]*)\))?, "
+    r"^\[kiln\] INFO (graph_\d+) \((\w+)\) (compiled|partitioned|eager): (\d+) ops?, "
+    r"(\d+) kernels?(?: in \d+ partitions?)?, (\d+) in eager(?: \(([^)]*)\))?, "
     r"[\d.]+ ms, (cache \d+ hits? \d+ miss(?:es)?|cache off)$")
 
 
