@@ -85,8 +85,8 @@ class CompileRecord:
     # Artifacts (the whole graph, or its partitions) loaded from the on-disk
     # cache instead of compiled.
     cache_hits: int = 0
-    # Artifacts compiled and stored because the cache had none (0 with the
-    # cache off, or with a dump, which always compiles).
+    # Artifacts compiled and stored in the cache (0 with the cache off; a
+    # graph compiled with a dump always compiles, and stores, so it counts).
     cache_misses: int = 0
     # Kernels natively compiled, and kernels that took the code of an
     # identical kernel (a repeated layer) compiled earlier in this process.

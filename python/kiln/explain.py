@@ -5,12 +5,14 @@
 
 It captures the model the way ``torch.compile(model, backend="kiln")``
 does (Dynamo, then aot_autograd with Kiln's decompositions), runs the model
-once in eager, and for each ATen graph reports which ops Kiln compiles and
-which run in eager (with the reason and the user's source line), and the
-kernels fusion forms: the compiler runs its graph stages only, so nothing is
-code-generated, cached or timed. From Dynamo's guards it lists what makes
-the graphs recompile, and when the capture had static sizes it captures
-again with dynamic ones to say which ops would then leave Kiln.
+in eager, and for each ATen graph reports which ops Kiln compiles and which
+run in eager (with the reason and the user's source line), and the kernels
+fusion forms: the compiler imports the graph and runs its graph stages only,
+so nothing is code-generated, cached or timed (and a failure in code
+generation, rare, shows only when compiling). From Dynamo's guards it lists
+what makes the graphs recompile, and when the capture had static sizes it
+captures again with dynamic ones, running the model a second time, to say
+which ops would then leave Kiln.
 
 Like torch._dynamo.explain, it resets Dynamo's caches before and after.
 """
@@ -25,7 +27,15 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from kiln.backend import _check_target, _copy_graph_module, _returns_symint, aten_graphs, load_extension
+from kiln.backend import (
+    _COMPILE_FAILED,
+    _MAX_ISOLATED_FAILURES,
+    _check_target,
+    _copy_graph_module,
+    _returns_symint,
+    aten_graphs,
+    load_extension,
+)
 from kiln.errors import SerializeError
 from kiln.fx_serialize import computes_symint, is_getitem, op_name, serialize_graph, source_loc
 from kiln.mutation import lift_input_writes
@@ -126,6 +136,7 @@ class Explanation:
 def explain(
     model: Callable[..., Any],
     *inputs: Any,
+    kwargs: dict[str, Any] | None = None,
     dynamic: bool | None = None,
     backward: bool | None = None,
     check_dynamic: bool = True,
@@ -135,32 +146,49 @@ def explain(
     """Report what torch.compile(model, backend="kiln", options=options)
     would do on these inputs, without compiling code or timing anything.
 
+    kwargs:        keyword arguments for the model (model(*inputs, **kwargs)).
     dynamic:       as torch.compile's (None: Dynamo's default, static sizes
                    first).
     backward:      also capture the backward graphs, by differentiating the
                    outputs with torch.autograd.grad (no .grad is written).
-                   None: when an output requires grad.
+                   None: when an output requires grad. With True, a model
+                   whose parameters cannot be found (a function closing over
+                   a module: pass the module) raises ValueError.
     check_dynamic: when the capture has static sizes, capture again with
                    dynamic=True to find the ops that symbolic sizes send
-                   to eager.
+                   to eager. The model then runs a second time (module
+                   state it updates, such as batch norm statistics, is
+                   updated twice).
     options:       Kiln's options (target, force_eager, ...).
+
+    Like torch._dynamo.explain, it resets Dynamo (compiled functions compile
+    again at their next call) and so clears kiln.compile_records().
     """
     opts = KilnOptions.from_dict(options)
     _check_target(opts.target)
-    capture = _capture(model, inputs, opts, dynamic, backward)
+    kwargs = dict(kwargs or {})
+    capture = _capture(model, inputs, kwargs, opts, dynamic, backward)
     dynamic_eager = None
-    already_dynamic = any(g.symbols for g in capture.graphs)
+    check_failed = None
+    already_dynamic = any(sym for described in capture.inputs for *_, sym in described)
     if check_dynamic and dynamic is None and not already_dynamic and capture.graphs:
-        again = _capture(model, inputs, opts, True, backward)
-        static_eager = {(o.op, o.where) for g in capture.graphs for o in g.eager_ops}
-        dynamic_eager = [o for g in again.graphs for o in g.eager_ops
-                         if (o.op, o.where) not in static_eager]
+        try:
+            again = _capture(model, inputs, kwargs, opts, True, backward)
+        except Exception as err:  # noqa: BLE001 - an optional check must not lose the report
+            check_failed = f"{type(err).__name__}: {_first_line(err)}"
+        else:
+            static_eager = {(o.op, o.where) for g in capture.graphs for o in g.eager_ops}
+            dynamic_eager = [o for g in again.graphs for o in g.eager_ops
+                             if (o.op, o.where) not in static_eager]
+    notes = _recompile_notes(capture, dynamic, already_dynamic, dynamic_eager)
+    if check_failed:
+        notes.append(f"the check with symbolic sizes (dynamic=True) failed: {check_failed}")
     result = Explanation(
         target=opts.target,
         dynamo_graphs=capture.dynamo_graphs,
         graph_breaks=capture.breaks,
         graphs=capture.graphs,
-        recompiles=_recompile_notes(capture, dynamic, already_dynamic, dynamic_eager),
+        recompiles=notes,
         dynamic_eager_ops=dynamic_eager,
     )
     if print_summary:
@@ -182,8 +210,8 @@ class _Capture:
     inputs: list[list[tuple[str, list[Any], str, bool]]] = field(default_factory=list)
 
 
-def _capture(model: Callable[..., Any], inputs: Sequence[Any], opts: KilnOptions,
-             dynamic: bool | None, backward: bool | None) -> _Capture:
+def _capture(model: Callable[..., Any], inputs: Sequence[Any], kwargs: dict[str, Any],
+             opts: KilnOptions, dynamic: bool | None, backward: bool | None) -> _Capture:
     import torch._dynamo
 
     capture = _Capture()
@@ -213,15 +241,15 @@ def _capture(model: Callable[..., Any], inputs: Sequence[Any], opts: KilnOptions
     try:
         compiled = torch._dynamo.optimize(backend, nopython=False, dynamic=dynamic,
                                           guard_export_fn=capture.guards.extend)(model)
-        outputs = compiled(*inputs)
+        outputs = compiled(*inputs, **kwargs)
         if backward is not False:
-            _differentiate(model, inputs, outputs, required=bool(backward))
+            _differentiate(model, [inputs, kwargs], outputs, required=bool(backward))
     finally:
         torch._dynamo.reset()
     return capture
 
 
-def _differentiate(model: Any, inputs: Sequence[Any], outputs: Any, required: bool) -> None:
+def _differentiate(model: Any, inputs: Any, outputs: Any, required: bool) -> None:
     """Run the backward graphs (aot_autograd compiles them at the first
     backward) without accumulating into any .grad."""
     flat = [t for t in torch.utils._pytree.tree_leaves(outputs)
@@ -230,12 +258,17 @@ def _differentiate(model: Any, inputs: Sequence[Any], outputs: Any, required: bo
         if required:
             raise ValueError("kiln.explain(backward=True): no output requires grad")
         return
-    leaves = [t for t in torch.utils._pytree.tree_leaves(list(inputs))
+    leaves = [t for t in torch.utils._pytree.tree_leaves(inputs)
               if isinstance(t, torch.Tensor) and t.requires_grad]
-    if isinstance(model, torch.nn.Module):
-        leaves += [p for p in model.parameters() if p.requires_grad]
-    if leaves:
-        torch.autograd.grad(flat, leaves, [torch.ones_like(t) for t in flat], allow_unused=True)
+    owner = model if isinstance(model, torch.nn.Module) else getattr(model, "__self__", None)
+    if isinstance(owner, torch.nn.Module):  # a module, or a bound method of one
+        leaves += [p for p in owner.parameters() if p.requires_grad]
+    if not leaves:
+        if required:
+            raise ValueError("kiln.explain(backward=True): no input or parameter of the model "
+                             "requires grad (pass the module itself, not a function using it)")
+        return
+    torch.autograd.grad(flat, leaves, [torch.ones_like(t) for t in flat], allow_unused=True)
 
 
 def _support(opts: KilnOptions) -> KilnSupport:
@@ -287,15 +320,30 @@ def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: in
     in_kiln: set[str] = set()
     ext = load_extension()
     form = getattr(ext.compiler, "form_kernels", None)
-    for k, piece in enumerate(pieces):
+    # As the backend does: a piece the compiler fails on at some ops is split
+    # again with just those ops in eager, up to _MAX_ISOLATED_FAILURES times.
+    work = [(piece, support) for piece in pieces]
+    failures = 0
+    for k in itertools.count():
+        if not work:
+            break
+        piece, piece_support = work.pop(0)
         nodes = {n.name for n in piece.graph.nodes if n.op == "call_function"}
         try:
             serialized = serialize_graph(piece, f"{name.replace(' ', '_')}_{k}")
             formed = form(serialized.to_json(), opts.target) if form else {"kernel_info": []}
         except (ext.CompileError, SerializeError) as err:
-            reason = f"Kiln failed to compile it: {_first_line(err)}"
+            reason = f"{_COMPILE_FAILED}: {_first_line(err)}"
             result.errors.append(f"{name}, piece {k}: {err}")
-            eager.update({n: reason for n in nodes if n not in eager})
+            failures += 1
+            failing = list(getattr(err, "nodes", None) or [])
+            if failing and set(failing) <= nodes and failures <= _MAX_ISOLATED_FAILURES:
+                eager.update({n: reason for n in failing})
+                narrower = piece_support.excluding({n: reason for n in failing})
+                split, names = partition_graph(piece, narrower)
+                work += [(getattr(split, n), narrower) for n in names]
+            else:
+                eager.update({n: reason for n in nodes if n not in eager})
             continue
         in_kiln |= nodes
         result.partitions += 1
@@ -348,7 +396,7 @@ def _recompile_notes(capture: _Capture, dynamic: bool | None, already_dynamic: b
     if dynamic is False:
         notes.append("dynamic=False: every new input size compiles again, up to "
                      "torch._dynamo.config.recompile_limit times per function")
-    elif not already_dynamic and capture.inputs:
+    elif dynamic is None and not already_dynamic and capture.inputs:
         notes.append("a new input size recompiles once: Dynamo then makes the sizes that "
                      "changed symbolic (automatic dynamic shapes), and later sizes reuse "
                      "that graph; pass dynamic=True to torch.compile to start symbolic")

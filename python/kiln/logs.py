@@ -2,18 +2,20 @@
 
 Kiln logs through ``logging.getLogger("kiln")``, like PyTorch's own
 components (``torch._dynamo``, ``torch._inductor``) log through theirs, so
-an application's logging configuration applies to it. Where the
-application configures nothing, KILN_LOG turns it on from the environment,
-as TORCH_LOGS does for PyTorch:
+an application's logging configuration applies to it. KILN_LOG sets the
+logger's level from the environment, as TORCH_LOGS does for PyTorch:
 
     KILN_LOG=info    one line per compiled graph: ops, kernels, fallbacks,
                      compile time, cache hit or miss
-    KILN_LOG=debug   also each graph's pass pipeline and stage times
+    KILN_LOG=debug   also the pass pipeline and each graph's stage times
     KILN_LOG=warning the default: fallbacks (one warning per graph) and
                      compile failures
-    KILN_LOG=error   only what stops a compile
+    KILN_LOG=error   silent: Kiln logs nothing at error (a compile that
+                     cannot go on raises instead)
 
-Records go to stderr, prefixed "[kiln]".
+Where the application has configured no handler when Kiln is imported,
+records go to stderr, prefixed "[kiln]"; otherwise they go to the
+application's handlers.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ def configure_from_env(value: str | None = None) -> int | None:
         log.warning("KILN_LOG=%r is not a level; use one of %s", value, ", ".join(LEVELS))
         return None
     log.setLevel(level)
-    if _handler is None:
+    if _handler is None and not logging.getLogger().handlers:
         _handler = logging.StreamHandler()
         _handler.setFormatter(logging.Formatter("[kiln] %(levelname)s %(message)s"))
         log.addHandler(_handler)
-        # The application's root handlers would print each record a second time.
+        # A root handler added later would print each record a second time.
         log.propagate = False
     return level

@@ -79,7 +79,7 @@ def test_explain_names_the_eager_ops_with_reason_and_line():
     assert eager.op == "aten.special_bessel_j0.default"
     assert eager.where == f"{__file__}:{line_of('# explain: ' + 'eager', __file__)}"
     assert eager.code.startswith("h = torch.special.bessel_j0(h)")
-    assert "no lowering" in eager.reason or "not" in eager.reason
+    assert eager.reason == "op not supported by Kiln"
     assert graph.partitions == 2 and len(graph.kernels) >= 2
     assert all(o.runs_in == "kiln" for o in graph.ops if o.op != eager.op)
     text = str(report)
@@ -193,3 +193,75 @@ def test_the_recompiles_explain_predicts_are_the_ones_that_happen():
     # One static graph, then one symbolic one for every later batch size.
     assert len(records) == 2, records
     assert not records[0].symbols and records[1].symbols
+
+
+def test_a_compile_failure_at_one_op_sends_only_that_op_to_eager(monkeypatch):
+    """As the backend does: the ops the compiler's error names go to eager, and
+    the rest of the graph is split again and still forms kernels."""
+    import json
+
+    from kiln import _C
+
+    real = _C.compiler.form_kernels
+
+    def fails_at_tanh(graph_json, target):
+        names = [n["name"] for n in json.loads(graph_json)["nodes"]
+                 if n["target"] == "aten.tanh.default"]
+        if names:
+            err = _C.CompileError(f'stage failed:\nloc("{names[0]}"): injected failure')
+            err.nodes = names
+            raise err
+        return real(graph_json, target)
+
+    monkeypatch.setattr(_C.compiler, "form_kernels", fails_at_tanh)
+
+    def f(x, w):
+        h = torch.relu(x @ w)
+        return torch.tanh(h) * 2 + h.sum(-1, keepdim=True)
+
+    report = kiln.explain(f, torch.randn(5, 8), torch.randn(8, 8), print_summary=False,
+                          check_dynamic=False)
+    (graph,) = report.graphs
+    (eager,) = graph.eager_ops
+    assert eager.op == "aten.tanh.default"
+    assert eager.reason.startswith("Kiln failed to compile it: ")
+    assert graph.kernels and graph.partitions >= 2 and graph.errors
+    assert len(graph.kiln_ops) == len(graph.ops) - 1
+
+
+def test_keyword_arguments_reach_the_model():
+    def scaled(x, *, scale):
+        return torch.relu(x) * scale
+
+    report = kiln.explain(scaled, torch.randn(4, 4), kwargs={"scale": 3.0},
+                          print_summary=False, check_dynamic=False)
+    assert report.graphs and report.eager_ops == 0
+
+
+def test_backward_needs_something_to_differentiate():
+    with pytest.raises(ValueError, match="backward=True"):
+        kiln.explain(torch.tanh, torch.randn(3), backward=True, print_summary=False)
+    model = MLP().train()
+    (x,) = model.make_inputs()
+    # A bound method of the module: its parameters are found.
+    report = kiln.explain(model.forward, x, backward=True, print_summary=False,
+                          check_dynamic=False)
+    assert [g.kind for g in report.graphs] == ["forward", "backward"]
+
+
+def test_a_failing_dynamic_check_keeps_the_report(monkeypatch):
+    import sys
+
+    explain_module = sys.modules["kiln.explain"]  # (kiln.explain is the function)
+
+    real = explain_module._capture
+
+    def capture(model, inputs, kwargs, opts, dynamic, backward):
+        if dynamic:
+            raise RuntimeError("data-dependent guard")
+        return real(model, inputs, kwargs, opts, dynamic, backward)
+
+    monkeypatch.setattr(explain_module, "_capture", capture)
+    report = kiln.explain(torch.relu, torch.randn(4), print_summary=False)
+    assert report.graphs and report.dynamic_eager_ops is None
+    assert any("failed: RuntimeError: data-dependent guard" in n for n in report.recompiles)

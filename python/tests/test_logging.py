@@ -109,13 +109,38 @@ def test_an_unknown_level_is_reported_and_ignored(tmp_path):
     assert "KILN_LOG='loud' is not a level; use one of debug, info, warning, error" in stderr
 
 
-def test_configure_from_env_sets_the_level_and_one_handler():
+def test_an_application_s_handlers_keep_kiln_s_records(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent("""
+        import logging, torch
+        records = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                records.append(record.getMessage())
+        logging.basicConfig(level=logging.WARNING, handlers=[Keep()])
+        import kiln  # KILN_LOG=info: the level, but the application's handler
+        with torch.no_grad():
+            torch.compile(lambda x: torch.relu(x) + 1, backend="kiln")(torch.randn(4))
+        assert any("compiled: 2 ops" in r for r in records), records
+        print("kept", len(records))
+    """))
+    env = {**os.environ, "KILN_LOG": "info", "KILN_CACHE": "0"}
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("kept")
+    assert "[kiln]" not in result.stderr
+
+
+def test_configure_from_env_sets_the_level_and_one_handler(monkeypatch):
     import logging
 
     from kiln import logs
 
     logger = logging.getLogger("kiln")
     saved = (logger.level, logger.propagate, list(logger.handlers), logs._handler)
+    # As in a process whose application configured no logging.
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
     try:
         assert logs.configure_from_env("") is None
         assert logs.configure_from_env("DEBUG") == logging.DEBUG
