@@ -265,9 +265,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
         raise KilnError(f"a backward graph draws {seeds} random seed(s): its dropout masks "
                         "would differ from the forward's (the partition should have saved them)")
     writes = lift_input_writes(gm)  # extra outputs now; with_input_writes stores them
-    support = KilnSupport(ext.compiler.supported_ops(), opts.target, opts.force_eager,
-                          symbolic_ops=getattr(ext.compiler, "symbolic_ops", list)(),
-                          symint_scalar_ops=getattr(ext.compiler, "symint_scalar_ops", list)())
+    support = kiln_support(ext, opts)
     unsupported = find_unsupported(gm, support)
     if opts.fallback == "error" and any(not u.forced for u in unsupported):
         raise UnsupportedOpError([u for u in unsupported if not u.forced])
@@ -275,10 +273,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     dump = Dump.create(Path(opts.dump_dir)) if opts.dump_dir else None
     name = dump.path.name if dump else f"graph_{next(_graph_ids)}"
     record = CompileRecord(name=name, kind=kind, target=opts.target)
-    record.ops = dict(
-        Counter(op_name(n) for n in gm.graph.nodes
-                if n.op == "call_function" and not is_getitem(n) and not computes_symint(n))
-    )
+    record.ops = dict(Counter(op_name(n) for n in compute_nodes(gm)))
     record.fallbacks = [_fallback_json(u) for u in unsupported]
     record.input_writes = len(writes.inputs) if writes else 0
     record.dump_path = str(dump.path) if dump else None
@@ -313,6 +308,21 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
 
         fn = save_first_call(fn, reference, constants, dump, saved)
     return with_random_seeds(with_input_writes(fn, writes), seeds)
+
+
+def kiln_support(ext: Any, opts: KilnOptions) -> KilnSupport:
+    """Which nodes this build of the compiler takes, under opts (target, force_eager)."""
+    compiler = ext.compiler
+    return KilnSupport(compiler.supported_ops(), opts.target, opts.force_eager,
+                       symbolic_ops=getattr(compiler, "symbolic_ops", list)(),
+                       symint_scalar_ops=getattr(compiler, "symint_scalar_ops", list)())
+
+
+def compute_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The graph's ops as the records count them: calls, without getitems
+    and size arithmetic."""
+    return [n for n in gm.graph.nodes
+            if n.op == "call_function" and not is_getitem(n) and not computes_symint(n)]
 
 
 def _returns_symint(gm: torch.fx.GraphModule) -> bool:
@@ -430,16 +440,21 @@ def _excluding(
     support: KilnSupport, nodes: list[torch.fx.Node], err: Exception, record: CompileRecord
 ) -> KilnSupport:
     """support, with nodes marked as failed to compile (and recorded as fallbacks)."""
-    # The diagnostic at the node (the error's first lines are a summary, and
-    # the reproducer's lines come last).
-    text = str(err.__cause__ or err)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    at_node = [line for line in lines if any(f'"{n.name}"' in line for n in nodes)]
-    reason = f"{_COMPILE_FAILED}: {(at_node or lines or [type(err).__name__])[0]}"
+    reason = compile_failure_reason(err, [n.name for n in nodes])
     for node in nodes:
         record.fallbacks.append(_fallback_json(Unsupported(node, op_name(node), reason,
                                                             source_loc(node))))
     return support.excluding({node.name: reason for node in nodes})
+
+
+def compile_failure_reason(err: Exception, node_names: Sequence[str]) -> str:
+    """The fallback reason of ops a compile error is located at: the
+    diagnostic at one of them (the error's first lines are a summary, and
+    the reproducer's lines come last)."""
+    text = str(err.__cause__ or err)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    at_node = [line for line in lines if any(f'"{name}"' in line for name in node_names)]
+    return f"{_COMPILE_FAILED}: {(at_node or lines or [type(err).__name__])[0]}"
 
 
 def _compile_to_executable(
@@ -575,8 +590,9 @@ def _warn_fallbacks(record: CompileRecord, unsupported: Sequence[Unsupported]) -
 _logged_pipelines: set[str] = set()
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """"1 kernel", "2 kernels" ("1 miss", "2 misses" with nouns="misses")."""
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def _log_compiled(record: CompileRecord, opts: KilnOptions) -> None:
@@ -586,17 +602,17 @@ def _log_compiled(record: CompileRecord, opts: KilnOptions) -> None:
         return
     ops = sum(record.ops.values())
     fallbacks = Counter(f["op"] for f in record.fallbacks)
-    text = (f"{record.name} ({record.kind}) {record.status}: {_count(ops, 'op')}, "
-            f"{_count(record.kernel_count, 'kernel')}")
+    text = (f"{record.name} ({record.kind}) {record.status}: {plural(ops, 'op')}, "
+            f"{plural(record.kernel_count, 'kernel')}")
     if record.partitions:
-        text += f" in {_count(record.partitions, 'partition')}"
+        text += f" in {plural(record.partitions, 'partition')}"
     text += f", {sum(fallbacks.values())} in eager"
     if fallbacks:
         text += " (" + ", ".join(f"{op} x{n}" if n > 1 else op for op, n in fallbacks.items()) + ")"
     text += f", {record.compile_time_ms:.1f} ms"
     if record.cache_hits or record.cache_misses:
-        text += f", cache {record.cache_hits} hit{'' if record.cache_hits == 1 else 's'}" \
-                f" {record.cache_misses} miss{'' if record.cache_misses == 1 else 'es'}"
+        text += (f", cache {plural(record.cache_hits, 'hit')} "
+                 f"{plural(record.cache_misses, 'miss', 'misses')}")
     elif record.kernel_count:
         text += ", cache off"
     log.info("%s", text)

@@ -28,16 +28,20 @@ import torch
 import torch.fx
 
 from kiln.backend import (
-    _COMPILE_FAILED,
     _MAX_ISOLATED_FAILURES,
     _check_target,
     _copy_graph_module,
+    _failing_nodes,
     _returns_symint,
     aten_graphs,
+    compile_failure_reason,
+    compute_nodes,
+    kiln_support,
     load_extension,
+    plural,
 )
 from kiln.errors import SerializeError
-from kiln.fx_serialize import computes_symint, is_getitem, op_name, serialize_graph, source_loc
+from kiln.fx_serialize import op_name, serialize_graph, source_loc
 from kiln.mutation import lift_input_writes
 from kiln.options import KilnOptions
 from kiln.partition import VIEW_OPS, KilnSupport, find_unsupported, partition_graph
@@ -215,7 +219,7 @@ def _capture(model: Callable[..., Any], inputs: Sequence[Any], kwargs: dict[str,
     import torch._dynamo
 
     capture = _Capture()
-    support = _support(opts)
+    support = kiln_support(load_extension(), opts)
     counter = itertools.count()
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -271,13 +275,6 @@ def _differentiate(model: Any, inputs: Any, outputs: Any, required: bool) -> Non
     torch.autograd.grad(flat, leaves, [torch.ones_like(t) for t in flat], allow_unused=True)
 
 
-def _support(opts: KilnOptions) -> KilnSupport:
-    compiler = load_extension().compiler
-    return KilnSupport(compiler.supported_ops(), opts.target, opts.force_eager,
-                       symbolic_ops=getattr(compiler, "symbolic_ops", list)(),
-                       symint_scalar_ops=getattr(compiler, "symint_scalar_ops", list)())
-
-
 def _dynamo_inputs(gm: torch.fx.GraphModule) -> list[tuple[str, list[Any], str, bool]]:
     found = []
     for node in gm.graph.nodes:
@@ -307,8 +304,7 @@ def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: in
     lift_random_seeds(gm)
     lift_input_writes(gm)
     result = GraphExplanation(name=name, dynamo_graph=dynamo_graph, kind=kind)
-    calls = [n for n in gm.graph.nodes
-             if n.op == "call_function" and not is_getitem(n) and not computes_symint(n)]
+    calls = compute_nodes(gm)
     if not calls:
         return result
     eager = {u.node.name: u.reason for u in find_unsupported(gm, support)}
@@ -333,26 +329,27 @@ def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: in
             serialized = serialize_graph(piece, f"{name.replace(' ', '_')}_{k}")
             formed = form(serialized.to_json(), opts.target) if form else {"kernel_info": []}
         except (ext.CompileError, SerializeError) as err:
-            reason = f"{_COMPILE_FAILED}: {_first_line(err)}"
             result.errors.append(f"{name}, piece {k}: {err}")
             failures += 1
-            failing = list(getattr(err, "nodes", None) or [])
-            if failing and set(failing) <= nodes and failures <= _MAX_ISOLATED_FAILURES:
+            failing = [n.name for n in _failing_nodes(err, piece)]
+            if failing and failures <= _MAX_ISOLATED_FAILURES:
+                reason = compile_failure_reason(err, failing)
                 eager.update({n: reason for n in failing})
                 narrower = piece_support.excluding({n: reason for n in failing})
                 split, names = partition_graph(piece, narrower)
                 work += [(getattr(split, n), narrower) for n in names]
             else:
+                reason = compile_failure_reason(err, ())
                 eager.update({n: reason for n in nodes if n not in eager})
             continue
         in_kiln |= nodes
         result.partitions += 1
         result.symbols += [s["name"] for s in serialized.graph.get("symbols", ())
                            if s["name"] not in result.symbols]
-        result.kernels += [KernelPlan(str(k["name"]), [str(o) for o in k["ops"]],
-                                      [str(loc) for loc in k["locations"]],
-                                      [str(n) for n in k["nodes"]])
-                           for k in formed["kernel_info"]]
+        result.kernels += [KernelPlan(str(info["name"]), [str(o) for o in info["ops"]],
+                                      [str(loc) for loc in info["locations"]],
+                                      [str(n) for n in info["nodes"]])
+                           for info in formed["kernel_info"]]
     for node in calls:
         loc = source_loc(node)
         runs_in = "kiln" if node.name in in_kiln and node.name not in eager else "eager"
@@ -431,17 +428,17 @@ def _module_state(source: str) -> bool:
 
 
 def summarize(e: Explanation) -> str:
-    lines = [f"kiln.explain (target {e.target}): {_count(e.dynamo_graphs, 'Dynamo graph')}, "
-             f"{_count(len(e.graph_breaks), 'graph break')}, {_count(len(e.graphs), 'ATen graph')}: "
-             f"{_count(e.kiln_ops, 'op')} in Kiln ({_count(e.kernels, 'kernel')}), "
+    lines = [f"kiln.explain (target {e.target}): {plural(e.dynamo_graphs, 'Dynamo graph')}, "
+             f"{plural(len(e.graph_breaks), 'graph break')}, {plural(len(e.graphs), 'ATen graph')}: "
+             f"{plural(e.kiln_ops, 'op')} in Kiln ({plural(e.kernels, 'kernel')}), "
              f"{e.eager_ops} in eager"]
     for b in e.graph_breaks:
         at = f" at {b.where}" + (f" `{b.code}`" if b.code else "") if b.where else ""
         lines.append(f"  graph break{at}: {_brief(b.reason)}")
     for g in e.graphs:
         lines.append("")
-        head = f"{g.name} (Dynamo graph {g.dynamo_graph}): {_count(len(g.kiln_ops), 'op')} in Kiln"
-        head += f" as {_count(len(g.kernels), 'kernel')}"
+        head = f"{g.name} (Dynamo graph {g.dynamo_graph}): {plural(len(g.kiln_ops), 'op')} in Kiln"
+        head += f" as {plural(len(g.kernels), 'kernel')}"
         if g.partitions > 1:
             head += f" in {g.partitions} partitions"
         head += f", {len(g.eager_ops)} in eager"
@@ -459,10 +456,6 @@ def summarize(e: Explanation) -> str:
         lines.append("Recompiles:")
         lines += [f"  {note}" for note in e.recompiles]
     return "\n".join(lines)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _brief(reason: str) -> str:

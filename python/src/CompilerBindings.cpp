@@ -33,6 +33,18 @@ namespace {
   PyErr_SetObject(type.ptr(), exception.ptr());
   throw py::error_already_set();
 }
+/// compileFxGraphJson without the GIL, raising CompileError on failure.
+CompiledGraph compileOrRaise(const py::exception<std::runtime_error> &compileError,
+                             const std::string &json, const CompileOptions &options) {
+  llvm::Expected<CompiledGraph> compiled = [&] {
+    py::gil_scoped_release release;
+    return compileFxGraphJson(json, options);
+  }();
+  if (!compiled)
+    raiseCompileError(compileError, compiled.takeError());
+  return std::move(*compiled);
+}
+
 /// One dict per kernel: name, workgroups (0 until the loops stage assigns
 /// them), fused ops, source locations and FX nodes.
 py::list kernelDicts(const std::vector<KernelSummary> &summaries) {
@@ -59,32 +71,26 @@ void initCompiler(py::module_ &root, py::module_ m) {
         CompileOptions options;
         options.target = target;
         options.keepStages = keepStages;
-        llvm::Expected<CompiledGraph> compiled = [&] {
-          py::gil_scoped_release release;
-          return compileFxGraphJson(json, options);
-        }();
-        if (!compiled)
-          raiseCompileError(compileError, compiled.takeError());
-        std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled->artifact);
-        py::list kernels = kernelDicts(compiled->kernels);
+        CompiledGraph compiled = compileOrRaise(compileError, json, options);
+        std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled.artifact);
         py::dict result;
         result["artifact"] = py::bytes(reinterpret_cast<const char *>(bytes.data()),
                                        bytes.size());
-        result["kernels"] = (int)compiled->artifact.kernels.size();
-        result["kernel_info"] = kernels;
-        result["stages"] = compiled->stages;
-        result["stage_times_ms"] = compiled->stageTimesMs;
-        result["kernels_compiled"] = compiled->kernelsCompiled;
-        result["kernels_reused"] = compiled->kernelsReused;
+        result["kernels"] = (int)compiled.artifact.kernels.size();
+        result["kernel_info"] = kernelDicts(compiled.kernels);
+        result["stages"] = compiled.stages;
+        result["stage_times_ms"] = compiled.stageTimesMs;
+        result["kernels_compiled"] = compiled.kernelsCompiled;
+        result["kernels_reused"] = compiled.kernelsReused;
         py::list asmList;
-        if (!compiled->llvmIR.empty())
-          asmList.append(py::make_tuple("kernels.ll", compiled->llvmIR));
-        if (!compiled->assembly.empty())
-          asmList.append(py::make_tuple("kernels.s", compiled->assembly));
-        for (const auto &[file, text] : compiled->kernelFiles)
+        if (!compiled.llvmIR.empty())
+          asmList.append(py::make_tuple("kernels.ll", compiled.llvmIR));
+        if (!compiled.assembly.empty())
+          asmList.append(py::make_tuple("kernels.s", compiled.assembly));
+        for (const auto &[file, text] : compiled.kernelFiles)
           asmList.append(py::make_tuple(file, text));
         result["kernel_asm"] = asmList;
-        result["target"] = compiled->artifact.target;
+        result["target"] = compiled.artifact.target;
         return result;
       },
       py::arg("graph_json"), py::arg("target") = "cpu", py::arg("keep_stages") = false,
@@ -95,15 +101,10 @@ void initCompiler(py::module_ &root, py::module_ m) {
         CompileOptions options;
         options.target = target;
         options.formKernelsOnly = true;
-        llvm::Expected<CompiledGraph> formed = [&] {
-          py::gil_scoped_release release;
-          return compileFxGraphJson(json, options);
-        }();
-        if (!formed)
-          raiseCompileError(compileError, formed.takeError());
+        CompiledGraph formed = compileOrRaise(compileError, json, options);
         py::dict result;
-        result["kernel_info"] = kernelDicts(formed->kernels);
-        result["stage_times_ms"] = formed->stageTimesMs;
+        result["kernel_info"] = kernelDicts(formed.kernels);
+        result["stage_times_ms"] = formed.stageTimesMs;
         return result;
       },
       py::arg("graph_json"), py::arg("target") = "cpu",

@@ -14,8 +14,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin="${KILN_BUILD_DIR:-$root/build}/bin"
 runs="${RUNS:-1000000}"
 work="${WORK:-$(mktemp -d /tmp/kiln-fuzz-XXXXXX)}"
-targets=("${@:-artifact npy graph-input}")
-read -r -a targets <<< "${targets[*]}"
+targets=("$@")
+((${#targets[@]})) || targets=(artifact npy graph-input)
 
 for target in "${targets[@]}"; do
   corpus="$root/unittests/fuzz/corpus/${target/graph-input/graph}"

@@ -731,9 +731,8 @@ _BUILD_ENV = "KILN_CONFORMANCE_BUILD"  # Build.stamp
 
 def snapshot_extension(folder: str) -> Build:
     """Copies the installed kiln._C into folder, once it has stopped changing."""
-    import shutil
-
     import importlib.util
+    import shutil
 
     # Where the installed package's extension is (an editable install keeps
     # it in the build tree's install folder, a wheel beside the package).
