@@ -6,7 +6,9 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Plan/IR/PlanOps.h"
 #include "kiln/Pipelines/Pipelines.h"
+#include "kiln/Target/CPU/CpuTarget.h"
 #include "kiln/Target/CPU/Passes.h"
+#include "kiln/Target/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -33,7 +35,17 @@ void kiln::registerAllKilnPasses() {
     kernel::registerKernelPasses();
     registerConversionPasses();
     cpu::registerCPUPasses();
+    registerTargetPasses();
     registerPipelines();
+    registerAllTargets();
+    return true;
+  }();
+  (void)registered;
+}
+
+void kiln::registerAllTargets() {
+  static bool registered = [] {
+    cpu::registerCpuTarget();
     return true;
   }();
   (void)registered;

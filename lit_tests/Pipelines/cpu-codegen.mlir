@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file --kiln-cpu-codegen | FileCheck %s \
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target=target=cpu:x86-64-v4 --kiln-cpu-codegen | FileCheck %s \
 // RUN:   --implicit-check-not=func.func --implicit-check-not=unrealized_conversion_cast \
 // RUN:   --implicit-check-not=memref. --implicit-check-not=linalg. --implicit-check-not=scf. \
 // RUN:   --implicit-check-not=math. --implicit-check-not=bufferization.

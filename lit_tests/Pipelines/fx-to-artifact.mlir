@@ -1,7 +1,7 @@
 // The whole compiler on one FX graph: JSON -> kiln_graph -> plan, and JSON ->
 // artifact with kiln-compile.
 // RUN: split-file %s %t
-// RUN: kiln-import-fx %t/graph.json | kiln-opt --kiln-graph-to-plan | FileCheck %s
+// RUN: kiln-import-fx %t/graph.json | kiln-opt --kiln-attach-target=target=cpu:x86-64-v4 --kiln-graph-to-plan | FileCheck %s
 // RUN: kiln-compile %t/graph.json -o %t/graph.kiln | FileCheck %s --check-prefix=COMPILE
 
 // CHECK-LABEL: func.func @graph_0

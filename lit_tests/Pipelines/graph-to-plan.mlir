@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file --kiln-graph-to-plan | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target=target=cpu:x86-64-v4 --kiln-graph-to-plan | FileCheck %s
 
 // Linear + ReLU, a reshape that changes the leading dim, then softmax:
 // canonicalization reads the weight in place (transpose_rhs) and drops the
@@ -21,7 +21,7 @@
 // CHECK-NEXT: bufferization.materialize_in_destination
 // CHECK: func.func private @kernel_1_softmax(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<4x64xf32>, %{{.*}}: memref<4x64xf32>)
 // CHECK-SAME: kiln.workgroup_extent = 4 : i64
-// CHECK-NOT: kiln_kernel
+// CHECK-NOT: kiln_kernel.kernel
 func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> tensor<4x64xf32> {
   %t = kiln_graph.permute %w {dims = array<i64: 1, 0>} : tensor<32x16xf32> -> tensor<16x32xf32>
   %0 = kiln_graph.matmul %x, %t : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>

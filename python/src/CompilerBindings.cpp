@@ -4,7 +4,11 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Importer/FxImporter.h"
 #include "kiln/Pipelines/Pipelines.h"
-#include "kiln/Target/CPU/CpuCodegen.h"
+#include "kiln/InitAll.h"
+#include "kiln/Target/CPU/CpuTarget.h"
+#include "kiln/Target/Target.h"
+
+#include "mlir/IR/MLIRContext.h"
 
 #include "llvm/Config/llvm-config.h"
 
@@ -15,6 +19,16 @@ namespace py = pybind11;
 namespace kiln::python {
 
 namespace {
+/// The target a name names, from the compiler's registry; ValueError listing
+/// the accepted names for an unknown one.
+std::unique_ptr<Target> parseTargetOrRaise(const std::string &name) {
+  registerAllTargets();
+  auto parsed = TargetRegistry::parse(name);
+  if (!parsed)
+    throw py::value_error(llvm::toString(parsed.takeError()));
+  return std::move(*parsed);
+}
+
 /// Raises kiln._C.CompileError(message) with `nodes`: the FX nodes the
 /// diagnostics name (empty when the failure is not located at a node).
 [[noreturn]] void raiseCompileError(const py::exception<std::runtime_error> &type,
@@ -113,19 +127,17 @@ void initCompiler(py::module_ &root, py::module_ m) {
   m.def(
       "pipeline",
       [](const std::string &target) {
-        auto cpu = cpu::CpuTarget::fromTargetName(target);
-        if (!cpu)
-          throw py::value_error(llvm::toString(cpu.takeError()));
+        std::unique_ptr<Target> parsed = parseTargetOrRaise(target);
         std::vector<std::pair<std::string, std::string>> stages;
-        for (const PipelineStage &stage : graphStages(*cpu))
+        for (const PipelineStage &stage : graphStages(*parsed))
           stages.push_back({stage.name, stage.pipeline});
-        for (const PipelineStage &stage : cpuKernelStages(*cpu))
+        for (const PipelineStage &stage : parsed->kernelStages())
           stages.push_back({stage.name, stage.pipeline});
         return stages;
       },
       py::arg("target") = "cpu",
       "The compiler's stages for a target, in order: (name, textual pass pipeline); "
-      "the kernel stages run on the kernel functions, then native code generation.");
+      "the kernel stages run on the kernel functions, then the target serializes them.");
   m.def(
       "import_graph",
       [](const std::string &json) {
@@ -142,26 +154,47 @@ void initCompiler(py::module_ &root, py::module_ m) {
         "Those of the supported ATen overloads that compile with symbolic sizes.");
   m.def("symint_scalar_ops", &symintScalarFxTargets,
         "Those that take a SymInt as a scalar operand (x * s0).");
-  m.def("supported_targets", [] {
-    return std::vector<std::string>{"cpu", "cpu:x86-64-v2", "cpu:x86-64-v3", "cpu:x86-64-v4",
-                                    "cpu:<name>"};
-  });
+  m.def(
+      "supported_targets",
+      [] {
+        registerAllTargets();
+        std::vector<std::pair<std::string, std::string>> kinds;
+        for (const TargetRegistry::Kind &kind : TargetRegistry::kinds())
+          kinds.push_back({kind.kind, kind.help});
+        return kinds;
+      },
+      "The registered target kinds: (kind, the names it accepts).");
   m.def(
       "target_info",
       [](const std::string &target) {
-        auto cpu = cpu::CpuTarget::fromTargetName(target);
-        if (!cpu)
-          throw py::value_error(llvm::toString(cpu.takeError()));
+        std::unique_ptr<Target> parsed = parseTargetOrRaise(target);
+        mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+        loadCompilerDialects(context);
+        kernel::TargetAttr description = parsed->describe(context);
         py::dict info;
-        info["triple"] = cpu->triple;
-        info["cpu"] = cpu->cpu;
-        info["features"] = cpu->features;
-        info["vector_bits"] = cpu->vectorBits();
+        info["kind"] = description.getKind().str();
+        info["name"] = description.getName().str();
+        info["format"] = description.getFormat().str();
+        info["triple"] = description.getTriple().str();
+        info["cpu"] = description.getChip().str();
+        info["features"] = description.getFeatures().str();
+        info["vector_bits"] = description.getVectorBits();
+        info["vector_registers"] = description.getVectorRegisters();
+        info["l1_bytes"] = description.getL1Bytes();
+        info["l2_bytes"] = description.getL2Bytes();
+        info["subgroup_size"] = description.getSubgroupSize();
+        info["max_workgroup_size"] = description.getMaxWorkgroupSize();
+        info["shared_memory_bytes"] = description.getSharedMemoryBytes();
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        os << description;
+        info["attribute"] = text;
         return info;
       },
       py::arg("target"),
-      "The CPU a target option names (triple, cpu, features, vector_bits); ValueError "
-      "for an unknown one.");
+      "The target registry's description of a target name (kind, format, triple, cpu, "
+      "features, vector_bits, ..., and the #kiln_kernel.target attribute passes read); "
+      "ValueError for an unknown name, listing the accepted ones.");
   m.def(
       "build_info",
       [] {

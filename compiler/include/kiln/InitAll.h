@@ -13,6 +13,10 @@ void registerAllKilnDialects(mlir::DialectRegistry &registry);
 /// kiln-opt can run any upstream pass on Kiln's IR).
 void registerAllKilnPasses();
 
+/// Kiln's targets, in the TargetRegistry (idempotent; registerAllKilnPasses
+/// calls it).
+void registerAllTargets();
+
 } // namespace kiln
 
 #endif

@@ -7,7 +7,7 @@
 #include "kiln/Importer/FxImporter.h"
 #include "kiln/InitAll.h"
 #include "kiln/Pipelines/Pipelines.h"
-#include "kiln/Target/CPU/CpuCodegen.h"
+#include "kiln/Target/Target.h"
 #include "kiln/runtime/Executable.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -119,13 +119,15 @@ public:
     MLIRContext *context = module.getContext();
     registerAllKilnPasses();
     DiagnosticCollector diagnostics(context);
-    auto target = cpu::CpuTarget::fromTargetName(options.target);
+    auto target = TargetRegistry::parse(options.target);
     if (!target)
       return target.takeError();
-    codegenTarget_ = *target;
+    // The one place the target enters the IR: passes read it from here.
+    targetDescription_ = (*target)->describe(*context);
+    module->setAttr(kernel::KernelDialect::kTargetAttrName, targetDescription_);
     if (options.keepStages)
       result_.stages.push_back({"graph", printOp(module)});
-    for (const PipelineStage &stage : graphStages(codegenTarget_)) {
+    for (const PipelineStage &stage : graphStages(**target)) {
       if (failed(runStage(module, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
       if (stage.name == "kernels")
@@ -144,7 +146,7 @@ public:
     llvm::StringMap<std::string> sameAs;
     if (!options.keepStages)
       sameAs = dropDuplicateKernels(*kernels);
-    for (const PipelineStage &stage : cpuKernelStages(codegenTarget_)) {
+    for (const PipelineStage &stage : (*target)->kernelStages()) {
       if (failed(runStage(*kernels, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
       if (stage.name == "loops")
@@ -156,10 +158,7 @@ public:
       copyDistribution(original, duplicate);
 
     auto start = std::chrono::steady_clock::now();
-    cpu::CpuCodegenOptions codegen;
-    codegen.keepText = options.keepStages;
-    codegen.target = codegenTarget_;
-    auto library = cpu::generateSharedObject(*kernels, codegen);
+    auto library = (*target)->serializeKernels(*kernels, options.keepStages);
     if (!library)
       return diagnostics.error(llvm::toString(library.takeError()));
     result_.stageTimesMs.push_back(
@@ -170,27 +169,28 @@ public:
       result_.stageTimesMs.push_back({"native." + step, ms});
     result_.kernelsCompiled = library->kernelsCompiled;
     result_.kernelsReused = library->kernelsReused + sameAs.size();
-    for (cpu::KernelCode &kernel : library->kernels)
+    for (KernelCode &kernel : library->kernels)
       kernelSymbols_[kernel.name] = kernel.symbol;
     for (auto &[duplicate, original] : sameAs)
       kernelSymbols_[duplicate] = kernelSymbols_.lookup(original);
-    for (cpu::KernelCode &kernel : library->kernels) {
+    for (KernelCode &kernel : library->kernels) {
       // Kernels are exported under content-hashed symbols; the header says whose.
       std::string header = " " + kernel.name + ": exported as " + kernel.symbol +
                            " (kernels with the same code share it)\n";
-      if (!kernel.llvmIR.empty()) {
-        std::string text = ";" + header + kernel.llvmIR;
+      if (!kernel.ir.empty()) {
+        std::string text = ";" + header + kernel.ir;
         result_.llvmIR += text;
-        result_.kernelFiles.push_back({kernel.name + ".ll", std::move(text)});
+        result_.kernelFiles.push_back({kernel.name + "." + kernel.irExtension, std::move(text)});
       }
       if (!kernel.assembly.empty()) {
         std::string text = "#" + header + kernel.assembly;
         result_.assembly += text;
-        result_.kernelFiles.push_back({kernel.name + ".s", std::move(text)});
+        result_.kernelFiles.push_back(
+            {kernel.name + "." + kernel.assemblyExtension, std::move(text)});
       }
     }
 
-    if (failed(buildArtifact(module, std::move(library->sharedObject))))
+    if (failed(buildArtifact(module, std::move(library->executable))))
       return diagnostics.error("building the artifact failed");
     return std::move(result_);
   }
@@ -465,11 +465,11 @@ private:
       return module.emitError("no kiln_plan entry function");
     runtime::Artifact &artifact = result_.artifact;
     // "cpu-x86_64", "cpu-aarch64": the runtime runs only its own.
-    artifact.target = "cpu-" + llvm::Triple(codegenTarget_.triple).getArchName().str();
+    artifact.target = targetDescription_.getFormat().str();
     // The features the kernels were compiled with, so that a CPU without
     // one refuses them at load instead of dying on the instruction.
-    artifact.cpu = codegenTarget_.cpu;
-    for (llvm::StringRef feature : llvm::split(codegenTarget_.features, ','))
+    artifact.cpu = targetDescription_.getChip().str();
+    for (llvm::StringRef feature : llvm::split(targetDescription_.getFeatures(), ','))
       if (feature.consume_front("+"))
         artifact.cpuFeatures.push_back(feature.str());
     artifact.graphName = entry.getName().str();
@@ -596,7 +596,7 @@ private:
   const CompileOptions &options;
   CompiledGraph result_;
   llvm::StringMap<std::string> kernelSymbols_; // kernel name -> exported symbol
-  cpu::CpuTarget codegenTarget_;               // what the kernels were compiled for
+  kernel::TargetAttr targetDescription_;        // what the kernels were compiled for
   llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
   llvm::StringSet<> splitsColumns; // kernels whose workgroups split columns too
   llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment

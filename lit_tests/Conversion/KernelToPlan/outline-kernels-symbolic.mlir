@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-graph-to-plan | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target=target=cpu:x86-64-v4 --kiln-graph-to-plan | FileCheck %s
 
 // A graph with symbolic sizes becomes a plan whose buffers keep their `?`
 // dims, each described by a `dims` map over the symbols: the runtime

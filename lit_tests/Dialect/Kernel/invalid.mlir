@@ -135,3 +135,58 @@ func.func @symbolic_extent_needs_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
   }) {kernel_name = "k", workgroup_extent = 4 : i64, symbolic_extent = #s0} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.target' belongs on a module}}
+func.func @target_on_a_function() attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name = "cpu", format = "cpu-x86_64", triple = "x86_64-unknown-linux-gnu", chip = "x86-64", features = "", vector_bits = 128, vector_registers = 16>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.target' must be a #kiln_kernel.target}}
+module attributes {kiln_kernel.target = "cpu"} {
+}
+
+// -----
+
+// expected-error @+1 {{target 'cpu:odd' has vector_bits 100: a multiple of 32 (0 for no vectors)}}
+module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name = "cpu:odd", format = "cpu-x86_64", triple = "x86_64-unknown-linux-gnu", chip = "x86-64", features = "", vector_bits = 100, vector_registers = 16>} {
+}
+
+// -----
+
+// expected-error @+1 {{target 'cpu:bad' has feature 'avx2': features are written +name or -name}}
+module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name = "cpu:bad", format = "cpu-x86_64", triple = "x86_64-unknown-linux-gnu", chip = "x86-64", features = "+avx,avx2", vector_bits = 256, vector_registers = 16>} {
+}
+
+// -----
+
+// expected-error @+1 {{a target needs a kind, a name and an executable format}}
+module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "", name = "x", format = "f", triple = "t", chip = "c", features = "", vector_bits = 0, vector_registers = 0>} {
+}
+
+// -----
+
+// expected-error @+1 {{argument 1 holds panels of 16 columns, so its type must be [panels, K, 16], not 'memref<2x24x8xf32>'}}
+func.func @panels_of_the_wrong_width(%b: memref<40x24xf32>,
+    %p: memref<2x24x8xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 0, transposed = true, panel_columns = 16>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 1 is packed from argument 1, which is not another argument}}
+func.func @packed_from_itself(%b: memref<40x24xf32>,
+    %p: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 1, transposed = true, panel_columns = 16>}) {
+  return
+}
+
+// -----
+
+func.func @no_panel_width(%b: memref<40x24xf32>,
+    // expected-error @+1 {{packed_rhs has panels of 0 columns}}
+    %p: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 0, transposed = true, panel_columns = 0>}) {
+  return
+}

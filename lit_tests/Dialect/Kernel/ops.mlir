@@ -100,3 +100,17 @@ func.func @conv2d_epilogue(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b:
   }
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// The target and packed-weights attributes round-trip; fields left at their
+// defaults (l1_bytes, subgroup_size, ...) are not printed.
+// CHECK: module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name = "cpu:x86-64-v3", format = "cpu-x86_64", triple = "x86_64-unknown-linux-gnu", chip = "x86-64-v3", features = "+avx,+avx2,+fma", vector_bits = 256, vector_registers = 16, l2_bytes = 1048576>}
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 0, transposed = false, panel_columns = 16>}
+module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name = "cpu:x86-64-v3", format = "cpu-x86_64", triple = "x86_64-unknown-linux-gnu", chip = "x86-64-v3", features = "+avx,+avx2,+fma", vector_bits = 256, vector_registers = 16, l2_bytes = 1048576>} {
+  func.func @packed(%b: memref<24x40xf32>,
+                    %p: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 0, transposed = false, panel_columns = 16>}) {
+    return
+  }
+}

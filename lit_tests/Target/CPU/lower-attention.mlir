@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-lower-attention{vector-bits=512}))' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=cpu:x86-64-v4},func.func(kiln-lower-attention))' | FileCheck %s
 
 // Causal attention with grouped-query heads (2 query heads, 1 key/value head)
 // and a key mask, L = 200 queries (a block of 192 and a ragged 8), S = 70 keys

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-lower-convolution{vector-bits=512}))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=cpu:x86-64-v4},func.func(kiln-lower-convolution))' | FileCheck %s
 
 // A 3x3 stride-2 convolution with bias: 7 output channels (a tile of 6 and a
 // ragged 1), output rows of 20 columns (one vector of 16 and 4 masked lanes).

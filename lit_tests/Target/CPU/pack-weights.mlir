@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file --kiln-pack-weights=vector-bits=256 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target=target=cpu:x86-64-v3 --kiln-pack-weights | FileCheck %s
 
 // x @ w.t() with w a parameter [N = 40, K = 24]: with 256-bit vectors a panel
 // is 16 columns, so w's first 32 rows are packed into [2, 24, 16] by a cached
@@ -9,7 +9,7 @@
 // CHECK-NEXT: %[[P:.*]] = kiln_plan.alloc {persistent} : memref<2x24x16xf32>
 // CHECK-NEXT: kiln_plan.launch @pack_0_nk[2] (%arg0, %[[P]]) {cached, num_inputs = 1 : i64}
 // CHECK: kiln_plan.launch @kernel_0_matmul[1] (%arg1, %arg0, %[[P]], %{{.*}}) {num_inputs = 3 : i64}
-// CHECK: func.func private @kernel_0_matmul(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8x24xf32>, %{{.*}}: memref<40x24xf32>, %{{.*}}: memref<2x24x16xf32> {kiln.packed_rhs = {of = 3 : i64, transposed = true}}, %{{.*}}: memref<8x40xf32>)
+// CHECK: func.func private @kernel_0_matmul(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8x24xf32>, %{{.*}}: memref<40x24xf32>, %{{.*}}: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 3, transposed = true, panel_columns = 16>}, %{{.*}}: memref<8x40xf32>)
 // CHECK: func.func private @pack_0_nk(%{{.*}}: index, %{{.*}}: index, %[[W:.*]]: memref<40x24xf32>, %[[OUT:.*]]: memref<2x24x16xf32>) attributes {kiln.kernel = "pack_0_nk", kiln.workgroup_extent = 2 : i64}
 // CHECK: %[[T:.*]] = bufferization.to_tensor %[[W]]
 // CHECK: %[[S:.*]] = kiln_graph.slice %[[T]] {dim = 0 : i64, start = 0 : i64, step = 1 : i64} : tensor<40x24xf32> -> tensor<32x24xf32>
@@ -75,7 +75,7 @@ module {
 // CHECK-LABEL: func.func @not_packed
 // CHECK-NOT: kiln_plan.launch @pack
 // CHECK-NOT: persistent
-// CHECK-NOT: kiln.packed_rhs
+// CHECK-NOT: kiln_kernel.packed_rhs
 module {
   func.func @not_packed(%w: memref<8x24xf32> {kiln_graph.parameter}, %x: memref<8x24xf32>, %y: memref<24x32xf32>) -> (memref<8x8xf32>, memref<8x32xf32>) attributes {kiln_plan.entry} {
     %0 = kiln_plan.alloc : memref<8x8xf32>

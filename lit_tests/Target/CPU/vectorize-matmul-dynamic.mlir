@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-vectorize-matmul{vector-bits=256}))' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=cpu:x86-64-v3},func.func(kiln-vectorize-matmul))' | FileCheck %s
 
 // M, N and K known only at run time: the same 6 x 16 register tiles run up
 // to M and N rounded down to the tile (computed from memref.dim), the k loop

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-vectorize-matmul{vector-bits=512}))' | FileCheck %s --check-prefix=TREE
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=cpu:x86-64-v4},func.func(kiln-vectorize-matmul))' | FileCheck %s --check-prefix=TREE
 
 // With 16-lane vectors the 4x4 dot-product tile has 16 accumulators: they are
 // summed by a shuffle-and-add tree into one vector, whose rows of 4 are added

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-vectorize-matmul{vector-bits=256}))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=cpu:x86-64-v3},func.func(kiln-vectorize-matmul))' | FileCheck %s
 
 // With 256-bit vectors (8 x f32), B in [K, N] ("ikj"): 6-row tiles of C by
 // 2 x 8 columns stay in twelve vector<8xf32> accumulators across the k loop;
@@ -464,7 +464,7 @@ func.func @matmul_ijk_packed(%a: memref<64x256xf32>, %b: memref<16x256xf32>, %c:
 // rows of panel j0 / 16 (no transposing, no dot products); the 8 columns past
 // the panels are dot products against B itself.
 // CHECK-LABEL: func.func @matmul_prepacked
-// CHECK-SAME: (%[[A:.*]]: memref<8x24xf32>, %[[B:.*]]: memref<40x24xf32>, %[[P:.*]]: memref<2x24x16xf32> {kiln.packed_rhs = {of = 1 : i64, transposed = true}}, %[[C:.*]]: memref<8x40xf32>)
+// CHECK-SAME: (%[[A:.*]]: memref<8x24xf32>, %[[B:.*]]: memref<40x24xf32>, %[[P:.*]]: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 1, transposed = true, panel_columns = 16>}, %[[C:.*]]: memref<8x40xf32>)
 // CHECK-NOT: vector.shuffle
 // CHECK: %[[PANEL:.*]] = arith.divui %{{.*}}, %{{.*}} : index
 // CHECK: scf.for {{.*}} iter_args
@@ -477,7 +477,7 @@ func.func @matmul_ijk_packed(%a: memref<64x256xf32>, %b: memref<16x256xf32>, %c:
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 func.func @matmul_prepacked(%a: memref<8x24xf32>, %b: memref<40x24xf32>,
-                            %p: memref<2x24x16xf32> {kiln.packed_rhs = {of = 1 : i64, transposed = true}},
+                            %p: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 1, transposed = true, panel_columns = 16>},
                             %c: memref<8x40xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<8x24xf32>, memref<40x24xf32>) outs(%c : memref<8x40xf32>)

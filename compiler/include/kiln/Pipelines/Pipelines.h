@@ -1,31 +1,21 @@
 #ifndef KILN_PIPELINES_PIPELINES_H
 #define KILN_PIPELINES_PIPELINES_H
 
-#include "kiln/Target/CPU/CpuCodegen.h"
-#include "mlir/Pass/PassManager.h"
+#include "kiln/Target/Target.h"
 
 #include <string>
 #include <vector>
 
 namespace kiln {
 
-/// A named stage of the compiler: dumps and timings are per stage.
-struct PipelineStage {
-  std::string name;
-  std::string pipeline; // textual pass pipeline on builtin.module
-};
-
 /// Graph stages: kiln_graph -> fused kiln_kernel.kernel ops -> kernel
-/// functions and the kiln_plan host plan; weights are packed for `target`.
-std::vector<PipelineStage> graphStages(const cpu::CpuTarget &target = cpu::CpuTarget::host());
+/// functions and the kiln_plan host plan, then `target`'s plan passes.
+std::vector<PipelineStage> graphStages(const Target &target);
 
-/// CPU codegen stages for a module holding only kernel functions, ending in
-/// the LLVM dialect with each kernel wrapped in the runtime's C ABI. The
-/// micro-kernels use `target`'s vector registers.
-std::vector<PipelineStage> cpuKernelStages(const cpu::CpuTarget &target = cpu::CpuTarget::host());
-
-/// Registers `kiln-graph-to-plan`, `kiln-cpu-codegen` and `kiln-cpu-pipeline`
-/// (both in sequence) as pass pipelines for kiln-opt.
+/// Registers `kiln-graph-to-plan` (the graph stages with the CPU's plan
+/// passes) and `kiln-cpu-codegen` (the CPU kernel stages) as pass pipelines
+/// for kiln-opt. Both read the module's kiln_kernel.target, which
+/// `kiln-attach-target` sets.
 void registerPipelines();
 
 } // namespace kiln

@@ -34,100 +34,6 @@
 
 using namespace kiln::cpu;
 
-CpuTarget CpuTarget::host() {
-  static const CpuTarget detected = [] {
-    CpuTarget target;
-    target.triple = llvm::sys::getProcessTriple();
-    target.cpu = llvm::sys::getHostCPUName().str();
-    for (const auto &feature : llvm::sys::getHostCPUFeatures()) {
-      if (!target.features.empty())
-        target.features += ",";
-      target.features += (feature.second ? "+" : "-") + feature.first().str();
-    }
-    return target;
-  }();
-  return detected;
-}
-
-/// "cpu:aarch64" (generic ARMv8-A with NEON) or "cpu:aarch64:<name>" (an
-/// Arm CPU as LLVM names it, e.g. "neoverse-n1"): cross-compiled kernels.
-static llvm::Expected<CpuTarget> aarch64Target(llvm::StringRef target, llvm::StringRef name) {
-  CpuTarget arm;
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  triple.setArch(llvm::Triple::aarch64);
-  triple.setVendor(llvm::Triple::UnknownVendor);
-  arm.triple = triple.str();
-  arm.cpu = "generic";
-  if (name.consume_front("aarch64:")) {
-    if (!llvm::AArch64::parseCpu(name))
-      return llvm::createStringError("unknown target '" + target.str() + "': '" + name.str() +
-                                     "' is no AArch64 CPU that LLVM knows (e.g. "
-                                     "'cpu:aarch64:neoverse-n1')");
-    arm.cpu = name.str();
-  }
-  arm.features = "+fp-armv8,+neon"; // every AArch64 Linux CPU has them
-  return arm;
-}
-
-llvm::Expected<CpuTarget> CpuTarget::fromTargetName(llvm::StringRef target) {
-  if (target == "cpu" || target == "cpu:native")
-    return host();
-  if (target == "cpu:aarch64" || target.starts_with("cpu:aarch64:"))
-    return aarch64Target(target, target.drop_front(4));
-  llvm::StringRef name = target;
-  if (!name.consume_front("cpu:") || name.empty() ||
-      llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None)
-    return llvm::createStringError(
-        "unknown target '" + target.str() +
-        "': expected 'cpu' (this machine's CPU), 'cpu:x86-64-v2', 'cpu:x86-64-v3', "
-        "'cpu:x86-64-v4' (x86-64 levels, for portable artifacts), 'cpu:<name>' with an "
-        "x86-64 CPU that LLVM knows, e.g. 'cpu:skylake-avx512' or 'cpu:znver4', or "
-        "'cpu:aarch64' (cross-compiled for 64-bit Arm)");
-  CpuTarget named;
-  // The host's OS and ABI, on the x86-64 the name implies.
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  triple.setArch(llvm::Triple::x86_64);
-  named.triple = triple.str();
-  named.cpu = name.str();
-  // The CPU's features with every feature they imply (avx2 implies avx), so
-  // that hasFeature and the artifact's record see them all.
-  llvm::SmallVector<llvm::StringRef> direct;
-  llvm::X86::getFeaturesForCPU(name, direct);
-  llvm::StringMap<bool> implied;
-  for (llvm::StringRef feature : direct) {
-    implied[feature] = true;
-    llvm::X86::updateImpliedFeatures(feature, /*Enabled=*/true, implied);
-  }
-  std::vector<std::string> features;
-  for (const auto &entry : implied)
-    if (entry.second)
-      features.push_back("+" + entry.first().str());
-  llvm::sort(features);
-  named.features = llvm::join(features, ",");
-  return named;
-}
-
-int64_t CpuTarget::vectorBits() const {
-  if (isAArch64())
-    return 128; // NEON (SVE's widths are not fixed)
-  if (hasFeature("avx512f"))
-    return 512;
-  if (hasFeature("avx"))
-    return 256;
-  return 128;
-}
-
-bool CpuTarget::hasFeature(llvm::StringRef name) const {
-  return llvm::is_contained(llvm::split(features, ','), ("+" + name).str());
-}
-
-bool CpuTarget::isAArch64() const { return llvm::Triple(triple).isAArch64(); }
-
-std::string CpuTarget::name() const {
-  std::string arch = triple.substr(0, triple.find('-'));
-  return "cpu-" + arch + "-" + cpu;
-}
-
 static void initializeLLVMTargets() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -438,16 +344,15 @@ conversionRoutines(const CpuTarget &target) {
   return shared;
 }
 
-llvm::Expected<CpuCodegenResult>
-kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &options) {
-  CpuCodegenResult result;
+llvm::Expected<kiln::SerializedKernels>
+kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuTarget &target, bool keepText) {
+  SerializedKernels result;
   StepTimer timer(result.stepTimesMs);
   initializeLLVMTargets();
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   module->getContext()->appendDialectRegistry(registry);
-  const CpuTarget &target = options.target;
   std::string targetKey = target.triple + "|" + target.cpu + "|" + target.features;
 
   // One module per kernel; each distinct symbol is compiled once, and not at
@@ -465,7 +370,7 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
   for (KernelModule &kernel : kernels) {
     if (objects.count(kernel.symbol))
       continue;
-    if (auto cached = kernelObjectCache().lookup(kernel.symbol + "|" + targetKey, options.keepText)) {
+    if (auto cached = kernelObjectCache().lookup(kernel.symbol + "|" + targetKey, keepText)) {
       objects[kernel.symbol] = std::move(cached);
       continue;
     }
@@ -508,10 +413,10 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
     for (size_t order = 0; order < bySize.size(); ++order)
       pool.async([&job = *bySize[order], order, &diagnostics, &translate, parallelTranslation,
-                  &target, &options] {
+                  &target, keepText] {
         diagnostics.setOrderIDForThread(order);
         if ((!parallelTranslation || translate(job)) && job.llvmModule)
-          job.object = compileKernel(*job.llvmModule, target, options.keepText);
+          job.object = compileKernel(*job.llvmModule, target, keepText);
         diagnostics.eraseOrderIDForThread();
       });
     pool.wait();
@@ -535,7 +440,7 @@ kiln::cpu::generateSharedObject(mlir::ModuleOp module, const CpuCodegenOptions &
   auto library = linkSharedObject(linked);
   if (!library)
     return library.takeError();
-  result.sharedObject = std::move(*library);
+  result.executable = std::move(*library);
   for (const KernelModule &kernel : kernels) {
     const KernelObject &object = *objects[kernel.symbol];
     result.kernels.push_back({kernel.name, kernel.symbol, object.llvmIR, object.assembly});

@@ -48,8 +48,9 @@ using Size = OpFoldResult;
 
 class AttentionEmitter {
 public:
-  AttentionEmitter(OpBuilder &b, kiln::kernel::AttentionOp op, int64_t vl)
-      : b(b), loc(op.getLoc()), op(op), vl(vl) {
+  AttentionEmitter(OpBuilder &b, kiln::kernel::AttentionOp op,
+                   const kiln::cpu::MatmulTiles &tiles)
+      : b(b), loc(op.getLoc()), op(op), tiles(tiles), vl(tiles.vectorLength) {
     auto q = cast<MemRefType>(op.getQ().getType());
     auto k = cast<MemRefType>(op.getK().getType());
     auto v = cast<MemRefType>(op.getV().getType());
@@ -258,10 +259,10 @@ private:
       });
     });
     linalg::FillOp::create(b, loc, constant(0.0), s);
-    MatmulEmitter(b, loc, q, kT, s, /*transposed=*/false, vl).emit({});
+    MatmulEmitter(b, loc, q, kT, s, /*transposed=*/false, tiles).emit({});
     forLoop(index(0), value(count), 1, [&](Value r) { softmaxRow(s, out, i0, r, j0, width); });
     Value v = rows(op.getV(), {batchIndex, kvHeadIndex}, j0, width, b.getIndexAttr(valueSize));
-    MatmulEmitter(b, loc, s, v, out, /*transposed=*/false, vl).emit({});
+    MatmulEmitter(b, loc, s, v, out, /*transposed=*/false, tiles).emit({});
   }
 
   /// Scales and masks row r of the tile, turns it into probabilities against
@@ -384,6 +385,7 @@ private:
   OpBuilder &b;
   Location loc;
   kiln::kernel::AttentionOp op;
+  kiln::cpu::MatmulTiles tiles;
   int64_t vl;
   Type element;
   int64_t heads = 0, headSize = 0, kvHeads = 0, valueSize = 0, rowBlock = 0, keyBlock = 0;
@@ -400,7 +402,11 @@ struct LowerAttentionPass : kiln::cpu::impl::LowerAttentionPassBase<LowerAttenti
     func::FuncOp func = getOperation();
     SmallVector<kiln::kernel::AttentionOp> ops;
     func.walk([&](kiln::kernel::AttentionOp op) { ops.push_back(op); });
-    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
+    if (ops.empty())
+      return;
+    auto target = kiln::kernel::requireTarget(func, getArgument());
+    if (failed(target))
+      return signalPassFailure();
     for (kiln::kernel::AttentionOp op : ops) {
       if (!op.hasPureBufferSemantics()) {
         op.emitOpError("must be bufferized before kiln-lower-attention");
@@ -414,8 +420,8 @@ struct LowerAttentionPass : kiln::cpu::impl::LowerAttentionPassBase<LowerAttenti
       if (failed(AttentionEmitter::verifyStaticDims(op)))
         return signalPassFailure();
       OpBuilder b(op);
-      int64_t vl = bits / q.getElementType().getIntOrFloatBitWidth();
-      AttentionEmitter(b, op, vl).emit(func.getBody().front());
+      AttentionEmitter(b, op, kiln::cpu::matmulTiles(*target, q.getElementType()))
+          .emit(func.getBody().front());
     }
   }
 };

@@ -292,7 +292,11 @@ struct LowerConvolutionPass
   void runOnOperation() override {
     SmallVector<kiln::kernel::Conv2dOp> ops;
     getOperation().walk([&](kiln::kernel::Conv2dOp op) { ops.push_back(op); });
-    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
+    if (ops.empty())
+      return;
+    auto target = kiln::kernel::requireTarget(getOperation(), getArgument());
+    if (failed(target))
+      return signalPassFailure();
     bool otherLoops = false;
     getOperation().walk([&](linalg::LinalgOp) { otherLoops = true; });
     for (kiln::kernel::Conv2dOp op : ops) {
@@ -316,7 +320,7 @@ struct LowerConvolutionPass
         return signalPassFailure();
       }
       OpBuilder b(op);
-      ConvolutionEmitter(b, op, bits / input.getElementType().getIntOrFloatBitWidth()).emit();
+      ConvolutionEmitter(b, op, target->vectorLength(input.getElementType())).emit();
     }
   }
 };

@@ -24,15 +24,11 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "kiln/Target/CPU/CpuCodegen.h"
+#include "kiln/Target/CPU/TileSizes.h"
 
 namespace kiln::cpu {
 
 using namespace mlir; // a private header of the CPU target
-
-/// The widest vector register of the host, in bits: the passes' default
-/// when no `vector-bits` option names the target's.
-inline int64_t hostVectorBits() { return CpuTarget::host().vectorBits(); }
 
 /// Emits C += A * B on memrefs: A [.., M, K], B [.., K, N] (or [.., N, K]
 /// when `transposed`) and C [.., M, N]; `emit` takes the leading (batch)
@@ -40,10 +36,11 @@ inline int64_t hostVectorBits() { return CpuTarget::host().vectorBits(); }
 /// bounds computed at run time, and the ragged edges are the same loops.
 class MatmulEmitter {
 public:
+  /// `tiles` are the target's for C's element type (TileSizes.h).
   MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bMat, Value c,
-                bool transposed, int64_t vectorLength)
+                bool transposed, const MatmulTiles &tiles)
       : b(b), loc(loc), a(a), bMat(bMat), c(c), transposed(transposed),
-        vl(vectorLength) {
+        tiles(tiles), vl(tiles.vectorLength) {
     auto cType = cast<MemRefType>(c.getType());
     element = cType.getElementType();
     int64_t rank = cType.getRank();
@@ -81,17 +78,16 @@ public:
   /// than take dot products along k.
   bool broadcastsA() const { return !transposed || packsTransposedB() || prepacked; }
 
-  /// Rows of C per microkernel tile: as many as the vector registers hold
-  /// beside the B row vectors and the broadcast (AVX-512's 32 registers:
-  /// 8 x 2 accumulators; AVX2's 16: 6 x 2).
+  /// Rows of C per microkernel tile, from the target's tiles.
   int64_t rowsPerTile() const {
-    if (!broadcastsA())
-      return vl >= 16 ? 4 : 3;
-    return vl >= 16 ? 8 : 6;
+    return broadcastsA() ? tiles.broadcast.rows : tiles.dot.rows;
   }
   /// Columns of C per microkernel tile: the step of every column loop the
-  /// emitter makes, so a split of the columns at multiples of it is clean.
-  int64_t columnsPerTile() const { return broadcastsA() ? 2 * vl : rowsPerTile(); }
+  /// emitter makes, so a split of the columns at multiples of it is clean;
+  /// prepacked panels must be this wide.
+  int64_t columnsPerTile() const {
+    return broadcastsA() ? tiles.broadcast.columns : tiles.dot.columns;
+  }
   /// Rows per cache block: the step of the top-level row loop. A transposed
   /// panel serves four times as many rows (A's block of rows by kKc stays in
   /// L2: 256 x 128 floats, 128 KB).
@@ -576,6 +572,7 @@ private:
   Location loc;
   Value a, bMat, c;
   bool transposed;
+  MatmulTiles tiles;
   int64_t vl;
   Size m{0}, n{0}, k{0};
   Type element;

@@ -11,7 +11,7 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Plan/IR/PlanOps.h"
 #include "kiln/Target/CPU/Passes.h"
-#include "MatmulEmitter.h"
+#include "kiln/Target/CPU/TileSizes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/SymbolTable.h"
@@ -43,9 +43,13 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
-    // The microkernel's panel width for f32: two vectors (columnsPerTile).
-    panelWidth = 2 * bits / 32;
+    auto target = kiln::kernel::requireTarget(module, getArgument());
+    if (failed(target))
+      return signalPassFailure();
+    // As wide as the f32 tile that reads the panels (kiln-vectorize-matmul
+    // checks the width it finds against its own).
+    panelWidth = kiln::cpu::matmulTiles(*target, Float32Type::get(&getContext()))
+                     .broadcast.columns;
     SymbolTable symbols(module);
     for (auto entry : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (entry->hasAttr(plan::kEntryAttr))
@@ -117,13 +121,13 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
       // panels..., outputs..., symbols...).
       for (auto [i, operand] : llvm::enumerate(operands)) {
         OpBuilder b(kernel);
-        auto attr = b.getDictionaryAttr(
-            {b.getNamedAttr("of", b.getI64IntegerAttr(operand.argument)),
-             b.getNamedAttr("transposed", b.getBoolAttr(operand.transposed))});
-        if (failed(kernel.insertArgument(2 + numInputs + i, packedBuffers[i].getType(),
-                                         b.getDictionaryAttr(b.getNamedAttr(
-                                             kiln::kernel::kPackedRhsAttr, attr)),
-                                         kernel.getLoc())))
+        auto attr = kiln::kernel::PackedRhsAttr::get(b.getContext(), operand.argument,
+                                                     operand.transposed, panelWidth);
+        if (failed(kernel.insertArgument(
+                2 + numInputs + i, packedBuffers[i].getType(),
+                b.getDictionaryAttr(
+                    b.getNamedAttr(kiln::kernel::KernelDialect::kPackedRhsAttrName, attr)),
+                kernel.getLoc())))
           return signalPassFailure();
       }
       SmallVector<Value> bindings = llvm::to_vector(launch.getBindings());

@@ -62,22 +62,21 @@ bool columnsSplit(func::FuncOp func, linalg::GenericOp matmul) {
 }
 
 /// The argument of `func` holding `rhs` packed into panels as a matmul
-/// reading it `transposed` or not takes it (kiln-pack-weights), if any.
-Value prepackedPanels(func::FuncOp func, Value rhs, bool transposed) {
+/// reading it `transposed` or not takes it (kiln-pack-weights), with its
+/// packing, if any.
+std::pair<Value, kiln::kernel::PackedRhsAttr> prepackedPanels(func::FuncOp func, Value rhs,
+                                                              bool transposed) {
   auto argument = dyn_cast<BlockArgument>(rhs);
   if (!argument || argument.getOwner() != &func.getBody().front())
-    return Value();
+    return {};
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    auto packed = func.getArgAttrOfType<DictionaryAttr>(i, kiln::kernel::kPackedRhsAttr);
-    if (!packed)
-      continue;
-    auto of = packed.getAs<IntegerAttr>("of");
-    auto packedTransposed = packed.getAs<BoolAttr>("transposed");
-    if (of && packedTransposed && of.getInt() == argument.getArgNumber() &&
-        packedTransposed.getValue() == transposed)
-      return func.getArgument(i);
+    auto packed = func.getArgAttrOfType<kiln::kernel::PackedRhsAttr>(
+        i, kiln::kernel::KernelDialect::kPackedRhsAttrName);
+    if (packed && packed.getOf() == argument.getArgNumber() &&
+        packed.getTransposed() == transposed)
+      return {func.getArgument(i), packed};
   }
-  return Value();
+  return {};
 }
 
 struct VectorizeMatmulPass
@@ -85,7 +84,6 @@ struct VectorizeMatmulPass
   using Base::Base;
 
   void runOnOperation() override {
-    int64_t bits = vectorBits > 0 ? (int64_t)vectorBits : kiln::cpu::hostVectorBits();
     SmallVector<linalg::GenericOp> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
       if (auto order = op->getAttrOfType<StringAttr>(kiln::kernel::kContractionAttr))
@@ -93,13 +91,18 @@ struct VectorizeMatmulPass
             op.getNumDpsInits() == 1)
           matmuls.push_back(op);
     });
+    if (matmuls.empty())
+      return;
+    auto target = kiln::kernel::requireTarget(getOperation(), getArgument());
+    if (failed(target))
+      return signalPassFailure();
     for (linalg::GenericOp op : matmuls) {
       auto cType = cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
       Type element = cType.getElementType();
       if (!element.isF32() && !element.isF64())
         continue; // integer matmuls keep the generic loops
-      int64_t vl = bits / element.getIntOrFloatBitWidth();
-      if (vl < 2)
+      kiln::cpu::MatmulTiles tiles = kiln::cpu::matmulTiles(*target, element);
+      if (tiles.vectorLength < 2)
         continue; // no vectors this narrow: keep the generic's loops
       bool transposed =
           op->getAttrOfType<StringAttr>(kiln::kernel::kContractionAttr).getValue() == "ijk";
@@ -107,11 +110,23 @@ struct VectorizeMatmulPass
       Location loc = op.getLoc();
       MatmulEmitter emitter(b, loc, op.getDpsInputOperand(0)->get(),
                             op.getDpsInputOperand(1)->get(),
-                            op.getDpsInitOperand(0)->get(), transposed, vl);
+                            op.getDpsInitOperand(0)->get(), transposed, tiles);
       emitter.setPackB(true);
-      if (Value panels = prepackedPanels(getOperation(), op.getDpsInputOperand(1)->get(),
-                                         transposed))
+      auto [panels, packing] =
+          prepackedPanels(getOperation(), op.getDpsInputOperand(1)->get(), transposed);
+      if (panels) {
         emitter.setPrepackedB(panels);
+        // The packing pass chose the width from the same tiles; a mismatch
+        // would read the panels with the wrong stride.
+        if (packing.getPanelColumns() != emitter.columnsPerTile()) {
+          op.emitOpError() << "reads weights packed in panels of " << packing.getPanelColumns()
+                           << " columns, but the micro-kernel tile for "
+                           << target->getName() << " is " << emitter.columnsPerTile()
+                           << " columns wide: kiln-pack-weights and kiln-vectorize-matmul "
+                              "disagree";
+          return signalPassFailure();
+        }
+      }
       if (matmuls.size() == 1 && columnsSplit(getOperation(), op)) {
         func::FuncOp func = getOperation();
         func->setAttr(kiln::kernel::kColumnExtentAttr, b.getI64IntegerAttr(cType.getDimSize(1)));

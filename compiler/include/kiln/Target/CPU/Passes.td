@@ -30,7 +30,8 @@ def EmitKernelABIPass : Pass<"kiln-emit-kernel-abi", "mlir::ModuleOp"> {
 def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
   let summary = "Register-blocked vector microkernels for matmul generics";
   let description = [{
-    Runs on bufferized kernels, before linalg becomes loops. Each f32/f64
+    Runs on bufferized kernels, before linalg becomes loops. Vector widths
+    and tiles come from the module's `kiln_kernel.target` (TileSizes.h). Each f32/f64
     matmul generic (marked `kiln.contraction` by the graph lowering) becomes
     a loop over MR-row blocks of C whose body keeps an MR x NR tile of C in
     vector registers across the whole k loop, with vector FMAs (B in [K, N]:
@@ -44,10 +45,6 @@ def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
     nested deeper than directly inside a top-level loop `kiln.column_loop`:
     kiln-distribute-workgroups then splits the columns as well as the rows.
   }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
-           "SIMD register width in bits (0: the host CPU's)">,
-  ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
@@ -59,13 +56,15 @@ def PackWeightsPass : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
     2-D f32 matmul takes its right-hand side straight from a graph input
     marked `kiln_graph.parameter` (a module's weight, [K, N] or, with
     `transpose_rhs`, [N, K]), a new kernel copies that weight into the
-    microkernel's panel layout, [N / NR, K, NR] with NR = two vectors (the
-    columns past the last full panel stay where they are): an `alloc
+    microkernel's panel layout, [N / NR, K, NR] with NR the width of the
+    target's broadcast tile (TileSizes.h: two vectors; the columns past the
+    last full panel stay where they are): an `alloc
     {persistent}` written by a `launch {cached}` at the plan's start, which
     the runtime re-runs only when the weight changes (a new tensor, or an
     in-place update that bumps its version counter). The matmul kernel takes
-    the panels as one more input, marked `kiln.packed_rhs`, and reads B's
-    full panels from there (kiln-vectorize-matmul): no per-call transpose or
+    the panels as one more input, marked `#kiln_kernel.packed_rhs` with the
+    panel width, and reads B's full panels from there (kiln-vectorize-matmul,
+    which fails if its tile is not that wide): no per-call transpose or
     copy of the weight. A weight used by several kernels is packed once.
 
     Any other launch that reads only parameters (batch norm's per-channel
@@ -73,10 +72,6 @@ def PackWeightsPass : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
     is cached the same way: its buffers become persistent, unless one is (a
     view of) a graph output.
   }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
-           "SIMD register width in bits (0: the host CPU's)">,
-  ];
   let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
 }
 
@@ -86,16 +81,13 @@ def LowerAttentionPass : Pass<"kiln-lower-attention", "mlir::func::FuncOp"> {
     Runs on bufferized kernels. Each `kiln_kernel.attention` becomes one loop
     over the B * H (batch, head) pairs, the kernel's workgroup extent. For
     each block of query rows, it walks the keys in tiles: scores of the tile
-    (a transposed matmul microkernel into a small stack buffer), the running
+    (a transposed matmul microkernel, tiled for the module's
+    `kiln_kernel.target`, into a small stack buffer), the running
     row maximum and sum rescaled as in FlashAttention, and the accumulator
     updated with the tile's probabilities times the values (a second
     microkernel). The [L, S] scores are never stored; causal attention skips
     the tiles past each block's last query row.
   }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
-           "SIMD register width in bits (0: the host CPU's)">,
-  ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::linalg::LinalgDialect"];
@@ -105,7 +97,8 @@ def LowerConvolutionPass : Pass<"kiln-lower-convolution", "mlir::func::FuncOp"> 
   let summary = "Direct convolution loops, vectorized along output rows";
   let description = [{
     Runs on bufferized kernels. Each `kiln_kernel.conv2d` becomes one loop
-    over the N * OH output rows, the kernel's workgroup extent. In a row,
+    over the N * OH output rows, the kernel's workgroup extent. Vectors are
+    as wide as the module's `kiln_kernel.target` says. In a row,
     tiles of 6 output channels by two vectors of columns stay in registers
     across the reduction over input channels and kernel taps, which reads
     the padded input in place (vector loads, or gathers for strides > 1):
@@ -114,10 +107,6 @@ def LowerConvolutionPass : Pass<"kiln-lower-convolution", "mlir::func::FuncOp"> 
     on vectors and applied to each accumulator before its store; a kernel
     that holds another loop nest besides the convolution is refused.
   }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
-           "SIMD register width in bits (0: the host CPU's)">,
-  ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }

@@ -1,14 +1,27 @@
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace kiln::kernel;
 
 #include "kiln/Dialect/Kernel/IR/KernelOpsDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Kernel/IR/KernelAttrs.cpp.inc"
+
 void KernelDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kiln/Dialect/Kernel/IR/KernelAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "kiln/Dialect/Kernel/IR/KernelOps.cpp.inc"
@@ -133,4 +146,113 @@ void AttentionOp::getEffects(
 void Conv2dOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
   destinationEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef kind,
+                                 StringRef name, StringRef format, StringRef triple,
+                                 StringRef chip, StringRef features, int64_t vectorBits,
+                                 int64_t vectorRegisters, int64_t l1Bytes, int64_t l2Bytes,
+                                 int64_t subgroupSize, int64_t maxWorkgroupSize,
+                                 int64_t sharedMemoryBytes) {
+  if (kind.empty() || name.empty() || format.empty())
+    return emitError() << "a target needs a kind, a name and an executable format";
+  if (triple.empty())
+    return emitError() << "target '" << name << "' needs a target triple";
+  if (vectorBits < 0 || vectorBits % 32 != 0)
+    return emitError() << "target '" << name << "' has vector_bits " << vectorBits
+                       << ": a multiple of 32 (0 for no vectors)";
+  if (vectorRegisters < 0 || (vectorBits > 0 && vectorRegisters == 0))
+    return emitError() << "target '" << name << "' has " << vectorRegisters
+                       << " vector registers; a target with vectors has at least one";
+  for (auto [field, value] :
+       {std::pair<StringRef, int64_t>{"l1_bytes", l1Bytes}, {"l2_bytes", l2Bytes},
+        {"subgroup_size", subgroupSize}, {"max_workgroup_size", maxWorkgroupSize},
+        {"shared_memory_bytes", sharedMemoryBytes}})
+    if (value < 0)
+      return emitError() << "target '" << name << "' has a negative " << field;
+  if (!features.empty())
+    for (StringRef feature : llvm::split(features, ','))
+      if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-'))
+        return emitError() << "target '" << name << "' has feature '" << feature
+                           << "': features are written +name or -name, separated by commas";
+  return success();
+}
+
+bool TargetAttr::hasFeature(StringRef feature) const {
+  return llvm::is_contained(llvm::split(getFeatures(), ','), ("+" + feature).str());
+}
+
+StringRef TargetAttr::getArch() const { return getTriple().split('-').first; }
+
+int64_t TargetAttr::vectorLength(Type element) const {
+  unsigned bits = element.getIntOrFloatBitWidth();
+  return bits ? getVectorBits() / bits : 0;
+}
+
+LogicalResult PackedRhsAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t of,
+                                    bool transposed, int64_t panelColumns) {
+  if (of < 0)
+    return emitError() << "packed_rhs names argument " << of;
+  if (panelColumns < 1)
+    return emitError() << "packed_rhs has panels of " << panelColumns << " columns";
+  return success();
+}
+
+LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
+  if (attribute.getName() != kTargetAttrName)
+    return op->emitError() << "unknown kiln_kernel attribute '" << attribute.getName().getValue()
+                           << "'";
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kTargetAttrName << "' belongs on a module";
+  if (!isa<TargetAttr>(attribute.getValue()))
+    return op->emitError() << "'" << kTargetAttrName << "' must be a #kiln_kernel.target";
+  return success();
+}
+
+LogicalResult KernelDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
+                                                      unsigned argIndex,
+                                                      NamedAttribute attribute) {
+  if (attribute.getName() != kPackedRhsAttrName)
+    return op->emitError() << "unknown kiln_kernel argument attribute '"
+                           << attribute.getName().getValue() << "'";
+  auto packed = dyn_cast<PackedRhsAttr>(attribute.getValue());
+  if (!packed)
+    return op->emitError() << "'" << kPackedRhsAttrName << "' must be a #kiln_kernel.packed_rhs";
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitError() << "'" << kPackedRhsAttrName << "' belongs on a function argument";
+  if (packed.getOf() >= (int64_t)func.getNumArguments() || packed.getOf() == argIndex)
+    return op->emitError() << "argument " << argIndex << " is packed from argument "
+                           << packed.getOf() << ", which is not another argument";
+  // Once lowered to pointers (llvm.func), the shape is no longer there to check.
+  Type type = func.getArgumentTypes()[argIndex];
+  if (!isa<ShapedType>(type))
+    return success();
+  auto shaped = cast<ShapedType>(type);
+  if (!shaped.hasRank() || shaped.getRank() != 3 ||
+      shaped.getDimSize(2) != packed.getPanelColumns())
+    return op->emitError() << "argument " << argIndex << " holds panels of "
+                           << packed.getPanelColumns() << " columns, so its type must be "
+                           << "[panels, K, " << packed.getPanelColumns() << "], not " << type;
+  return success();
+}
+
+TargetAttr kiln::kernel::getTarget(Operation *op) {
+  for (Operation *at = op; at; at = at->getParentOp())
+    if (auto module = dyn_cast<ModuleOp>(at))
+      if (auto target = module->getAttrOfType<TargetAttr>(KernelDialect::kTargetAttrName))
+        return target;
+  return {};
+}
+
+FailureOr<TargetAttr> kiln::kernel::requireTarget(Operation *op, StringRef pass) {
+  if (TargetAttr target = getTarget(op))
+    return target;
+  return op->emitError() << pass << " needs the target its code is for: the module's '"
+                         << KernelDialect::kTargetAttrName
+                         << "' (the compiler sets it; in tests, run kiln-attach-target first)";
 }

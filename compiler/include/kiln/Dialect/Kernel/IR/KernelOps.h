@@ -11,7 +11,22 @@
 
 #include "kiln/Dialect/Kernel/IR/KernelOpsDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Kernel/IR/KernelAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Kernel/IR/KernelOps.h.inc"
+
+namespace kiln::kernel {
+
+/// The target of the module enclosing `op` (its `kiln_kernel.target`), or
+/// null when it has none.
+TargetAttr getTarget(mlir::Operation *op);
+
+/// The target of the module enclosing `op`; without one, an error at `op`
+/// saying that `pass` needs it.
+mlir::FailureOr<TargetAttr> requireTarget(mlir::Operation *op, llvm::StringRef pass);
+
+} // namespace kiln::kernel
 
 #endif

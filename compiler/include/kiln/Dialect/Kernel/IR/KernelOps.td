@@ -7,21 +7,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 
-def Kernel_Dialect : Dialect {
-  let name = "kiln_kernel";
-  let cppNamespace = "::kiln::kernel";
-  let summary = "Graph ops grouped by fusion into single launches";
-  let description = [{
-    A `kiln_kernel.kernel` is one launch: its region holds the `kiln_graph`
-    ops fusion put together, isolated from above. `workgroup_extent` is the
-    size of the leading parallel dimension every op in the kernel shares;
-    workgroups split that dimension. An extent of 0 means the kernel runs as
-    a single workgroup. A symbolic extent is written as the map of its
-    expression over the graph's size symbols, `extent(affine_map<()[s0] ->
-    (s0 * 4)>)`, and stored in `symbolic_extent` (`workgroup_extent` is then
-    -1).
-  }];
-}
+include "kiln/Dialect/Kernel/IR/KernelDialect.td"
+include "kiln/Dialect/Kernel/IR/KernelAttrs.td"
+
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kernel_Dialect, mnemonic, traits>;

@@ -47,11 +47,6 @@ inline constexpr llvm::StringLiteral kColumnAlignmentAttr = "kiln.column_alignme
 /// "ijk" (B is [N, K]), the loop order of its iteration space. Targets use it
 /// to pick a microkernel.
 inline constexpr llvm::StringLiteral kContractionAttr = "kiln.contraction";
-/// Argument attribute of a kernel function's memref holding another
-/// argument, the right-hand side of its matmuls, packed into panels
-/// (kiln-pack-weights): a dictionary {of = index of that argument,
-/// transposed = whether the matmul reads it as [N, K]}.
-inline constexpr llvm::StringLiteral kPackedRhsAttr = "kiln.packed_rhs";
 
 /// Rows per workgroup when `count` workgroups split a kernel's leading
 /// extent: ceil(extent / count) rounded up to `alignment`. Workgroup `id`
