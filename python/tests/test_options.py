@@ -141,3 +141,15 @@ def test_force_eager_predicate_and_bad_values():
     for bad in ("aten.mm", [1, 2], 3):
         with pytest.raises(ValueError, match="force_eager"):
             KilnOptions.from_dict({"force_eager": bad}, env={})
+
+
+def test_target_names_are_parsed_by_the_compilers_registry():
+    """One parser of target names, the compiler's: every name it accepts is an
+    option (an AArch64 CPU by name too), and its error lists what it takes."""
+    pytest.importorskip("kiln._C")
+    for name in ("cpu", "cpu:x86-64-v3", "cpu:znver4", "cpu:aarch64", "cpu:aarch64:neoverse-n1"):
+        assert KilnOptions.from_dict({"target": name}, env={}).target == name
+    with pytest.raises(ValueError, match="kiln option 'target': unknown target 'cpu:aarch64:pentium4'"):
+        KilnOptions.from_dict({"target": "cpu:aarch64:pentium4"}, env={})
+    with pytest.raises(ValueError, match="KILN_TARGET.*unknown target 'gpu'.*'cpu:x86-64-v3'"):
+        KilnOptions.from_dict({}, env={"KILN_TARGET": "gpu"})
