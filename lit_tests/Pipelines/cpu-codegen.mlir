@@ -24,7 +24,7 @@
 // CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
 // CHECK: llvm.return
 func.func private @kernel_0_add(%wg: index, %wgc: index, %a: memref<64x16xf32>, %b: memref<16xf32>, %out: memref<64x16xf32>)
-    attributes {kiln.kernel = "kernel_0_add", kiln.workgroup_extent = 64 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_add", kiln_kernel.workgroup_extent = 64 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<64x16xf32> to tensor<64x16xf32>
   %1 = bufferization.to_tensor %b restrict : memref<16xf32> to tensor<16xf32>
   %2 = kiln_graph.add %0, %1 : tensor<64x16xf32>, tensor<16xf32> -> tensor<64x16xf32>
@@ -50,7 +50,7 @@ func.func private @kernel_0_add(%wg: index, %wgc: index, %a: memref<64x16xf32>, 
 // CHECK-NOT: llvm.udiv
 // CHECK: llvm.return
 func.func private @kernel_0_matmul(%wg: index, %wgc: index, %a: memref<8x16xf32>, %w: memref<32x16xf32>, %b: memref<32xf32>, %out: memref<8x32xf32>)
-    attributes {kiln.kernel = "kernel_0_matmul", kiln.workgroup_extent = 8 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_matmul", kiln_kernel.workgroup_extent = 8 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<8x16xf32> to tensor<8x16xf32>
   %1 = bufferization.to_tensor %w restrict : memref<32x16xf32> to tensor<32x16xf32>
   %2 = bufferization.to_tensor %b restrict : memref<32xf32> to tensor<32xf32>
@@ -61,7 +61,7 @@ func.func private @kernel_0_matmul(%wg: index, %wgc: index, %a: memref<8x16xf32>
   return
 }
 func.func private @kernel_1_sum(%wg: index, %wgc: index, %a: memref<8x32xf32>, %out: memref<f32>)
-    attributes {kiln.kernel = "kernel_1_sum", kiln.workgroup_extent = 0 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_1_sum", kiln_kernel.workgroup_extent = 0 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<8x32xf32> to tensor<8x32xf32>
   %1 = kiln_graph.sum %0 {dims = array<i64>} : tensor<8x32xf32> -> tensor<f32>
   bufferization.materialize_in_destination %1 in restrict writable %out : (tensor<f32>, memref<f32>) -> ()
@@ -82,7 +82,7 @@ func.func private @kernel_1_sum(%wg: index, %wgc: index, %a: memref<8x32xf32>, %
 // CHECK-NOT: llvm.call @free
 // CHECK: llvm.return
 func.func private @kernel_0_softmax(%wg: index, %wgc: index, %a: memref<4x64xf32>, %out: memref<4x64xf32>)
-    attributes {kiln.kernel = "kernel_0_softmax", kiln.workgroup_extent = 4 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_softmax", kiln_kernel.workgroup_extent = 4 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<4x64xf32> to tensor<4x64xf32>
   %1 = kiln_graph.softmax %0 {dim = -1 : i64} : tensor<4x64xf32> -> tensor<4x64xf32>
   bufferization.materialize_in_destination %1 in restrict writable %out : (tensor<4x64xf32>, memref<4x64xf32>) -> ()

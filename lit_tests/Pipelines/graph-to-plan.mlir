@@ -12,7 +12,7 @@
 // CHECK-NEXT: kiln_plan.launch @kernel_1_softmax[1] (%[[V]], %[[Y]]) {num_inputs = 1 : i64}
 // CHECK-NEXT: return %[[Y]] : memref<4x64xf32>
 // CHECK: func.func private @kernel_0_matmul(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8x16xf32>, %{{.*}}: memref<32x16xf32>, %{{.*}}: memref<32xf32>, %{{.*}}: memref<8x32xf32>)
-// CHECK-SAME: attributes {kiln.kernel = "kernel_0_matmul", kiln.workgroup_extent = 8 : i64}
+// CHECK-SAME: attributes {kiln_kernel.kernel = "kernel_0_matmul", kiln_kernel.workgroup_extent = 8 : i64}
 // CHECK-NOT: kiln_graph.permute
 // CHECK-NOT: kiln_graph.mul
 // CHECK: kiln_graph.matmul %{{.*}}, %{{.*}} {transpose_rhs = true}
@@ -20,7 +20,7 @@
 // CHECK-NEXT: kiln_graph.relu
 // CHECK-NEXT: bufferization.materialize_in_destination
 // CHECK: func.func private @kernel_1_softmax(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<4x64xf32>, %{{.*}}: memref<4x64xf32>)
-// CHECK-SAME: kiln.workgroup_extent = 4 : i64
+// CHECK-SAME: kiln_kernel.workgroup_extent = 4 : i64
 // CHECK-NOT: kiln_kernel.kernel
 func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> tensor<4x64xf32> {
   %t = kiln_graph.permute %w {dims = array<i64: 1, 0>} : tensor<32x16xf32> -> tensor<16x32xf32>
@@ -74,7 +74,7 @@ func.func @folded_constant() -> tensor<2xf32> {
 // 3 ops x 1024 x 512 elements / 262144 = 6 workgroups.
 // CHECK: kiln_plan.launch @kernel_0_exp[6]
 // CHECK: func.func private @kernel_0_exp
-// CHECK-SAME: kiln.workgroup_extent = 1024 : i64
+// CHECK-SAME: kiln_kernel.workgroup_extent = 1024 : i64
 func.func @large(%x: tensor<1024x512xf32>) -> tensor<1024x512xf32> {
   %0 = kiln_graph.exp %x : tensor<1024x512xf32> -> tensor<1024x512xf32>
   %1 = kiln_graph.neg %0 : tensor<1024x512xf32> -> tensor<1024x512xf32>

@@ -14,7 +14,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -143,19 +142,23 @@ public:
         func.erase();
     // A repeated layer's kernels are lowered once (a dump keeps them all, so
     // that every stage shows every kernel).
-    llvm::StringMap<std::string> sameAs;
-    if (!options.keepStages)
-      sameAs = dropDuplicateKernels(*kernels);
+    int duplicates = options.keepStages ? 0 : dropDuplicateKernels(module, *kernels);
     for (const PipelineStage &stage : (*target)->kernelStages()) {
       if (failed(runStage(*kernels, stage)))
         return diagnostics.error("stage '" + stage.name + "' failed");
+      // What the kernel stages decided goes back onto the plan's kernels.
+      if (stage.name == "linalg") {
+        copyKernelFacts(module, *kernels, {kernel::kInPlaceOperandsAttr});
+        if (failed(writeInputsInPlace(module)))
+          return diagnostics.error("stage 'in-place' failed");
+      }
       if (stage.name == "loops")
-        recordDistribution(*kernels);
-      if (stage.name == "linalg" && failed(writeInputsInPlace(module, *kernels, sameAs)))
-        return diagnostics.error("stage 'in-place' failed");
+        copyKernelFacts(module, *kernels,
+                        {kernel::kAlignmentAttr, kernel::kColumnExtentAttr,
+                         kernel::kColumnAlignmentAttr, kernel::kScratchBytesAttr});
     }
-    for (auto &[duplicate, original] : sameAs)
-      copyDistribution(original, duplicate);
+    if (failed(runStage(module, {"workgroups", "kiln-resolve-workgroups"})))
+      return diagnostics.error("stage 'workgroups' failed");
 
     auto start = std::chrono::steady_clock::now();
     auto library = (*target)->serializeKernels(*kernels, options.keepStages);
@@ -168,11 +171,8 @@ public:
     for (auto &[step, ms] : library->stepTimesMs)
       result_.stageTimesMs.push_back({"native." + step, ms});
     result_.kernelsCompiled = library->kernelsCompiled;
-    result_.kernelsReused = library->kernelsReused + sameAs.size();
-    for (KernelCode &kernel : library->kernels)
-      kernelSymbols_[kernel.name] = kernel.symbol;
-    for (auto &[duplicate, original] : sameAs)
-      kernelSymbols_[duplicate] = kernelSymbols_.lookup(original);
+    result_.kernelsReused = library->kernelsReused + duplicates;
+    recordSymbols(module, library->kernels);
     for (KernelCode &kernel : library->kernels) {
       // Kernels are exported under content-hashed symbols; the header says whose.
       std::string header = " " + kernel.name + ": exported as " + kernel.symbol +
@@ -196,13 +196,20 @@ public:
   }
 
 private:
-  /// Each kernel's extent and chunk alignment, once workgroups are assigned.
-  /// Erases every kernel function identical to an earlier one but for its
-  /// name (and locations): the same code, which codegen would otherwise
-  /// lower through every stage before finding it shares a symbol. Returns
-  /// the erased names, each with the kernel whose code it takes.
-  static llvm::StringMap<std::string> dropDuplicateKernels(ModuleOp kernels) {
-    llvm::StringMap<std::string> sameAs;
+  /// The plan's kernel function whose code `func`'s is (itself, or the
+  /// kernel it has the same code as), as lowered in `kernels`.
+  static func::FuncOp loweredAs(func::FuncOp func, ModuleOp kernels) {
+    auto same = func->getAttrOfType<FlatSymbolRefAttr>(kernel::kSameCodeAsAttr);
+    return kernels.lookupSymbol<func::FuncOp>(same ? same.getValue() : func.getName());
+  }
+
+  /// Erases from `kernels` every kernel function identical to an earlier one
+  /// but for its name (and locations): the same code, which codegen would
+  /// otherwise lower through every stage before finding it shares a symbol.
+  /// The plan's copy of each is marked kiln_kernel.same_code_as the kernel
+  /// whose code it takes. Returns how many were erased.
+  static int dropDuplicateKernels(ModuleOp module, ModuleOp kernels) {
+    int dropped = 0;
     std::map<std::string, std::string> firstWith; // printed code -> kernel name
     for (auto func : llvm::to_vector(kernels.getOps<func::FuncOp>())) {
       std::string name = func.getName().str();
@@ -217,58 +224,57 @@ private:
       auto [it, inserted] = firstWith.emplace(std::move(code), name);
       if (inserted)
         continue;
-      sameAs[name] = it->second;
+      if (auto planned = module.lookupSymbol<func::FuncOp>(name))
+        planned->setAttr(kernel::kSameCodeAsAttr,
+                         FlatSymbolRefAttr::get(func.getContext(), it->second));
       func.erase();
+      ++dropped;
     }
-    return sameAs;
+    return dropped;
+  }
+
+  /// Copies the attributes `names` that the kernel stages set on the kernels
+  /// they lowered onto the plan's kernel functions (and onto the kernels
+  /// that share their code).
+  static void copyKernelFacts(ModuleOp module, ModuleOp kernels,
+                              llvm::ArrayRef<llvm::StringRef> names) {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      func::FuncOp lowered = loweredAs(func, kernels);
+      if (!lowered)
+        continue;
+      for (llvm::StringRef name : names) {
+        if (Attribute value = lowered->getAttr(name))
+          func->setAttr(name, value);
+        else
+          func->removeAttr(name);
+      }
+    }
   }
 
   /// Binds graph inputs that the graph overwrites as the buffers of their
   /// new values where the kernels allow it (kiln-write-inputs-in-place),
-  /// from the pairs kiln-mark-in-place-operands found in `kernels`.
-  LogicalResult writeInputsInPlace(ModuleOp module, ModuleOp kernels,
-                                   const llvm::StringMap<std::string> &sameAs) {
+  /// from the pairs kiln-mark-in-place-operands found.
+  LogicalResult writeInputsInPlace(ModuleOp module) {
     func::FuncOp entry;
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(plan::kEntryAttr))
         entry = func;
     if (!entry || !entry->hasAttr(graph::kInputWritesAttr))
       return success();
-    for (auto func : module.getOps<func::FuncOp>()) {
-      auto it = sameAs.find(func.getName());
-      auto analyzed = kernels.lookupSymbol<func::FuncOp>(
-          it == sameAs.end() ? func.getName() : StringRef(it->second));
-      if (Attribute pairs = analyzed ? analyzed->getAttr(kernel::kInPlaceOperandsAttr)
-                                     : Attribute())
-        func->setAttr(kernel::kInPlaceOperandsAttr, pairs);
-    }
     return runStage(module, {"in-place", "kiln-write-inputs-in-place"});
   }
 
-  void copyDistribution(StringRef from, StringRef to) {
-    if (auto it = distribution.find(from); it != distribution.end())
-      distribution[to] = it->second;
-    if (auto it = alignments.find(from); it != alignments.end())
-      alignments[to] = it->second;
-    if (splitsColumns.contains(from))
-      splitsColumns.insert(to);
-    if (auto it = scratchBytes.find(from); it != scratchBytes.end())
-      scratchBytes[to] = it->second;
-  }
-
-  void recordDistribution(ModuleOp kernels) {
-    for (auto func : kernels.getOps<func::FuncOp>()) {
-      auto extent = func->getAttrOfType<IntegerAttr>(kernel::kExtentAttr);
-      auto alignment = func->getAttrOfType<IntegerAttr>(kernel::kAlignmentAttr);
-      if (extent && alignment)
-        distribution[func.getName()] = {extent.getInt(), alignment.getInt()};
-      if (alignment)
-        alignments[func.getName()] = alignment.getInt();
-      if (func->hasAttr(kernel::kColumnExtentAttr))
-        splitsColumns.insert(func.getName());
-      if (auto scratch = func->getAttrOfType<IntegerAttr>(kernel::kScratchBytesAttr))
-        scratchBytes[func.getName()] = scratch.getInt();
-    }
+  /// Records on each of the plan's kernel functions the executable's entry
+  /// point for its code (kiln_kernel.symbol).
+  static void recordSymbols(ModuleOp module, llvm::ArrayRef<KernelCode> kernels) {
+    for (const KernelCode &code : kernels)
+      if (auto func = module.lookupSymbol<func::FuncOp>(code.name))
+        func->setAttr(kernel::kSymbolAttr, StringAttr::get(module.getContext(), code.symbol));
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto same = func->getAttrOfType<FlatSymbolRefAttr>(kernel::kSameCodeAsAttr))
+        if (auto original = module.lookupSymbol<func::FuncOp>(same.getValue()))
+          if (Attribute symbol = original->getAttr(kernel::kSymbolAttr))
+            func->setAttr(kernel::kSymbolAttr, symbol);
   }
 
   /// An affine expression over the size symbols as the runtime's SizeExpr.
@@ -322,13 +328,13 @@ private:
       return failure();
     E one = E::constant(1);
     // A kernel that splits its columns too is not capped by its rows.
-    bool grid = splitsColumns.contains(launch.getKernel());
+    bool grid = launch.getGrid();
     E plan = E::constant((int64_t)launch.getWorkgroups());
     E cap = grid ? plan : E::binary(Op::Min, *extent, plan);
     E count = E::binary(Op::Max, one, E::binary(Op::Min, cap, *work));
     if (grid)
       return count;
-    int64_t alignment = alignments.lookup(launch.getKernel());
+    int64_t alignment = launch.getAlignment().value_or(0);
     if (alignment < 1)
       return count; // a kernel without a distributed extent runs whatever count
     E align = E::constant(alignment);
@@ -389,26 +395,6 @@ private:
       artifact.symbols.push_back(std::move(symbol));
     }
     return success();
-  }
-
-  /// The launch's workgroup count, lowered to the number of workgroups that
-  /// get rows: chunks are aligned (e.g. to a microkernel's row block), so a
-  /// plan's count can exceed the chunks there are.
-  /// A kernel that splits its columns too keeps the plan's count: its grid
-  /// is computed from that count (ids past the grid's last run nothing). A
-  /// kernel that splits nothing runs once.
-  uint32_t usefulWorkgroups(plan::LaunchOp launch) {
-    int64_t count = launch.getWorkgroups();
-    if (splitsColumns.contains(launch.getKernel()) || count <= 1)
-      return count;
-    auto it = distribution.find(launch.getKernel());
-    if (it == distribution.end())
-      return launch.getSymbolicExtentAttr() ? count : 1;
-    auto [extent, alignment] = it->second;
-    if (extent <= 1)
-      return 1;
-    int64_t chunk = kernel::workgroupChunk(extent, count, alignment);
-    return std::max<int64_t>(1, llvm::divideCeil(extent, chunk));
   }
 
   void summarizeKernels(ModuleOp module) {
@@ -478,7 +464,7 @@ private:
       return failure();
     uint32_t numSymbols = artifact.symbols.size();
     DenseMap<Value, uint32_t> ids;
-    llvm::StringMap<uint32_t> kernelIds;
+    DenseMap<Operation *, uint32_t> kernelIds; // kernel function -> artifact kernel
     auto addBuffer = [&](Value v, runtime::BufferDesc desc) {
       ids[v] = artifact.buffers.size();
       artifact.buffers.push_back(std::move(desc));
@@ -515,14 +501,20 @@ private:
           return failure();
         addBuffer(view, std::move(buffer));
       } else if (auto launch = dyn_cast<plan::LaunchOp>(op)) {
-        int64_t scratch = scratchBytes.lookup(launch.getKernel());
-        auto [it, inserted] =
-            kernelIds.try_emplace(launch.getKernel(), artifact.kernels.size());
+        auto kernelFunc = module.lookupSymbol<func::FuncOp>(launch.getKernel());
+        auto symbol = kernelFunc ? kernelFunc->getAttrOfType<StringAttr>(kernel::kSymbolAttr)
+                                 : StringAttr();
+        if (!symbol)
+          return launch.emitOpError("launches a kernel with no code (no ")
+                 << kernel::kSymbolAttr << ")";
+        auto scratchAttr = kernelFunc->getAttrOfType<IntegerAttr>(kernel::kScratchBytesAttr);
+        int64_t scratch = scratchAttr ? scratchAttr.getInt() : 0;
+        auto [it, inserted] = kernelIds.try_emplace(kernelFunc, artifact.kernels.size());
         if (inserted)
-          artifact.kernels.push_back({kernelSymbols_.lookup(launch.getKernel()),
+          artifact.kernels.push_back({symbol.str(),
                                       (uint32_t)launch.getBindings().size() + (scratch > 0),
                                       launch.getKernel().str(), numSymbols});
-        runtime::LaunchCmd cmd{it->second, usefulWorkgroups(launch), {}, {}};
+        runtime::LaunchCmd cmd{it->second, (uint32_t)launch.getWorkgroups(), {}, {}};
         if (launch.getSymbolicExtentAttr()) {
           auto count = symbolicWorkgroups(launch);
           if (failed(count))
@@ -595,12 +587,7 @@ private:
 
   const CompileOptions &options;
   CompiledGraph result_;
-  llvm::StringMap<std::string> kernelSymbols_; // kernel name -> exported symbol
   kernel::TargetAttr targetDescription_;        // what the kernels were compiled for
-  llvm::StringMap<std::pair<int64_t, int64_t>> distribution; // extent, alignment
-  llvm::StringSet<> splitsColumns; // kernels whose workgroups split columns too
-  llvm::StringMap<int64_t> alignments; // every distributed kernel's alignment
-  llvm::StringMap<int64_t> scratchBytes; // kernels that take a scratch buffer
 };
 
 } // namespace

@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -convert-kiln-graph-to-linalg -canonicalize | FileCheck %s
 
-// In a kernel with size symbols (its last `kiln.num_symbols` arguments),
+// In a kernel with size symbols (its last `kiln_kernel.num_symbols` arguments),
 // symbolic dims become values computed from the symbols: tensor.empty takes
 // them, reshapes that group dims keep to one collapse or expand, and a mean
 // divides by its symbolic count. The graph's symbolic encodings leave the
@@ -10,7 +10,7 @@
 // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
 // CHECK: %[[ROWS:.*]] = arith.muli %[[S0]], %[[S1]]
 // CHECK: %[[MM:.*]] = tensor.empty(%[[ROWS]]) : tensor<?x4xf32>
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[W]] : tensor<?x8xf32>, tensor<8x4xf32>) outs(%{{.*}} : tensor<?x4xf32>) attrs = {kiln.contraction = "ikj"}
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[W]] : tensor<?x8xf32>, tensor<8x4xf32>) outs(%{{.*}} : tensor<?x4xf32>) attrs = {kiln_kernel.contraction = "ikj"}
 // Softmax's exps are as many as the matmul's outputs (s0 * s1 rows).
 // CHECK: tensor.empty(%{{.*}}) : tensor<?x4xf32>
 // The mean's count, s1 * 8, is a value converted to f32 once.
@@ -23,7 +23,7 @@
 #bs = affine_map<()[s0, s1] -> (s0, s1)>
 #p = affine_map<()[s0, s1] -> (s0 * s1)>
 func.func @rows(%x: tensor<?x?x8xf32, #bs>, %w: tensor<8x4xf32>, %s0: index, %s1: index)
-    -> (tensor<?x4xf32, #p>, tensor<?xf32, #s0>) attributes {kiln.num_symbols = 2 : i64} {
+    -> (tensor<?x4xf32, #p>, tensor<?xf32, #s0>) attributes {kiln_kernel.num_symbols = 2 : i64} {
   %0 = kiln_graph.reshape %x : tensor<?x?x8xf32, #bs> -> tensor<?x8xf32, #p>
   %1 = kiln_graph.matmul %0, %w : tensor<?x8xf32, #p>, tensor<8x4xf32> -> tensor<?x4xf32, #p>
   %2 = kiln_graph.softmax %1 {dim = 1 : i64} : tensor<?x4xf32, #p> -> tensor<?x4xf32, #p>
@@ -55,7 +55,7 @@ func.func @rows(%x: tensor<?x?x8xf32, #bs>, %w: tensor<8x4xf32>, %s0: index, %s1
 func.func @gathers(%ids: tensor<?xi64, #s0>, %w: tensor<10x8xf32>, %x: tensor<?x8xf32, #s0>,
                    %y: tensor<4x8xf32>, %s0: index)
     -> (tensor<?x8xf32, #s0>, tensor<?x8xf32, #p1>, tensor<?xi64, #s0>, tensor<?x2xf32, #s0>)
-    attributes {kiln.num_symbols = 1 : i64} {
+    attributes {kiln_kernel.num_symbols = 1 : i64} {
   %0 = kiln_graph.embedding %w, %ids : tensor<10x8xf32>, tensor<?xi64, #s0> -> tensor<?x8xf32, #s0>
   %1 = kiln_graph.concat %x, %y {dim = 0 : i64} : tensor<?x8xf32, #s0>, tensor<4x8xf32> -> tensor<?x8xf32, #p1>
   %2 = kiln_graph.iota {start = 0 : i64, step = 1 : i64} : tensor<?xi64, #s0>
@@ -74,7 +74,7 @@ func.func @gathers(%ids: tensor<?xi64, #s0>, %w: tensor<10x8xf32>, %x: tensor<?x
 // CHECK: kiln_kernel.attention %[[Q]], %[[Q]], %[[Q]] into %[[OUT]], %[[LSE]] {is_causal = true, scale = 2.500000e-01 : f64} : tensor<?x2x?x16xf32>
 #bl = affine_map<()[s0, s1] -> (s0, s1)>
 func.func @attention(%q: tensor<?x2x?x16xf32, #bl>, %s0: index, %s1: index) -> tensor<?x2x?x16xf32, #bl>
-    attributes {kiln.num_symbols = 2 : i64} {
+    attributes {kiln_kernel.num_symbols = 2 : i64} {
   %0:2 = kiln_graph.attention %q, %q, %q {scale = 0.25 : f64, is_causal = true} : tensor<?x2x?x16xf32, #bl>, tensor<?x2x?x16xf32, #bl>, tensor<?x2x?x16xf32, #bl> -> tensor<?x2x?x16xf32, #bl>, tensor<?x2x?xf32, #bl>
   return %0#0 : tensor<?x2x?x16xf32, #bl>
 }
@@ -98,7 +98,7 @@ func.func @attention(%q: tensor<?x2x?x16xf32, #bl>, %s0: index, %s1: index) -> t
 #a = affine_map<()[s0, s1] -> (s0 * 6, s1)>
 #b = affine_map<()[s0, s1] -> (s0 * 4, s1)>
 func.func @ungrouped_reshape(%x: tensor<?x?x2xf32, #a>, %s0: index, %s1: index) -> tensor<?x?x3xf32, #b>
-    attributes {kiln.num_symbols = 2 : i64} {
+    attributes {kiln_kernel.num_symbols = 2 : i64} {
   %0 = kiln_graph.reshape %x : tensor<?x?x2xf32, #a> -> tensor<?x?x3xf32, #b>
   return %0 : tensor<?x?x3xf32, #b>
 }
@@ -130,7 +130,7 @@ func.func @ungrouped_reshape(%x: tensor<?x?x2xf32, #a>, %s0: index, %s1: index) 
 #p3 = affine_map<()[s0] -> (s0 + 3)>
 func.func @gathers_and_scans(%x: tensor<?x4xf32, #s0>, %i: tensor<3xi64>, %s0: index)
     -> (tensor<3x4xf32>, tensor<?x4xf32, #s0>, tensor<?x4xf32, #p3>)
-    attributes {kiln.num_symbols = 1 : i64} {
+    attributes {kiln_kernel.num_symbols = 1 : i64} {
   %n = kiln_graph.size #twice : tensor<f32>
   %0 = kiln_graph.index %x[%i] {indexed_dims = array<i64: 0>} : tensor<?x4xf32, #s0>, tensor<3xi64> -> tensor<3x4xf32>
   %1 = kiln_graph.mul %0, %n : tensor<3x4xf32>, tensor<f32> -> tensor<3x4xf32>
@@ -149,7 +149,7 @@ func.func @gathers_and_scans(%x: tensor<?x4xf32, #s0>, %i: tensor<3xi64>, %s0: i
 // CHECK: kiln_kernel.conv2d %[[X]], %[[W]] into %[[OUT]]
 #s0 = affine_map<()[s0] -> (s0)>
 func.func @conv2d_batch(%x: tensor<?x3x8x8xf32, #s0>, %w: tensor<4x3x3x3xf32>, %s0: index) -> tensor<?x4x6x6xf32, #s0>
-    attributes {kiln.num_symbols = 1 : i64} {
+    attributes {kiln_kernel.num_symbols = 1 : i64} {
   %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<?x3x8x8xf32, #s0>, tensor<4x3x3x3xf32> -> tensor<?x4x6x6xf32, #s0>
   return %0 : tensor<?x4x6x6xf32, #s0>
 }

@@ -22,7 +22,7 @@
 
 // CHECK-LABEL: func.func private @kernel_0_matmul
 // CHECK-SAME: (%{{.*}}: index, %{{.*}}: index, %[[IN:.*]]: memref<1xf32>, %{{.*}}: memref<8x16xf32>, %[[RES:.*]]: memref<1xf32>, %[[S0:.*]]: index, %[[S1:.*]]: index)
-// CHECK-SAME: kiln.num_symbols = 2 : i64, kiln.workgroup_extent = #[[P]]
+// CHECK-SAME: kiln_kernel.num_symbols = 2 : i64, kiln_kernel.workgroup_extent = #[[P]]
 // CHECK: %[[ROWS:.*]] = arith.muli %[[S0]], %[[S1]]
 // CHECK: %[[INB:.*]] = memref.reinterpret_cast %[[IN]] to offset: [0], sizes: [%[[ROWS]], 8], strides: [8, 1] : memref<1xf32> to memref<?x8xf32>
 // CHECK: %[[T:.*]] = bufferization.to_tensor %[[INB]] restrict : memref<?x8xf32> to tensor<?x8xf32>

@@ -9,7 +9,7 @@
 // CHECK-NEXT: return %[[OUT]] : memref<64x32xf32>
 // CHECK: func.func private @kernel_0_add
 // CHECK-SAME: (%{{.*}}: index, %{{.*}}: index, %[[A:.*]]: memref<64x32xf32>, %[[B:.*]]: memref<32xf32>, %[[R:.*]]: memref<64x32xf32>)
-// CHECK-SAME: attributes {kiln.kernel = "kernel_0_add", kiln.workgroup_extent = 64 : i64}
+// CHECK-SAME: attributes {kiln_kernel.kernel = "kernel_0_add", kiln_kernel.workgroup_extent = 64 : i64}
 // CHECK-NEXT: %[[TA:.*]] = bufferization.to_tensor %[[A]] restrict : memref<64x32xf32> to tensor<64x32xf32>
 // CHECK-NEXT: %[[TB:.*]] = bufferization.to_tensor %[[B]] restrict : memref<32xf32> to tensor<32xf32>
 // CHECK-NEXT: %[[ADD:.*]] = kiln_graph.add %[[TA]], %[[TB]]
@@ -102,7 +102,7 @@ func.func @wide_rows(%x: tensor<2x1048576xf32>) -> tensor<2x1048576xf32> {
 // CHECK-LABEL: func.func @single_workgroup
 // CHECK: kiln_plan.launch @kernel_0_sum[1]
 // CHECK: func.func private @kernel_0_sum
-// CHECK-SAME: kiln.workgroup_extent = 0 : i64
+// CHECK-SAME: kiln_kernel.workgroup_extent = 0 : i64
 // SMALL-LABEL: func.func @single_workgroup
 // SMALL: kiln_plan.launch @kernel_0_sum[1]
 func.func @single_workgroup(%x: tensor<256x1024xf32>) -> tensor<1024xf32> {
@@ -134,7 +134,7 @@ func.func @single_workgroup(%x: tensor<256x1024xf32>) -> tensor<1024xf32> {
 // CHECK: bufferization.materialize_in_destination %[[E]] in restrict writable %[[OUT0]]
 // CHECK: bufferization.materialize_in_destination %[[S]] in restrict writable %[[OUT1]]
 // CHECK: func.func private @kernel_1_neg
-// CHECK-SAME: kiln.workgroup_extent = 4 : i64
+// CHECK-SAME: kiln_kernel.workgroup_extent = 4 : i64
 func.func @chain(%x: tensor<8x16xf32>) -> (tensor<4x32xf32>, tensor<8xf32>) {
   %0:2 = kiln_kernel.kernel "kernel_0_exp" extent(8) ins(%x : tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>) {
   ^bb0(%a: tensor<8x16xf32>):
@@ -202,11 +202,11 @@ func.func @empty_tensors(%x: tensor<0x4xf32>, %y: tensor<2x4xf32>) -> (tensor<2x
 
 // Declarations, existing kernel functions and visibility are kept.
 // CHECK-LABEL: func.func private @declared(tensor<4xf32>)
-// CHECK-LABEL: func.func private @kernel_9(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<4xf32>) attributes {kiln.kernel = "kernel_9"}
+// CHECK-LABEL: func.func private @kernel_9(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<4xf32>) attributes {kiln_kernel.kernel = "kernel_9"}
 // CHECK-LABEL: func.func private @hidden(%{{.*}}: memref<4xf32>) -> memref<4xf32> attributes {kiln_plan.entry, note = "kept"}
 // CHECK-NEXT: return %{{.*}} : memref<4xf32>
 func.func private @declared(tensor<4xf32>)
-func.func private @kernel_9(%wg: index, %wgc: index, %a: memref<4xf32>) attributes {kiln.kernel = "kernel_9"} {
+func.func private @kernel_9(%wg: index, %wgc: index, %a: memref<4xf32>) attributes {kiln_kernel.kernel = "kernel_9"} {
   return
 }
 func.func private @hidden(%x: tensor<4xf32>) -> tensor<4xf32> attributes {note = "kept"} {
@@ -242,13 +242,13 @@ func.func @second(%x: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 // Two graphs in one module: kernel symbols stay unique, and each kernel's
-// kiln.kernel attribute names the symbol it ended up with.
+// kiln_kernel.kernel attribute names the symbol it ended up with.
 // CHECK-LABEL: func.func @first
 // CHECK: kiln_plan.launch @kernel_0_exp[
-// CHECK: func.func private @kernel_0_exp({{.*}} attributes {kiln.kernel = "kernel_0_exp",
+// CHECK: func.func private @kernel_0_exp({{.*}} attributes {kiln_kernel.kernel = "kernel_0_exp",
 // CHECK-LABEL: func.func @second
 // CHECK: kiln_plan.launch @[[SECOND:kernel_0_exp_[0-9]+]][
-// CHECK: func.func private @[[SECOND]]({{.*}} attributes {kiln.kernel = "[[SECOND]]",
+// CHECK: func.func private @[[SECOND]]({{.*}} attributes {kiln_kernel.kernel = "[[SECOND]]",
 func.func @first(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = kiln_kernel.kernel "kernel_0_exp" extent(0) ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
   ^bb0(%a: tensor<4xf32>):

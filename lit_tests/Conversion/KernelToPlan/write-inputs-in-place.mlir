@@ -1,7 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -kiln-write-inputs-in-place | FileCheck %s
 
 // An SGD step: the launch computes the new momentum buffer and parameter,
-// reading each input only where it writes (kiln.in_place_operands), and
+// reading each input only where it writes (kiln_kernel.in_place_operands), and
 // nothing reads them later: both are computed in the inputs' own buffers,
 // and the plan returns the inputs.
 // CHECK-LABEL: func.func @sgd
@@ -20,7 +20,7 @@ func.func @sgd(%buf: memref<64xf32>, %grad: memref<64xf32>, %param: memref<64xf3
 }
 func.func private @step(index, index, memref<64xf32>, memref<64xf32>, memref<64xf32>,
                         memref<64xf32>, memref<64xf32>)
-    attributes {kiln.kernel = "step", kiln.in_place_operands = array<i64: 0, 3, 2, 4>}
+    attributes {kiln_kernel.kernel = "step", kiln_kernel.in_place_operands = array<i64: 0, 3, 2, 4>}
 
 // -----
 
@@ -44,9 +44,9 @@ func.func @old_value_read_later(%x: memref<64xf32>, %y: memref<64xf32>)
   return %new, %other, %newY : memref<64xf32>, memref<64xf32>, memref<64xf32>
 }
 func.func private @scale(index, index, memref<64xf32>, memref<64xf32>)
-    attributes {kiln.kernel = "scale", kiln.in_place_operands = array<i64: 0, 1>}
+    attributes {kiln_kernel.kernel = "scale", kiln_kernel.in_place_operands = array<i64: 0, 1>}
 func.func private @reverse(index, index, memref<64xf32>, memref<64xf32>)
-    attributes {kiln.kernel = "reverse"}
+    attributes {kiln_kernel.kernel = "reverse"}
 
 // -----
 
@@ -70,4 +70,4 @@ func.func @kept(%x: memref<64xf32>, %w: memref<64xf32>, %z: memref<64xf32>)
   return %newX, %x, %newW, %newZ, %newZ : memref<64xf32>, memref<64xf32>, memref<64xf32>, memref<64xf32>, memref<64xf32>
 }
 func.func private @scale(index, index, memref<64xf32>, memref<64xf32>)
-    attributes {kiln.kernel = "scale", kiln.in_place_operands = array<i64: 0, 1>}
+    attributes {kiln_kernel.kernel = "scale", kiln_kernel.in_place_operands = array<i64: 0, 1>}

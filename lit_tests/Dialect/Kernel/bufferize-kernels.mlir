@@ -16,7 +16,7 @@
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
 func.func private @kernel_0_add(%wg: index, %wgc: index, %a: memref<4x8xf32>, %b: memref<8xf32>, %out: memref<4x8xf32>)
-    attributes {kiln.kernel = "kernel_0_add", kiln.workgroup_extent = 4 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_add", kiln_kernel.workgroup_extent = 4 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<4x8xf32> to tensor<4x8xf32>
   %1 = bufferization.to_tensor %b restrict : memref<8xf32> to tensor<8xf32>
   %2 = tensor.empty() : tensor<4x8xf32>
@@ -42,7 +42,7 @@ func.func private @kernel_0_add(%wg: index, %wgc: index, %a: memref<4x8xf32>, %b
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
 func.func private @kernel_0_sum(%wg: index, %wgc: index, %a: memref<4x8xf32>, %out: memref<4x8xf32>)
-    attributes {kiln.kernel = "kernel_0_sum", kiln.workgroup_extent = 4 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_sum", kiln_kernel.workgroup_extent = 4 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<4x8xf32> to tensor<4x8xf32>
   %e = tensor.empty() : tensor<4xf32>
   %z = arith.constant 0.0 : f32
@@ -75,7 +75,7 @@ func.func private @kernel_0_sum(%wg: index, %wgc: index, %a: memref<4x8xf32>, %o
 // CHECK: linalg.copy ins(%[[A]] : memref<4x8xf32>) outs(%[[O2]] : memref<4x8xf32>)
 // CHECK-NOT: memref.copy
 func.func private @kernel_0_copy(%wg: index, %wgc: index, %a: memref<4x8xf32>, %o1: memref<4x8xf32>, %o2: memref<4x8xf32>)
-    attributes {kiln.kernel = "kernel_0_copy", kiln.workgroup_extent = 4 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_copy", kiln_kernel.workgroup_extent = 4 : i64} {
   %0 = bufferization.to_tensor %a restrict : memref<4x8xf32> to tensor<4x8xf32>
   bufferization.materialize_in_destination %0 in restrict writable %o1 : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
   bufferization.materialize_in_destination %0 in restrict writable %o2 : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
@@ -113,7 +113,7 @@ func.func @plan(%a: memref<4xf32>) -> memref<4xf32> attributes {kiln_plan.entry}
 #id1 = affine_map<(d0) -> (d0)>
 func.func private @kernel_0_two_sums(%wg: index, %wgc: index, %a: memref<1x3xf32>, %c: memref<1x3xf32>,
                                      %sum0: memref<3xf32>, %sum1: memref<1x3xf32>)
-    attributes {kiln.kernel = "kernel_0_two_sums", kiln.workgroup_extent = 0 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_two_sums", kiln_kernel.workgroup_extent = 0 : i64} {
   %zero = arith.constant 0.0 : f32
   %0 = bufferization.to_tensor %a restrict : memref<1x3xf32> to tensor<1x3xf32>
   %1 = bufferization.to_tensor %c restrict : memref<1x3xf32> to tensor<1x3xf32>
@@ -150,7 +150,7 @@ func.func private @kernel_0_two_sums(%wg: index, %wgc: index, %a: memref<1x3xf32
 // CHECK-NOT: memref.alloc
 // CHECK: return
 func.func private @kernel_0_attention(%wg: index, %wgc: index, %q: memref<1x2x8x16xf32>, %out: memref<1x2x8x16xf32>, %lse: memref<1x2x8xf32>)
-    attributes {kiln.kernel = "kernel_0_attention", kiln.workgroup_extent = 2 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_attention", kiln_kernel.workgroup_extent = 2 : i64} {
   %0 = bufferization.to_tensor %q restrict : memref<1x2x8x16xf32> to tensor<1x2x8x16xf32>
   %1 = tensor.empty() : tensor<1x2x8x16xf32>
   %2 = tensor.empty() : tensor<1x2x8xf32>

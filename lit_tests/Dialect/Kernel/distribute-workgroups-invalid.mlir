@@ -1,13 +1,13 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-distribute-workgroups))' -verify-diagnostics
 
 // expected-error @+1 {{kernel must start with (index workgroup_id, index workgroup_count)}}
-func.func @bad_signature(%wg: i64, %wgc: i64, %out: memref<10xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+func.func @bad_signature(%wg: i64, %wgc: i64, %out: memref<10xf32>) attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 10 : i64} {
   return
 }
 
 // -----
 
-func.func @past_the_extent(%wg: index, %wgc: index, %out: memref<12xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+func.func @past_the_extent(%wg: index, %wgc: index, %out: memref<12xf32>) attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 10 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c12 = arith.constant 12 : index
@@ -21,7 +21,7 @@ func.func @past_the_extent(%wg: index, %wgc: index, %out: memref<12xf32>) attrib
 
 // -----
 
-func.func @dynamic_bound(%wg: index, %wgc: index, %n: index, %out: memref<10xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+func.func @dynamic_bound(%wg: index, %wgc: index, %n: index, %out: memref<10xf32>) attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 10 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %f = arith.constant 1.0 : f32
@@ -34,7 +34,7 @@ func.func @dynamic_bound(%wg: index, %wgc: index, %n: index, %out: memref<10xf32
 
 // -----
 
-func.func @misaligned_start(%wg: index, %wgc: index, %out: memref<10xf32>) attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+func.func @misaligned_start(%wg: index, %wgc: index, %out: memref<10xf32>) attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 10 : i64} {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c10 = arith.constant 10 : index
@@ -51,8 +51,8 @@ func.func @misaligned_start(%wg: index, %wgc: index, %out: memref<10xf32>) attri
 // With a symbolic extent, a loop whose step is not 1 must start at a constant
 // multiple of it, so that chunk boundaries fall on its iterations.
 func.func @symbolic_unaligned(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: index)
-    attributes {kiln.kernel = "k", kiln.num_symbols = 1 : i64,
-                kiln.workgroup_extent = affine_map<()[s0] -> (s0)>} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.num_symbols = 1 : i64,
+                kiln_kernel.workgroup_extent = affine_map<()[s0] -> (s0)>} {
   %c2 = arith.constant 2 : index
   %f = arith.constant 1.0 : f32
   %lb = memref.load %out[%c2] : memref<?xf32>
@@ -68,8 +68,8 @@ func.func @symbolic_unaligned(%wg: index, %wgc: index, %out: memref<?xf32>, %s0:
 // -----
 
 func.func @column_step(%wg: index, %wgc: index, %out: memref<2x64xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64,
-                kiln.column_extent = 64 : i64, kiln.column_alignment = 16 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 2 : i64,
+                kiln_kernel.column_extent = 64 : i64, kiln_kernel.column_alignment = 16 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -88,14 +88,14 @@ func.func @column_step(%wg: index, %wgc: index, %out: memref<2x64xf32>)
 // -----
 
 func.func @two_column_loops(%wg: index, %wgc: index, %out: memref<2x64xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64,
-                kiln.column_extent = 64 : i64, kiln.column_alignment = 16 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 2 : i64,
+                kiln_kernel.column_extent = 64 : i64, kiln_kernel.column_alignment = 16 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c64 = arith.constant 64 : index
   %f = arith.constant 0.0 : f32
-  // expected-error @+1 {{top-level loop of a kernel with split columns must hold exactly one loop over the columns, or mark them kiln.column_loop}}
+  // expected-error @+1 {{top-level loop of a kernel with split columns must hold exactly one loop over the columns, or mark them kiln_kernel.column_loop}}
   scf.for %i = %c0 to %c2 step %c1 {
     scf.for %j = %c0 to %c64 step %c1 {
       memref.store %f, %out[%i, %j] : memref<2x64xf32>
@@ -109,8 +109,8 @@ func.func @two_column_loops(%wg: index, %wgc: index, %out: memref<2x64xf32>)
 
 // -----
 
-// expected-error @+1 {{a column extent needs a positive kiln.column_alignment}}
+// expected-error @+1 {{a column extent needs a positive kiln_kernel.column_alignment}}
 func.func @no_column_alignment(%wg: index, %wgc: index, %out: memref<2x64xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64, kiln.column_extent = 64 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 2 : i64, kiln_kernel.column_extent = 64 : i64} {
   return
 }

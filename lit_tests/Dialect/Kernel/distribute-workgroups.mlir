@@ -20,7 +20,7 @@
 // CHECK-NEXT: %[[UB1:.*]] = arith.minui %{{.*}}, %[[END]] : index
 // CHECK-NEXT: scf.for %{{.*}} = %[[LB1]] to %[[UB1]] step
 func.func @distribute(%wg: index, %wgc: index, %in: memref<10x4xf32>, %out: memref<10x4xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 10 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 10 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -54,7 +54,7 @@ func.func @distribute(%wg: index, %wgc: index, %in: memref<10x4xf32>, %out: memr
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C2:.*]] {
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C3:.*]] {
 func.func @stepped_loops(%wg: index, %wgc: index, %out: memref<12xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 12 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 12 : i64} {
   %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
@@ -79,7 +79,7 @@ func.func @stepped_loops(%wg: index, %wgc: index, %out: memref<12xf32>)
 // CHECK: %[[C10:.*]] = arith.constant 10 : index
 // CHECK: scf.for %{{.*}} = %[[C0]] to %[[C10]]
 func.func @single_workgroup(%wg: index, %wgc: index, %out: memref<10xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 0 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c10 = arith.constant 10 : index
@@ -133,7 +133,7 @@ func.func @not_a_kernel(%out: memref<10xf32>) {
 // CHECK-NEXT: %[[UB1:.*]] = arith.minui %[[C13]], %[[END]] : index
 // CHECK-NEXT: scf.for %{{.*}} = %[[LB1]] to %[[UB1]] step %[[C1]] {
 func.func @microkernel_rows(%wg: index, %wgc: index, %out: memref<13xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 13 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 13 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c6 = arith.constant 6 : index
@@ -156,7 +156,7 @@ func.func @microkernel_rows(%wg: index, %wgc: index, %out: memref<13xf32>)
 // and a step-1 loop may also start anywhere, as a matmul's ragged rows do.
 // CHECK-LABEL: func.func @symbolic_rows
 // CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index, %{{.*}}: memref<?xf32>, %[[S0:.*]]: index)
-// CHECK-SAME: kiln.workgroup_alignment = 6 : i64
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 6 : i64
 // CHECK: %[[C4:.*]] = arith.constant 4 : index
 // CHECK-NEXT: %[[EXTENT:.*]] = arith.muli %[[S0]], %[[C4]]
 // CHECK: %[[PER:.*]] = arith.ceildivui %[[EXTENT]], %[[COUNT]] : index
@@ -167,8 +167,8 @@ func.func @microkernel_rows(%wg: index, %wgc: index, %out: memref<13xf32>)
 // CHECK-NEXT: %[[UB1:.*]] = arith.minui %[[EXTENT2:.*]], %[[END]] : index
 // CHECK-NEXT: scf.for %{{.*}} = %[[LB1]] to %[[UB1]] step %{{.*}} {
 func.func @symbolic_rows(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: index)
-    attributes {kiln.kernel = "k", kiln.num_symbols = 1 : i64,
-                kiln.workgroup_extent = affine_map<()[s0] -> (s0 * 4)>} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.num_symbols = 1 : i64,
+                kiln_kernel.workgroup_extent = affine_map<()[s0] -> (s0 * 4)>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -189,10 +189,10 @@ func.func @symbolic_rows(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: inde
 
 // Split columns (a matmul with its epilogue): `count` covers a grid of
 // ceil(extent / chunk) row chunks by count / that many column chunks (at
-// least one), aligned to kiln.column_alignment. Workgroup `id` runs row chunk
+// least one), aligned to kiln_kernel.column_alignment. Workgroup `id` runs row chunk
 // id / groups and column chunk id % groups. The loop directly inside each
 // top-level loop is narrowed to the column chunk, or, where a nest marks
-// them, the loops marked kiln.column_loop (here inside a loop over k).
+// them, the loops marked kiln_kernel.column_loop (here inside a loop over k).
 // CHECK-LABEL: func.func @grid
 // CHECK-SAME: (%[[ID:.*]]: index, %[[COUNT:.*]]: index,
 // CHECK: %[[EXTENT:.*]] = arith.constant 2 : index
@@ -225,8 +225,8 @@ func.func @symbolic_rows(%wg: index, %wgc: index, %out: memref<?xf32>, %s0: inde
 // CHECK-NEXT: %[[KUB:.*]] = arith.minui %{{.*}}, %[[CEND]] : index
 // CHECK-NEXT: scf.for %{{.*}} = %[[KLB]] to %[[KUB]] step
 func.func @grid(%wg: index, %wgc: index, %a: memref<2x3xf32>, %out: memref<2x64xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 2 : i64,
-                kiln.column_extent = 64 : i64, kiln.column_alignment = 16 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 2 : i64,
+                kiln_kernel.column_extent = 64 : i64, kiln_kernel.column_alignment = 16 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -246,7 +246,7 @@ func.func @grid(%wg: index, %wgc: index, %a: memref<2x3xf32>, %out: memref<2x64x
         %y = memref.load %out[%i, %j] : memref<2x64xf32>
         %s = arith.addf %x, %y : f32
         memref.store %s, %out[%i, %j] : memref<2x64xf32>
-      } {kiln.column_loop}
+      } {kiln_kernel.column_loop}
     }
   }
   return
@@ -257,10 +257,10 @@ func.func @grid(%wg: index, %wgc: index, %a: memref<2x3xf32>, %out: memref<2x64x
 // One row: nothing to split unless the columns split too; the kernel still
 // records its alignment, so the launch runs one workgroup.
 // CHECK-LABEL: func.func @one_row
-// CHECK-SAME: kiln.workgroup_alignment = 1 : i64
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 1 : i64
 // CHECK-NOT: arith.minui
 func.func @one_row(%wg: index, %wgc: index, %out: memref<1x4xf32>)
-    attributes {kiln.kernel = "k", kiln.workgroup_extent = 1 : i64} {
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.workgroup_extent = 1 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -281,7 +281,7 @@ func.func @one_row(%wg: index, %wgc: index, %out: memref<1x4xf32>)
 // workgroup's own allocation still.
 // CHECK-LABEL: func.func @shrunk_temporary
 // CHECK-SAME: %[[SCRATCH:[^:]*]]: memref<192xi8> {llvm.noalias}
-// CHECK-SAME: kiln.scratch_bytes = 192 : i64
+// CHECK-SAME: kiln_kernel.scratch_bytes = 192 : i64
 // CHECK: %[[T:.*]] = memref.view %[[SCRATCH]][%c0{{.*}}][] : memref<192xi8> to memref<6x8xf32>
 // CHECK: %[[KEPT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x8xf32>
 // CHECK: memref.store %{{.*}}, %[[T]][%{{.*}}, %{{.*}}]
@@ -289,7 +289,7 @@ func.func @one_row(%wg: index, %wgc: index, %out: memref<1x4xf32>)
 // CHECK-NOT: memref.dealloc %[[T]]
 // CHECK: memref.dealloc %[[KEPT]]
 func.func @shrunk_temporary(%wg: index, %wgc: index, %x: memref<6x8xf32>, %out: memref<6x8xf32>, %flat: memref<48xf32>)
-    attributes {kiln.workgroup_extent = 6 : i64} {
+    attributes {kiln_kernel.workgroup_extent = 6 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c6 = arith.constant 6 : index
@@ -331,7 +331,7 @@ func.func @shrunk_temporary(%wg: index, %wgc: index, %x: memref<6x8xf32>, %out: 
 // CHECK: memref.load %[[CHANNELS]][
 // CHECK-NOT: memref.dealloc
 func.func @shrunk_reshaped_temporary(%wg: index, %wgc: index, %x: memref<4x2x8xf32>, %out: memref<4x4x4xf32>)
-    attributes {kiln.workgroup_extent = 4 : i64} {
+    attributes {kiln_kernel.workgroup_extent = 4 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -368,11 +368,11 @@ func.func @shrunk_reshaped_temporary(%wg: index, %wgc: index, %x: memref<4x2x8xf
 // A view that regroups the rows themselves ([4, 16] read as [8, 8]) keeps the
 // temporary each workgroup's own: a workgroup's rows are not the view's rows.
 // CHECK-LABEL: func.func @regrouped_rows_kept
-// CHECK-NOT: kiln.scratch_bytes
+// CHECK-NOT: kiln_kernel.scratch_bytes
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
 // CHECK: memref.expand_shape
 func.func @regrouped_rows_kept(%wg: index, %wgc: index, %x: memref<4x16xf32>, %out: memref<4x8xf32>)
-    attributes {kiln.workgroup_extent = 4 : i64} {
+    attributes {kiln_kernel.workgroup_extent = 4 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -404,13 +404,13 @@ func.func @regrouped_rows_kept(%wg: index, %wgc: index, %x: memref<4x16xf32>, %o
 // symbols; a dynamic one stays an allocation.
 // CHECK-LABEL: func.func @single_workgroup_scratch
 // CHECK-SAME: %[[SCRATCH:[^:]*]]: memref<128xi8> {llvm.noalias}, %{{[^:]*}}: index
-// CHECK-SAME: kiln.scratch_bytes = 128 : i64
+// CHECK-SAME: kiln_kernel.scratch_bytes = 128 : i64
 // CHECK: memref.view %[[SCRATCH]][%{{.*}}][] : memref<128xi8> to memref<1x3xf32>
 // CHECK-NEXT: %[[C64:.*]] = arith.constant 64 : index
 // CHECK-NEXT: memref.view %[[SCRATCH]][%[[C64]]][] : memref<128xi8> to memref<1x2xi64>
 // CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
 func.func @single_workgroup_scratch(%wg: index, %wgc: index, %out: memref<1x3xf32>, %n: index)
-    attributes {kiln.workgroup_extent = 1 : i64, kiln.num_symbols = 1 : i64} {
+    attributes {kiln_kernel.workgroup_extent = 1 : i64, kiln_kernel.num_symbols = 1 : i64} {
   %c0 = arith.constant 0 : index
   %f = arith.constant 0.0 : f32
   %i = arith.constant 0 : i64

@@ -82,7 +82,7 @@ func.func @producer_with_two_uses(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (
 // CHECK-LABEL: func.func @epilogue_into_matmul
 // CHECK-SAME: (%[[X:.*]]: tensor<16x32xf32>, %[[W:.*]]: tensor<64x32xf32>, %[[BIAS:.*]]: tensor<64xf32>)
 // CHECK: %[[MM:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[W]] : tensor<16x32xf32>, tensor<64x32xf32>)
-// CHECK-SAME: kiln.contraction = "ijk"
+// CHECK-SAME: kiln_kernel.contraction = "ijk"
 // CHECK: %[[EPI:.*]] = linalg.generic {indexing_maps = [#[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[BIAS]] : tensor<64xf32>) outs(%[[MM]] : tensor<16x64xf32>) {
 // CHECK-NEXT: ^bb0(%[[B:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK-NEXT:   %[[ADD:.*]] = arith.addf %[[ACC]], %[[B]] : f32
@@ -101,7 +101,7 @@ func.func @epilogue_into_matmul(%x: tensor<16x32xf32>, %w: tensor<64x32xf32>, %b
   %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<16x64xf32>) -> tensor<16x64xf32>
   %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%x, %w : tensor<16x32xf32>, tensor<64x32xf32>) outs(%init : tensor<16x64xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32
@@ -146,7 +146,7 @@ func.func @matmul_second_operand(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>, %bias
   %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x8xf32>) -> tensor<8x8xf32>
   %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32
@@ -167,7 +167,7 @@ func.func @matmul_second_operand(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>, %bias
 // The matmul result is also returned: writing into it would clobber it.
 // CHECK-LABEL: func.func @matmul_with_another_use
 // CHECK: %[[MM:.*]] = linalg.generic
-// CHECK-SAME: kiln.contraction = "ikj"
+// CHECK-SAME: kiln_kernel.contraction = "ikj"
 // CHECK: %[[E:.*]] = tensor.empty() : tensor<8x8xf32>
 // CHECK: %[[EPI:.*]] = linalg.generic {{.*}} ins(%[[MM]], %{{.*}} : tensor<8x8xf32>, tensor<8xf32>) outs(%[[E]] : tensor<8x8xf32>)
 // CHECK: return %[[EPI]], %[[MM]]
@@ -182,7 +182,7 @@ func.func @matmul_with_another_use(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>, %bi
   %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x8xf32>) -> tensor<8x8xf32>
   %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32
@@ -205,7 +205,7 @@ func.func @matmul_with_another_use(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>, %bi
 // CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func.func @matmul_read_transposed
 // CHECK: %[[MM:.*]] = linalg.generic
-// CHECK-SAME: kiln.contraction = "ikj"
+// CHECK-SAME: kiln_kernel.contraction = "ikj"
 // CHECK: %[[E:.*]] = tensor.empty() : tensor<8x8xf32>
 // CHECK: %[[EPI:.*]] = linalg.generic {indexing_maps = [#[[T]], {{.*}}]{{.*}} ins(%[[MM]] : tensor<8x8xf32>) outs(%[[E]] : tensor<8x8xf32>)
 // CHECK: return %[[EPI]]
@@ -220,7 +220,7 @@ func.func @matmul_read_transposed(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> t
   %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x8xf32>) -> tensor<8x8xf32>
   %mm = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32

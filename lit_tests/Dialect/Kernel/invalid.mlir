@@ -190,3 +190,73 @@ func.func @no_panel_width(%b: memref<40x24xf32>,
     %p: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 0, transposed = true, panel_columns = 0>}) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.workgroup_alignment' belongs on a kernel function}}
+module attributes {kiln_kernel.workgroup_alignment = 4 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.workgroup_alignment' must be an i64 of at least 1, not 0 : i64}}
+func.func private @k0(index, index) attributes {kiln_kernel.workgroup_alignment = 0 : i64}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.scratch_bytes' must be an i64 of at least 0, not -8 : i64}}
+func.func private @k1(index, index) attributes {kiln_kernel.scratch_bytes = -8 : i64}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.column_extent' must be an i64 of at least 1, not "wide"}}
+func.func private @k2(index, index) attributes {kiln_kernel.column_extent = "wide"}
+
+// -----
+
+// expected-error @+1 {{a symbolic 'kiln_kernel.workgroup_extent' is one expression over the size symbols}}
+func.func private @k3(index, index) attributes {kiln_kernel.workgroup_extent = affine_map<(d0) -> (d0)>}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.in_place_operands' must be pairs of binding indices}}
+func.func private @k4(index, index) attributes {kiln_kernel.in_place_operands = array<i64: 0, 1, 2>}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.kernel' must be a non-empty string}}
+func.func private @k5(index, index) attributes {kiln_kernel.kernel = ""}
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.same_code_as' must name a kernel (@kernel)}}
+func.func private @k6(index, index) attributes {kiln_kernel.same_code_as = "k5"}
+
+// -----
+
+// expected-error @+1 {{unknown kiln_kernel attribute 'kiln_kernel.extent'}}
+func.func private @k7(index, index) attributes {kiln_kernel.extent = 4 : i64}
+
+// -----
+
+func.func @not_a_loop(%x: f32) -> f32 {
+  // expected-error @+1 {{'kiln_kernel.column_loop' is a unit attribute of a loop}}
+  %0 = arith.addf %x, %x {kiln_kernel.column_loop} : f32
+  return %0 : f32
+}
+
+// -----
+
+func.func @contraction_order(%x: f32) -> f32 {
+  // expected-error @+1 {{'kiln_kernel.contraction' is "ikj" (B is [K, N]) or "ijk" (B is [N, K]), not "kij"}}
+  %0 = arith.addf %x, %x {kiln_kernel.contraction = "kij"} : f32
+  return %0 : f32
+}
+
+// -----
+
+func.func @unsigned_flag(%x: i32) -> i32 {
+  // expected-error @+1 {{'kiln_kernel.unsigned' is a unit attribute}}
+  %0 = arith.addi %x, %x {kiln_kernel.unsigned = true} : i32
+  return %0 : i32
+}

@@ -7,11 +7,11 @@
 // type whose reads come early enough pairs with an output: the plan only
 // uses the pairs of inputs the graph overwrites.
 // CHECK-LABEL: func.func private @momentum
-// CHECK-SAME: kiln.in_place_operands = array<i64: 0, 3, 0, 4, 1, 3, 1, 4, 2, 4>
+// CHECK-SAME: kiln_kernel.in_place_operands = array<i64: 0, 3, 0, 4, 1, 3, 1, 4, 2, 4>
 #map = affine_map<(d0) -> (d0)>
 func.func private @momentum(%wg: index, %wgc: index, %buf: memref<64xf32>, %grad: memref<64xf32>,
                             %param: memref<64xf32>, %newBuf: memref<64xf32>,
-                            %newParam: memref<64xf32>) attributes {kiln.kernel = "momentum"} {
+                            %newParam: memref<64xf32>) attributes {kiln_kernel.kernel = "momentum"} {
   %b = bufferization.to_tensor %buf restrict : memref<64xf32> to tensor<64xf32>
   %g = bufferization.to_tensor %grad restrict : memref<64xf32> to tensor<64xf32>
   %p = bufferization.to_tensor %param restrict : memref<64xf32> to tensor<64xf32>
@@ -38,12 +38,12 @@ func.func private @momentum(%wg: index, %wgc: index, %buf: memref<64xf32>, %grad
 // The input is read after the generic that computes the output: once the
 // output is written over it, the second generic would read new values.
 // CHECK-LABEL: func.func private @read_after_write
-// CHECK-SAME: kiln.in_place_operands = array<i64: 0, 2>
+// CHECK-SAME: kiln_kernel.in_place_operands = array<i64: 0, 2>
 // CHECK-NOT: 0, 1
 #map = affine_map<(d0) -> (d0)>
 func.func private @read_after_write(%wg: index, %wgc: index, %in: memref<64xf32>,
                                     %first: memref<64xf32>, %second: memref<64xf32>)
-    attributes {kiln.kernel = "read_after_write"} {
+    attributes {kiln_kernel.kernel = "read_after_write"} {
   %x = bufferization.to_tensor %in restrict : memref<64xf32> to tensor<64xf32>
   %empty = tensor.empty() : tensor<64xf32>
   %a = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
@@ -67,11 +67,11 @@ func.func private @read_after_write(%wg: index, %wgc: index, %in: memref<64xf32>
 
 // Read at other elements (reversed), or reduced: never in place.
 // CHECK-LABEL: func.func private @reversed
-// CHECK-NOT: kiln.in_place_operands
+// CHECK-NOT: kiln_kernel.in_place_operands
 #map = affine_map<(d0) -> (d0)>
 #reverse = affine_map<(d0) -> (63 - d0)>
 func.func private @reversed(%wg: index, %wgc: index, %in: memref<64xf32>, %out: memref<64xf32>)
-    attributes {kiln.kernel = "reversed"} {
+    attributes {kiln_kernel.kernel = "reversed"} {
   %x = bufferization.to_tensor %in restrict : memref<64xf32> to tensor<64xf32>
   %empty = tensor.empty() : tensor<64xf32>
   %r = linalg.generic {indexing_maps = [#reverse, #map, #map], iterator_types = ["parallel"]}
@@ -87,11 +87,11 @@ func.func private @reversed(%wg: index, %wgc: index, %in: memref<64xf32>, %out: 
 // -----
 
 // CHECK-LABEL: func.func private @reduced
-// CHECK-NOT: kiln.in_place_operands
+// CHECK-NOT: kiln_kernel.in_place_operands
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 func.func private @reduced(%wg: index, %wgc: index, %in: memref<8x8xf32>, %out: memref<8x8xf32>)
-    attributes {kiln.kernel = "reduced"} {
+    attributes {kiln_kernel.kernel = "reduced"} {
   %x = bufferization.to_tensor %in restrict : memref<8x8xf32> to tensor<8x8xf32>
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<8xf32>

@@ -10,7 +10,7 @@
 // CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
 // CHECK: scf.for
 // CHECK:   memref.alloc() : memref<4xf32>
-func.func private @kernel(%id: index, %count: index, %n: index) attributes {kiln.kernel = "kernel"} {
+func.func private @kernel(%id: index, %count: index, %n: index) attributes {kiln_kernel.kernel = "kernel"} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %a = memref.alloc() {alignment = 64 : i64} : memref<64xf32>

@@ -177,7 +177,7 @@ func.func @symbolic_view_offset(%x: memref<?xf32> {kiln_plan.dims = #s0}) {
 // -----
 
 #s0 = affine_map<()[s0] -> (s0)>
-func.func private @k(%wg: index, %wgc: index, %a: memref<1xf32>, %s0: index) attributes {kiln.num_symbols = 1 : i64}
+func.func private @k(%wg: index, %wgc: index, %a: memref<1xf32>, %s0: index) attributes {kiln_kernel.num_symbols = 1 : i64}
 func.func @extent_without_work(%x: memref<?xf32> {kiln_plan.dims = #s0}) {
   // expected-error @+1 {{symbolic_extent and symbolic_work come together}}
   kiln_plan.launch @k[8](%x) {num_inputs = 1 : i64, symbolic_extent = #s0} : memref<?xf32>
@@ -210,5 +210,14 @@ func.func @cached_reads_an_intermediate(%w: memref<4xf32>) {
   %1 = kiln_plan.alloc {persistent} : memref<4xf32>
   // expected-error @+1 {{binding 0 is neither}}
   kiln_plan.launch @pack[1] (%0, %1) {cached, num_inputs = 1 : i64} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k_aligned(index, index, memref<4xf32>)
+func.func @launch_alignment(%a: memref<4xf32>) {
+  // expected-error @+1 {{alignment must be positive}}
+  kiln_plan.launch @k_aligned[1](%a) {num_inputs = 1 : i64, alignment = 0 : i64} : memref<4xf32>
   return
 }

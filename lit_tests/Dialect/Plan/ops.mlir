@@ -86,7 +86,7 @@ func.func @check(%b: memref<i1>) {
 #s0 = affine_map<()[s0] -> (s0)>
 #work = affine_map<()[s0] -> (s0 floordiv 1024)>
 func.func private @k(%wg: index, %wgc: index, %a: memref<1xf32>, %b: memref<1xf32>, %s0: index)
-    attributes {kiln.num_symbols = 1 : i64}
+    attributes {kiln_kernel.num_symbols = 1 : i64}
 func.func @symbolic(%x: memref<?x8xf32> {kiln_plan.dims = #s0}) -> memref<?x2x4xf32>
     attributes {kiln_plan.entry, kiln_graph.symbols = [{name = "s0"}]} {
   %out = kiln_plan.alloc {dims = #s0} : memref<?x8xf32>

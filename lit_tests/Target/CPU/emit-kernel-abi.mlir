@@ -14,9 +14,9 @@
 // CHECK-NEXT: llvm.return
 // CHECK-NEXT: }
 // CHECK-NEXT: llvm.func internal @kernel_0_body(%{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
-// CHECK-NOT: kiln.kernel
+// CHECK-NOT: kiln_kernel.kernel
 // CHECK-SAME: {
-llvm.func @kernel_0(%wg: i64, %wgc: i64, %a: !llvm.ptr, %b: !llvm.ptr, %out: !llvm.ptr) attributes {kiln.kernel = "kernel_0"} {
+llvm.func @kernel_0(%wg: i64, %wgc: i64, %a: !llvm.ptr, %b: !llvm.ptr, %out: !llvm.ptr) attributes {kiln_kernel.kernel = "kernel_0"} {
   llvm.return
 }
 
@@ -28,7 +28,7 @@ llvm.func @kernel_0(%wg: i64, %wgc: i64, %a: !llvm.ptr, %b: !llvm.ptr, %out: !ll
 // CHECK-NEXT: llvm.call @kernel_1_body(%[[ID]], %[[COUNT]]) : (i64, i64) -> ()
 // CHECK-NEXT: llvm.return
 // CHECK: llvm.func internal @kernel_1_body(%{{.*}}: i64, %{{.*}}: i64)
-llvm.func @kernel_1(%wg: i64, %wgc: i64) attributes {kiln.kernel = "kernel_1"} {
+llvm.func @kernel_1(%wg: i64, %wgc: i64) attributes {kiln_kernel.kernel = "kernel_1"} {
   llvm.return
 }
 
@@ -37,12 +37,12 @@ llvm.func @kernel_1(%wg: i64, %wgc: i64) attributes {kiln.kernel = "kernel_1"} {
 // Functions that are not kernels, and kernel declarations, are untouched.
 // CHECK-LABEL: llvm.func @helper(%{{.*}}: i64) {
 // CHECK-NOT: _body
-// CHECK-LABEL: llvm.func @external_kernel(i64, i64, !llvm.ptr) attributes {kiln.kernel = "external_kernel"}
+// CHECK-LABEL: llvm.func @external_kernel(i64, i64, !llvm.ptr) attributes {kiln_kernel.kernel = "external_kernel"}
 // CHECK-NOT: _body
 llvm.func @helper(%x: i64) {
   llvm.return
 }
-llvm.func @external_kernel(i64, i64, !llvm.ptr) attributes {kiln.kernel = "external_kernel"}
+llvm.func @external_kernel(i64, i64, !llvm.ptr) attributes {kiln_kernel.kernel = "external_kernel"}
 
 // -----
 
@@ -58,6 +58,6 @@ llvm.func @external_kernel(i64, i64, !llvm.ptr) attributes {kiln.kernel = "exter
 // CHECK-NEXT: %[[SYM1:.*]] = llvm.load %[[S2]] : !llvm.ptr -> i64
 // CHECK-NEXT: llvm.call @kernel_2_body(%[[ID]], %[[COUNT]], %[[P0]], %[[SYM0]], %[[SYM1]]) : (i64, i64, !llvm.ptr, i64, i64) -> ()
 llvm.func @kernel_2(%wg: i64, %wgc: i64, %buffer: !llvm.ptr, %s0: i64, %s1: i64)
-    attributes {kiln.kernel = "kernel_2", kiln.num_symbols = 2 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_2", kiln_kernel.num_symbols = 2 : i64} {
   llvm.return
 }

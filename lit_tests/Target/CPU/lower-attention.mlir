@@ -48,7 +48,7 @@
 // CHECK: memref.dealloc %[[SCORES]]
 // CHECK-NOT: kiln_kernel.attention
 func.func private @kernel_0_attention(%wg: index, %wgc: index, %q: memref<1x2x200x16xf32>, %k: memref<1x1x70x16xf32>, %v: memref<1x1x70x32xf32>, %m: memref<1x1x1x70xf32>, %out: memref<1x2x200x32xf32>, %lse: memref<1x2x200xf32>)
-    attributes {kiln.kernel = "kernel_0_attention", kiln.workgroup_extent = 2 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_attention", kiln_kernel.workgroup_extent = 2 : i64} {
   kiln_kernel.attention %q, %k, %v mask %m into %out, %lse {scale = 0.25 : f64, is_causal = true} : memref<1x2x200x16xf32>, memref<1x1x70x16xf32>, memref<1x1x70x32xf32>, memref<1x1x1x70xf32> into memref<1x2x200x32xf32>, memref<1x2x200xf32>
   return
 }
@@ -81,7 +81,7 @@ func.func private @kernel_0_attention(%wg: index, %wgc: index, %q: memref<1x2x20
 // CHECK: %[[REST:[a-z0-9_]+]] = arith.subi %[[QUERIES]], %[[FULL]]
 // CHECK: memref.subview %[[Q]]{{.*}} [1, 1, %[[REST]], 16]
 func.func private @kernel_1_attention(%wg: index, %wgc: index, %q: memref<?x2x?x16xf32>, %k: memref<?x1x?x16xf32>, %v: memref<?x1x?x32xf32>, %out: memref<?x2x?x32xf32>, %lse: memref<?x2x?xf32>)
-    attributes {kiln.kernel = "kernel_1_attention"} {
+    attributes {kiln_kernel.kernel = "kernel_1_attention"} {
   kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.25 : f64, is_causal = true} : memref<?x2x?x16xf32>, memref<?x1x?x16xf32>, memref<?x1x?x32xf32> into memref<?x2x?x32xf32>, memref<?x2x?xf32>
   return
 }
@@ -94,7 +94,7 @@ func.func private @kernel_1_attention(%wg: index, %wgc: index, %q: memref<?x2x?x
 // CHECK-NOT: arith.divf %{{.*}}, %[[GUARDED]] : f32
 // CHECK: arith.divf %cst{{.*}}, %{{[0-9]+}} : f32
 func.func private @kernel_2_attention(%wg: index, %wgc: index, %q: memref<1x1x8x16xf32>, %k: memref<1x1x8x16xf32>, %v: memref<1x1x8x16xf32>, %out: memref<1x1x8x16xf32>, %lse: memref<1x1x8xf32>)
-    attributes {kiln.kernel = "kernel_2_attention", kiln.workgroup_extent = 1 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_2_attention", kiln_kernel.workgroup_extent = 1 : i64} {
   kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.25 : f64, is_causal = false, masked_rows_nan = true} : memref<1x1x8x16xf32>, memref<1x1x8x16xf32>, memref<1x1x8x16xf32> into memref<1x1x8x16xf32>, memref<1x1x8xf32>
   return
 }

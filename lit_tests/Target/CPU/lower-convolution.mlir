@@ -28,7 +28,7 @@
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>) {
 // CHECK-NOT: kiln_kernel.conv2d
 func.func private @kernel_0_conv2d(%wg: index, %wgc: index, %x: memref<2x3x19x41xf32>, %w: memref<7x3x3x3xf32>, %b: memref<7xf32>, %out: memref<2x7x9x20xf32>)
-    attributes {kiln.kernel = "kernel_0_conv2d", kiln.workgroup_extent = 18 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_conv2d", kiln_kernel.workgroup_extent = 18 : i64} {
   kiln_kernel.conv2d %x, %w bias %b into %out {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : memref<2x3x19x41xf32>, memref<7x3x3x3xf32>, memref<7xf32> into memref<2x7x9x20xf32>
   return
 }
@@ -53,7 +53,7 @@ func.func private @kernel_0_conv2d(%wg: index, %wgc: index, %x: memref<2x3x19x41
 #channel = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 func.func private @kernel_0_conv2d_epilogue(%wg: index, %wgc: index, %x: memref<1x4x8x18xf32>, %w: memref<4x4x3x3xf32>, %s: memref<4x1x1xf32>, %r: memref<1x4x6x16xf32>, %out: memref<1x4x6x16xf32>)
-    attributes {kiln.kernel = "kernel_0_conv2d", kiln.workgroup_extent = 6 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_0_conv2d", kiln_kernel.workgroup_extent = 6 : i64} {
   %zero = arith.constant 0.0 : f32
   kiln_kernel.conv2d %x, %w epilogue(%s, %r : memref<4x1x1xf32>, memref<1x4x6x16xf32>) into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, epilogue_maps = [#channel, #id]} : memref<1x4x8x18xf32>, memref<4x4x3x3xf32> into memref<1x4x6x16xf32> {
   ^bb0(%v: f32, %scale: f32, %res: f32):
@@ -76,7 +76,7 @@ func.func private @kernel_0_conv2d_epilogue(%wg: index, %wgc: index, %x: memref<
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[ROWS]] step %c1
 // CHECK: vector.fma
 func.func private @kernel_0_conv2d_batch(%wg: index, %wgc: index, %x: memref<?x4x8x18xf32>, %w: memref<4x4x3x3xf32>, %out: memref<?x4x6x16xf32>)
-    attributes {kiln.kernel = "kernel_0_conv2d_batch"} {
+    attributes {kiln_kernel.kernel = "kernel_0_conv2d_batch"} {
   kiln_kernel.conv2d %x, %w into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : memref<?x4x8x18xf32>, memref<4x4x3x3xf32> into memref<?x4x6x16xf32>
   return
 }
@@ -98,7 +98,7 @@ func.func private @kernel_0_conv2d_batch(%wg: index, %wgc: index, %x: memref<?x4
 // CHECK: vector.load %[[X]][%{{.*}}, %[[IC]], %{{.*}}, %{{.*}}]
 // CHECK: memref.load %[[W]][%{{.*}}, %[[C]], %{{.*}}, %{{.*}}]
 func.func private @kernel_grouped(%wg: index, %wgc: index, %x: memref<1x8x5x34xf32>, %w: memref<16x4x3x3xf32>, %out: memref<1x16x3x32xf32>)
-    attributes {kiln.kernel = "kernel_grouped", kiln.workgroup_extent = 3 : i64} {
+    attributes {kiln_kernel.kernel = "kernel_grouped", kiln_kernel.workgroup_extent = 3 : i64} {
   kiln_kernel.conv2d %x, %w into %out {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : memref<1x8x5x34xf32>, memref<16x4x3x3xf32> into memref<1x16x3x32xf32>
   return
 }

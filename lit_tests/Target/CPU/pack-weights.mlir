@@ -10,7 +10,7 @@
 // CHECK-NEXT: kiln_plan.launch @pack_0_nk[2] (%arg0, %[[P]]) {cached, num_inputs = 1 : i64}
 // CHECK: kiln_plan.launch @kernel_0_matmul[1] (%arg1, %arg0, %[[P]], %{{.*}}) {num_inputs = 3 : i64}
 // CHECK: func.func private @kernel_0_matmul(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<8x24xf32>, %{{.*}}: memref<40x24xf32>, %{{.*}}: memref<2x24x16xf32> {kiln_kernel.packed_rhs = #kiln_kernel.packed_rhs<of = 3, transposed = true, panel_columns = 16>}, %{{.*}}: memref<8x40xf32>)
-// CHECK: func.func private @pack_0_nk(%{{.*}}: index, %{{.*}}: index, %[[W:.*]]: memref<40x24xf32>, %[[OUT:.*]]: memref<2x24x16xf32>) attributes {kiln.kernel = "pack_0_nk", kiln.workgroup_extent = 2 : i64}
+// CHECK: func.func private @pack_0_nk(%{{.*}}: index, %{{.*}}: index, %[[W:.*]]: memref<40x24xf32>, %[[OUT:.*]]: memref<2x24x16xf32>) attributes {kiln_kernel.kernel = "pack_0_nk", kiln_kernel.workgroup_extent = 2 : i64}
 // CHECK: %[[T:.*]] = bufferization.to_tensor %[[W]]
 // CHECK: %[[S:.*]] = kiln_graph.slice %[[T]] {dim = 0 : i64, start = 0 : i64, step = 1 : i64} : tensor<40x24xf32> -> tensor<32x24xf32>
 // CHECK: %[[R:.*]] = kiln_graph.reshape %[[S]] : tensor<32x24xf32> -> tensor<2x16x24xf32>
@@ -22,7 +22,7 @@ module {
     kiln_plan.launch @kernel_0_matmul[1] (%x, %w, %0) {num_inputs = 2 : i64} : memref<8x24xf32>, memref<40x24xf32>, memref<8x40xf32>
     return %0 : memref<8x40xf32>
   }
-  func.func private @kernel_0_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<40x24xf32>, %c: memref<8x40xf32>) attributes {kiln.kernel = "kernel_0_matmul", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_0_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<40x24xf32>, %c: memref<8x40xf32>) attributes {kiln_kernel.kernel = "kernel_0_matmul", kiln_kernel.workgroup_extent = 8 : i64} {
     %0 = bufferization.to_tensor %a restrict : memref<8x24xf32> to tensor<8x24xf32>
     %1 = bufferization.to_tensor %b restrict : memref<40x24xf32> to tensor<40x24xf32>
     %2 = kiln_graph.matmul %0, %1 {transpose_rhs = true} : tensor<8x24xf32>, tensor<40x24xf32> -> tensor<8x40xf32>
@@ -51,14 +51,14 @@ module {
     kiln_plan.launch @kernel_1_matmul[1] (%x, %w, %1) {num_inputs = 2 : i64} : memref<8x24xf32>, memref<24x32xf32>, memref<8x32xf32>
     return %0, %1 : memref<8x32xf32>, memref<8x32xf32>
   }
-  func.func private @kernel_0_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<24x32xf32>, %c: memref<8x32xf32>) attributes {kiln.kernel = "kernel_0_matmul", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_0_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<24x32xf32>, %c: memref<8x32xf32>) attributes {kiln_kernel.kernel = "kernel_0_matmul", kiln_kernel.workgroup_extent = 8 : i64} {
     %0 = bufferization.to_tensor %a restrict : memref<8x24xf32> to tensor<8x24xf32>
     %1 = bufferization.to_tensor %b restrict : memref<24x32xf32> to tensor<24x32xf32>
     %2 = kiln_graph.matmul %0, %1 : tensor<8x24xf32>, tensor<24x32xf32> -> tensor<8x32xf32>
     bufferization.materialize_in_destination %2 in restrict writable %c : (tensor<8x32xf32>, memref<8x32xf32>) -> ()
     return
   }
-  func.func private @kernel_1_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<24x32xf32>, %c: memref<8x32xf32>) attributes {kiln.kernel = "kernel_1_matmul", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_1_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<24x32xf32>, %c: memref<8x32xf32>) attributes {kiln_kernel.kernel = "kernel_1_matmul", kiln_kernel.workgroup_extent = 8 : i64} {
     %0 = bufferization.to_tensor %a restrict : memref<8x24xf32> to tensor<8x24xf32>
     %1 = bufferization.to_tensor %b restrict : memref<24x32xf32> to tensor<24x32xf32>
     %2 = kiln_graph.matmul %0, %1 : tensor<8x24xf32>, tensor<24x32xf32> -> tensor<8x32xf32>
@@ -84,14 +84,14 @@ module {
     kiln_plan.launch @kernel_1_matmul[1] (%x, %y, %1) {num_inputs = 2 : i64} : memref<8x24xf32>, memref<24x32xf32>, memref<8x32xf32>
     return %0, %1 : memref<8x8xf32>, memref<8x32xf32>
   }
-  func.func private @kernel_0_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<8x24xf32>, %c: memref<8x8xf32>) attributes {kiln.kernel = "kernel_0_matmul", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_0_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<8x24xf32>, %c: memref<8x8xf32>) attributes {kiln_kernel.kernel = "kernel_0_matmul", kiln_kernel.workgroup_extent = 8 : i64} {
     %0 = bufferization.to_tensor %a restrict : memref<8x24xf32> to tensor<8x24xf32>
     %1 = bufferization.to_tensor %b restrict : memref<8x24xf32> to tensor<8x24xf32>
     %2 = kiln_graph.matmul %0, %1 {transpose_rhs = true} : tensor<8x24xf32>, tensor<8x24xf32> -> tensor<8x8xf32>
     bufferization.materialize_in_destination %2 in restrict writable %c : (tensor<8x8xf32>, memref<8x8xf32>) -> ()
     return
   }
-  func.func private @kernel_1_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<24x32xf32>, %c: memref<8x32xf32>) attributes {kiln.kernel = "kernel_1_matmul", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_1_matmul(%wg: index, %count: index, %a: memref<8x24xf32>, %b: memref<24x32xf32>, %c: memref<8x32xf32>) attributes {kiln_kernel.kernel = "kernel_1_matmul", kiln_kernel.workgroup_extent = 8 : i64} {
     %0 = bufferization.to_tensor %a restrict : memref<8x24xf32> to tensor<8x24xf32>
     %1 = bufferization.to_tensor %b restrict : memref<24x32xf32> to tensor<24x32xf32>
     %2 = kiln_graph.matmul %0, %1 : tensor<8x24xf32>, tensor<24x32xf32> -> tensor<8x32xf32>
@@ -122,13 +122,13 @@ module {
     kiln_plan.launch @kernel_2_apply[1] (%x, %0, %2) {num_inputs = 2 : i64} : memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>
     return %2, %1 : memref<4x8xf32>, memref<8xf32>
   }
-  func.func private @kernel_0_scale(%wg: index, %count: index, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) attributes {kiln.kernel = "kernel_0_scale", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_0_scale(%wg: index, %count: index, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) attributes {kiln_kernel.kernel = "kernel_0_scale", kiln_kernel.workgroup_extent = 8 : i64} {
     return
   }
-  func.func private @kernel_1_returned(%wg: index, %count: index, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) attributes {kiln.kernel = "kernel_1_returned", kiln.workgroup_extent = 8 : i64} {
+  func.func private @kernel_1_returned(%wg: index, %count: index, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) attributes {kiln_kernel.kernel = "kernel_1_returned", kiln_kernel.workgroup_extent = 8 : i64} {
     return
   }
-  func.func private @kernel_2_apply(%wg: index, %count: index, %a: memref<4x8xf32>, %b: memref<8xf32>, %c: memref<4x8xf32>) attributes {kiln.kernel = "kernel_2_apply", kiln.workgroup_extent = 4 : i64} {
+  func.func private @kernel_2_apply(%wg: index, %count: index, %a: memref<4x8xf32>, %b: memref<8xf32>, %c: memref<4x8xf32>) attributes {kiln_kernel.kernel = "kernel_2_apply", kiln_kernel.workgroup_extent = 4 : i64} {
     return
   }
 }

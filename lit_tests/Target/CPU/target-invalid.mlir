@@ -20,7 +20,7 @@ func.func @panels_narrower_than_the_tile(%a: memref<8x24xf32>, %b: memref<40x24x
   // expected-error @+1 {{reads weights packed in panels of 8 columns, but the micro-kernel tile for cpu:x86-64-v3 is 16 columns wide: kiln-pack-weights and kiln-vectorize-matmul disagree}}
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<8x24xf32>, memref<40x24xf32>) outs(%c : memref<8x40xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %m = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32

@@ -32,22 +32,22 @@
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[NV]] step
 // CHECK: memref.prefetch %[[B]][%{{.*}}, %{{.*}}], read, locality<3>, data : memref<?x?xf32>
 // CHECK: vector.fma
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK: scf.for %{{.*}} = %[[NV]] to %[[N]] step
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[MFULL2:.*]] step
 // CHECK: scf.for %{{.*}} = %[[NFULL]] to %[[NV2:.*]] step
 // CHECK: %{{.*}}:6 = scf.for %{{.*}} = %{{.*}} to %[[K]] step
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[MFULL2]] step
 // CHECK: scf.for %{{.*}} = %[[NV2]] to %[[N]] step
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[K]] step
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 #ikj = [affine_map<(i, k, j) -> (i, k)>, affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>]
 func.func @dynamic_ikj(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {
   linalg.generic {indexing_maps = #ikj, iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<?x?xf32>, memref<?x?xf32>) outs(%c : memref<?x?xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32

@@ -14,7 +14,7 @@
 #tree_c = affine_map<(d0, d1, d2) -> (d0, d1)>
 func.func @tree_reduction(%a: memref<8x32xf32>, %b: memref<8x32xf32>, %c: memref<8x8xf32>) {
   linalg.generic {indexing_maps = [#tree_a, #tree_b, #tree_c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a, %b : memref<8x32xf32>, memref<8x32xf32>) outs(%c : memref<8x8xf32>) attrs = {kiln.contraction = "ijk"} {
+      ins(%a, %b : memref<8x32xf32>, memref<8x32xf32>) outs(%c : memref<8x8xf32>) attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %m = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %m : f32

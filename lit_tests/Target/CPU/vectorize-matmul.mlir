@@ -38,7 +38,7 @@
 func.func @matmul_ikj(%a: memref<12x10xf32>, %b: memref<10x32xf32>, %c: memref<12x32xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<12x10xf32>, memref<10x32xf32>) outs(%c : memref<12x32xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -80,7 +80,7 @@ func.func @matmul_ikj(%a: memref<12x10xf32>, %b: memref<10x32xf32>, %c: memref<1
 func.func @matmul_ijk(%a: memref<6x16xf32>, %b: memref<6x16xf32>, %c: memref<6x6xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<6x16xf32>, memref<6x16xf32>) outs(%c : memref<6x6xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -94,11 +94,11 @@ func.func @matmul_ijk(%a: memref<6x16xf32>, %b: memref<6x16xf32>, %c: memref<6x6
 // M = 13, N = 40: 6 x 16 tiles cover rows [0, 12) and columns [0, 32); the
 // last block of rows adds a one-row tile for row 12. Columns [32, 40) take
 // tiles one vector wide, the same way. Every nest iterates blocks of rows,
-// and loops marked kiln.column_loop iterate columns: workgroups may split
+// and loops marked kiln_kernel.column_loop iterate columns: workgroups may split
 // both.
 // CHECK-LABEL: func.func @matmul_ikj_ragged
 // CHECK-SAME: (%[[A:.*]]: memref<13x4xf32>, %[[B:.*]]: memref<4x40xf32>, %[[C:.*]]: memref<13x40xf32>)
-// CHECK-SAME: kiln.column_alignment = 16 : i64, kiln.column_extent = 40 : i64
+// CHECK-SAME: kiln_kernel.column_alignment = 16 : i64, kiln_kernel.column_extent = 40 : i64
 // CHECK-DAG: %[[C48:.*]] = arith.constant 48 : index
 // CHECK-DAG: %[[C13:.*]] = arith.constant 13 : index
 // CHECK: scf.for %[[IB:.*]] = %{{.*}} to %[[C13]] step %[[C48]] {
@@ -112,7 +112,7 @@ func.func @matmul_ijk(%a: memref<6x16xf32>, %b: memref<6x16xf32>, %c: memref<6x6
 // CHECK: scf.if %[[LAST]] {
 // CHECK: %{{.*}}:2 = scf.for
 // CHECK: vector.store %{{.*}}#1, %[[C]]
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // Columns [32, 40): rows [0, 12) in 6 x 8 tiles, row 12 in a 1 x 8 one.
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-DAG: %[[V0:.*]] = arith.constant 32 : index
@@ -120,11 +120,11 @@ func.func @matmul_ijk(%a: memref<6x16xf32>, %b: memref<6x16xf32>, %c: memref<6x6
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: scf.for %{{.*}} = %[[V0]] to %[[V1]] step %[[C8]] {
 // CHECK: %{{.*}}:6 = scf.for
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK: scf.if
 // CHECK: scf.for
 // CHECK: scf.for {{.*}} iter_args({{[^,]*}}) -> (vector<8xf32>)
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK-NOT: memref.store
 // CHECK: return
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -133,7 +133,7 @@ func.func @matmul_ijk(%a: memref<6x16xf32>, %b: memref<6x16xf32>, %c: memref<6x6
 func.func @matmul_ikj_ragged(%a: memref<13x4xf32>, %b: memref<4x40xf32>, %c: memref<13x40xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<13x4xf32>, memref<4x40xf32>) outs(%c : memref<13x40xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -153,7 +153,7 @@ func.func @matmul_ikj_ragged(%a: memref<13x4xf32>, %b: memref<4x40xf32>, %c: mem
 // CHECK-COUNT-5: memref.load %arg0
 // CHECK: scf.for
 // CHECK-COUNT-5: arith.mulf
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK-NOT: vector.
 // CHECK-NOT: linalg.generic
 // CHECK: return
@@ -163,7 +163,7 @@ func.func @matmul_ikj_ragged(%a: memref<13x4xf32>, %b: memref<4x40xf32>, %c: mem
 func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref<5x7xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<5x4xf32>, memref<4x7xf32>) outs(%c : memref<5x7xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -180,7 +180,7 @@ func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref
 // dot products.
 // CHECK-LABEL: func.func @matmul_ijk_ragged
 // CHECK-SAME: (%[[A:.*]]: memref<7x20xf32>, %[[B:.*]]: memref<8x20xf32>, %[[C:.*]]: memref<7x8xf32>)
-// CHECK-SAME: kiln.column_alignment = 3 : i64, kiln.column_extent = 8 : i64
+// CHECK-SAME: kiln_kernel.column_alignment = 3 : i64, kiln_kernel.column_extent = 8 : i64
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: %[[ACC:.*]]:9 = scf.for %{{.*}} = %{{.*}} to %[[C16]] step %[[C8]] iter_args(
@@ -202,7 +202,7 @@ func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref
 // CHECK: scf.if
 // CHECK: %{{.*}}:3 = scf.for
 // CHECK: vector.reduction <add>
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // Columns 6 and 7 of every row, per block of rows.
 // CHECK: scf.for %[[CB:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: scf.for %[[CRI:.*]] = %[[CB]] to %{{.*}} step %{{.*}} {
@@ -213,7 +213,7 @@ func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref
 // CHECK: memref.load %[[A]][%[[CRI]], %{{.*}}] : memref<7x20xf32>
 // CHECK: memref.load %[[B]][%[[CRJ]], %{{.*}}] : memref<8x20xf32>
 // CHECK: memref.store %{{.*}}, %[[C]][%[[CRI]], %[[CRJ]]] : memref<7x8xf32>
-// CHECK: } {kiln.column_loop}
+// CHECK: } {kiln_kernel.column_loop}
 // CHECK-NOT: scf.for
 // CHECK: return
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -222,7 +222,7 @@ func.func @matmul_ikj_small(%a: memref<5x4xf32>, %b: memref<4x7xf32>, %c: memref
 func.func @matmul_ijk_ragged(%a: memref<7x20xf32>, %b: memref<8x20xf32>, %c: memref<7x8xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<7x20xf32>, memref<8x20xf32>) outs(%c : memref<7x8xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -257,7 +257,7 @@ func.func @matmul_ijk_ragged(%a: memref<7x20xf32>, %b: memref<8x20xf32>, %c: mem
 func.func @batch_matmul_ikj(%a: memref<2x12x4xf32>, %b: memref<2x4x32xf32>, %c: memref<2x12x32xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<2x12x4xf32>, memref<2x4x32xf32>) outs(%c : memref<2x12x32xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -286,7 +286,7 @@ func.func @batch_matmul_ikj(%a: memref<2x12x4xf32>, %b: memref<2x4x32xf32>, %c: 
 func.func @batch_matmul_ijk(%a: memref<2x3x8xf32>, %b: memref<2x3x8xf32>, %c: memref<2x3x3xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<2x3x8xf32>, memref<2x3x8xf32>) outs(%c : memref<2x3x3xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -313,7 +313,7 @@ func.func @batch_matmul_ijk(%a: memref<2x3x8xf32>, %b: memref<2x3x8xf32>, %c: me
 func.func @matmul_f64(%a: memref<12x4xf64>, %b: memref<4x16xf64>, %c: memref<12x16xf64>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<12x4xf64>, memref<4x16xf64>) outs(%c : memref<12x16xf64>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f64, %y: f64, %acc: f64):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f64
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f64
@@ -329,7 +329,7 @@ func.func @matmul_f64(%a: memref<12x4xf64>, %b: memref<4x16xf64>, %c: memref<12x
 // CHECK-NOT: scf.for
 // CHECK-NOT: vector.
 // CHECK: linalg.generic
-// CHECK-SAME: kiln.contraction = "ikj"
+// CHECK-SAME: kiln_kernel.contraction = "ikj"
 // CHECK: arith.muli
 // CHECK-NOT: scf.for
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -338,7 +338,7 @@ func.func @matmul_f64(%a: memref<12x4xf64>, %b: memref<4x16xf64>, %c: memref<12x
 func.func @matmul_i64_untouched(%a: memref<12x4xi64>, %b: memref<4x16xi64>, %c: memref<12x16xi64>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<12x4xi64>, memref<4x16xi64>) outs(%c : memref<12x16xi64>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: i64, %y: i64, %acc: i64):
     %p = arith.muli %x, %y : i64
     %s = arith.addi %acc, %p : i64
@@ -353,7 +353,7 @@ func.func @matmul_i64_untouched(%a: memref<12x4xi64>, %b: memref<4x16xi64>, %c: 
 // CHECK-LABEL: func.func @unmarked_generic_untouched
 // CHECK-NOT: scf.for
 // CHECK: linalg.generic
-// CHECK-NOT: kiln.contraction
+// CHECK-NOT: kiln_kernel.contraction
 // CHECK: arith.mulf
 // CHECK-NOT: scf.for
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -376,7 +376,7 @@ func.func @unmarked_generic_untouched(%a: memref<12x4xf32>, %b: memref<4x16xf32>
 // CHECK-LABEL: func.func @tensor_matmul_untouched
 // CHECK-NOT: scf.for
 // CHECK: linalg.generic
-// CHECK-SAME: kiln.contraction = "ikj"
+// CHECK-SAME: kiln_kernel.contraction = "ikj"
 // CHECK-NOT: scf.for
 #a = affine_map<(d0, d1, d2) -> (d0, d1)>
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -384,7 +384,7 @@ func.func @unmarked_generic_untouched(%a: memref<12x4xf32>, %b: memref<4x16xf32>
 func.func @tensor_matmul_untouched(%a: tensor<12x4xf32>, %b: tensor<4x16xf32>, %c: tensor<12x16xf32>) -> tensor<12x16xf32> {
   %0 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : tensor<12x4xf32>, tensor<4x16xf32>) outs(%c : tensor<12x16xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -413,7 +413,7 @@ func.func @tensor_matmul_untouched(%a: tensor<12x4xf32>, %b: tensor<4x16xf32>, %
 func.func @matmul_packed(%a: memref<12x300xf32>, %b: memref<300x32xf32>, %c: memref<12x32xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : memref<12x300xf32>, memref<300x32xf32>) outs(%c : memref<12x32xf32>)
-      attrs = {kiln.contraction = "ikj"} {
+      attrs = {kiln_kernel.contraction = "ikj"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -430,7 +430,7 @@ func.func @matmul_packed(%a: memref<12x300xf32>, %b: memref<300x32xf32>, %c: mem
 // run instead of dot products.
 // CHECK-LABEL: func.func @matmul_ijk_packed
 // CHECK-SAME: (%[[A:.*]]: memref<64x256xf32>, %[[B:.*]]: memref<16x256xf32>, %[[C:.*]]: memref<64x16xf32>)
-// CHECK-SAME: kiln.column_alignment = 16 : i64
+// CHECK-SAME: kiln_kernel.column_alignment = 16 : i64
 // CHECK: %[[PANEL:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128x16xf32>
 // CHECK: vector.load %[[B]][%{{.*}}, %{{.*}}] : memref<16x256xf32>, vector<8xf32>
 // CHECK-COUNT-7: vector.load %[[B]]
@@ -448,7 +448,7 @@ func.func @matmul_packed(%a: memref<12x300xf32>, %b: memref<300x32xf32>, %c: mem
 func.func @matmul_ijk_packed(%a: memref<64x256xf32>, %b: memref<16x256xf32>, %c: memref<64x16xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<64x256xf32>, memref<16x256xf32>) outs(%c : memref<64x16xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %p fastmath<reassoc,contract> : f32
@@ -481,7 +481,7 @@ func.func @matmul_prepacked(%a: memref<8x24xf32>, %b: memref<40x24xf32>,
                             %c: memref<8x40xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<8x24xf32>, memref<40x24xf32>) outs(%c : memref<8x40xf32>)
-      attrs = {kiln.contraction = "ijk"} {
+      attrs = {kiln_kernel.contraction = "ijk"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %m = arith.mulf %x, %y fastmath<reassoc,contract> : f32
     %s = arith.addf %acc, %m fastmath<reassoc,contract> : f32

@@ -59,12 +59,29 @@ def WriteInputsInPlacePass : Pass<"kiln-write-inputs-in-place", "mlir::ModuleOp"
     (the result is the input's new value), binds the input's buffer in place
     of the result's, when that is safe: the result is a buffer of the input's
     type that one launch writes; that launch reads the input only through
-    operands its kernel's `kiln.in_place_operands` (kiln-mark-in-place-operands)
+    operands its kernel's `kiln_kernel.in_place_operands` (kiln-mark-in-place-operands)
     pairs with the result's; no later launch, view or returned value reads
     the input; and no cached launch reads it. The plan then returns the input
     itself for that result, and the caller finds nothing to copy back. Pairs
     that are not safe keep their own buffer.
   }];
+}
+
+def ResolveWorkgroupsPass : Pass<"kiln-resolve-workgroups", "mlir::ModuleOp"> {
+  let summary = "Settle each launch's workgroup count from its kernel's distribution";
+  let description = [{
+    Runs on the host plan once its kernel functions carry what code
+    generation decided (`kiln_kernel.workgroup_alignment`, and
+    `kiln_kernel.column_extent` for a kernel that splits its columns; the
+    compiler copies them from the kernels it lowered). Chunks of rows are
+    aligned, so the plan's count can exceed the chunks there are: a static
+    launch's count becomes the number of workgroups that get rows (one for a
+    kernel that splits nothing; unchanged for a column-splitting kernel,
+    whose grid is computed from it). A symbolic launch gets the kernel's
+    `alignment` and `grid`, from which the runtime computes its count
+    (clamp(work, 1, min(extent, workgroups)), lowered the same way).
+  }];
+  let dependentDialects = ["kiln::plan::PlanDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES

@@ -9,12 +9,13 @@
 #ifndef KILN_CONVERSION_GRAPHTOLINALG_SCALAROPS_H
 #define KILN_CONVERSION_GRAPHTOLINALG_SCALAROPS_H
 
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace kiln::scalar {
 
 /// Set on an op whose operands (for a convert: its input) were unsigned.
-inline constexpr llvm::StringLiteral kUnsignedAttr = "kiln.unsigned";
+using kiln::kernel::kUnsignedAttr;
 bool computesUnsigned(mlir::Operation *op);
 
 bool isFloat(mlir::Type type);

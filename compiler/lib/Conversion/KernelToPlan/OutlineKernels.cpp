@@ -196,7 +196,8 @@ struct OutlineKernelsPass
         }
         plan::LaunchOp::create(planBuilder, kernelOp.getLoc(), kernelFunc.getSymName(),
                                workgroups, kernelOp.getInputs().size(), bindings,
-                               symbolicExtent, symbolicWork);
+                               symbolicExtent, symbolicWork, /*cached=*/false,
+                               /*alignment=*/IntegerAttr(), /*grid=*/false);
       } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
         Value view = plan::ViewOp::create(planBuilder, reshape.getLoc(),
                                           bufferType(reshape.getType()),

@@ -12,7 +12,7 @@
 // of the last full tile take tiles one vector wide, then dot products.
 //
 // Every nest iterates blocks of rows at its top level, and its loops over
-// columns are directly inside or marked kiln.column_loop: a kernel made of
+// columns are directly inside or marked kiln_kernel.column_loop: a kernel made of
 // a matmul and its pointwise epilogue splits both across workgroups (see
 // kiln-distribute-workgroups), so a matmul of few rows still uses every core.
 #ifndef KILN_TARGET_CPU_MATMULEMITTER_H

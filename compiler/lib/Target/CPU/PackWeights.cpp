@@ -136,7 +136,8 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
       auto widened = plan::LaunchOp::create(
           b, launch.getLoc(), launch.getKernel(), launch.getWorkgroups(),
           numInputs + operands.size(), bindings, launch.getSymbolicExtentAttr(),
-          launch.getSymbolicWorkAttr(), /*cached=*/false);
+          launch.getSymbolicWorkAttr(), /*cached=*/false, /*alignment=*/IntegerAttr(),
+          /*grid=*/false);
       widened->setDiscardableAttrs(launch->getDiscardableAttrDictionary());
       launch.erase();
     }
@@ -243,7 +244,8 @@ struct PackWeightsPass : kiln::cpu::impl::PackWeightsPassBase<PackWeightsPass> {
     int64_t workgroups = std::max<int64_t>(1, std::min<int64_t>(panels, 64));
     SmallVector<Value> bindings{weight, packed};
     plan::LaunchOp::create(front, loc, kernel.getSymName(), workgroups, /*num_inputs=*/1,
-                           bindings, AffineMapAttr(), AffineMapAttr());
+                           bindings, AffineMapAttr(), AffineMapAttr(), /*cached=*/false,
+                           /*alignment=*/IntegerAttr(), /*grid=*/false);
     return packed;
   }
 };

@@ -32,7 +32,7 @@ def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
   let description = [{
     Runs on bufferized kernels, before linalg becomes loops. Vector widths
     and tiles come from the module's `kiln_kernel.target` (TileSizes.h). Each f32/f64
-    matmul generic (marked `kiln.contraction` by the graph lowering) becomes
+    matmul generic (marked `kiln_kernel.contraction` by the graph lowering) becomes
     a loop over MR-row blocks of C whose body keeps an MR x NR tile of C in
     vector registers across the whole k loop, with vector FMAs (B in [K, N]:
     broadcast A, load rows of B) or vector dot products (B given as [N, K]).
@@ -41,8 +41,8 @@ def VectorizeMatmulPass : Pass<"kiln-vectorize-matmul", "mlir::func::FuncOp"> {
     dot products. Every top-level loop still iterates the kernel's leading
     dimension. When the kernel is just the matmul (2-D, static N) and a
     pointwise epilogue over the same [M, N], the pass marks it with
-    `kiln.column_extent` and `kiln.column_alignment`, and marks column loops
-    nested deeper than directly inside a top-level loop `kiln.column_loop`:
+    `kiln_kernel.column_extent` and `kiln_kernel.column_alignment`, and marks column loops
+    nested deeper than directly inside a top-level loop `kiln_kernel.column_loop`:
     kiln-distribute-workgroups then splits the columns as well as the rows.
   }];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",

@@ -6,6 +6,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -202,15 +203,79 @@ LogicalResult PackedRhsAttr::verify(function_ref<InFlightDiagnostic()> emitError
   return success();
 }
 
-LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
-  if (attribute.getName() != kTargetAttrName)
-    return op->emitError() << "unknown kiln_kernel attribute '" << attribute.getName().getValue()
-                           << "'";
-  if (!isa<ModuleOp>(op))
-    return op->emitError() << "'" << kTargetAttrName << "' belongs on a module";
-  if (!isa<TargetAttr>(attribute.getValue()))
-    return op->emitError() << "'" << kTargetAttrName << "' must be a #kiln_kernel.target";
+/// An integer attribute of at least `min`, or an error naming `name`.
+static LogicalResult verifyCount(Operation *op, StringRef name, Attribute value, int64_t min) {
+  auto integer = dyn_cast<IntegerAttr>(value);
+  if (!integer || !integer.getType().isInteger(64) || integer.getInt() < min)
+    return op->emitError() << "'" << name << "' must be an i64 of at least " << min << ", not "
+                           << value;
   return success();
+}
+
+LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  if (name == kTargetAttrName) {
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << kTargetAttrName << "' belongs on a module";
+    if (!isa<TargetAttr>(value))
+      return op->emitError() << "'" << kTargetAttrName << "' must be a #kiln_kernel.target";
+    return success();
+  }
+  if (name == kUnsignedAttr) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' is a unit attribute";
+    return success();
+  }
+  if (name == kColumnLoopAttr) {
+    if (!isa<UnitAttr>(value) || !isa<LoopLikeOpInterface>(op))
+      return op->emitError() << "'" << name << "' is a unit attribute of a loop";
+    return success();
+  }
+  if (name == kContractionAttr) {
+    auto order = dyn_cast<StringAttr>(value);
+    if (!order || (order.getValue() != "ikj" && order.getValue() != "ijk"))
+      return op->emitError() << "'" << name << "' is \"ikj\" (B is [K, N]) or \"ijk\" (B is "
+                             << "[N, K]), not " << value;
+    return success();
+  }
+  // The rest describe kernel functions (func.func, or llvm.func once lowered).
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitError() << "'" << name << "' belongs on a kernel function";
+  if (name == kKernelAttr || name == kSymbolAttr) {
+    auto text = dyn_cast<StringAttr>(value);
+    if (!text || text.getValue().empty())
+      return op->emitError() << "'" << name << "' must be a non-empty string";
+    return success();
+  }
+  if (name == kSameCodeAsAttr) {
+    if (!isa<FlatSymbolRefAttr>(value))
+      return op->emitError() << "'" << name << "' must name a kernel (@kernel)";
+    return success();
+  }
+  if (name == kExtentAttr) {
+    if (auto map = dyn_cast<AffineMapAttr>(value)) {
+      if (map.getValue().getNumDims() != 0 || map.getValue().getNumResults() != 1)
+        return op->emitError() << "a symbolic '" << name
+                               << "' is one expression over the size symbols, not " << value;
+      return success();
+    }
+    return verifyCount(op, name, value, 0);
+  }
+  if (name == kNumSymbolsAttr || name == kScratchBytesAttr)
+    return verifyCount(op, name, value, 0);
+  if (name == kAlignmentAttr || name == kColumnExtentAttr || name == kColumnAlignmentAttr)
+    return verifyCount(op, name, value, 1);
+  if (name == kInPlaceOperandsAttr) {
+    auto pairs = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!pairs || pairs.size() % 2 != 0 ||
+        llvm::any_of(pairs.asArrayRef(), [](int64_t index) { return index < 0; }))
+      return op->emitError() << "'" << name
+                             << "' must be pairs of binding indices (array<i64: input, "
+                             << "output, ...>), not " << value;
+    return success();
+  }
+  return op->emitError() << "unknown kiln_kernel attribute '" << name << "'";
 }
 
 LogicalResult KernelDialect::verifyRegionArgAttribute(Operation *op, unsigned region,

@@ -20,7 +20,7 @@ SmallVector<Value> symbolArguments(Operation *op) {
     return {};
   Block &entry = func.getBody().front();
   unsigned n = count.getInt();
-  assert(n <= entry.getNumArguments() && "kiln.num_symbols exceeds the arguments");
+  assert(n <= entry.getNumArguments() && "kiln_kernel.num_symbols exceeds the arguments");
   return SmallVector<Value>(entry.getArguments().take_back(n));
 }
 

@@ -91,6 +91,8 @@ LogicalResult LaunchOp::verify() {
   for (AffineMapAttr map : {getSymbolicExtentAttr(), getSymbolicWorkAttr()})
     if (map && (map.getValue().getNumDims() != 0 || map.getValue().getNumResults() != 1))
       return emitOpError("a symbolic workgroup size is one expression over the size symbols");
+  if (getAlignment() && *getAlignment() < 1)
+    return emitOpError("alignment must be positive");
   if (!getCached())
     return success();
   // A cached launch may be skipped: it reads graph inputs and writes
@@ -114,7 +116,7 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!kernel)
     return emitOpError("kernel '") << getKernel() << "' is not a func.func in scope";
   FunctionType type = kernel.getFunctionType();
-  auto symbols = kernel->getAttrOfType<IntegerAttr>("kiln.num_symbols");
+  auto symbols = kernel->getAttrOfType<IntegerAttr>("kiln_kernel.num_symbols");
   unsigned numSymbols = symbols ? symbols.getInt() : 0;
   if (type.getNumInputs() != getBindings().size() + 2 + numSymbols || type.getNumResults())
     return emitOpError("kernel takes ")

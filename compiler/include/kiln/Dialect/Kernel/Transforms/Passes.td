@@ -56,7 +56,7 @@ def MarkInPlaceOperandsPass
     : Pass<"kiln-mark-in-place-operands", "mlir::func::FuncOp"> {
   let summary = "Find the kernel inputs an output may overwrite as it is computed";
   let description = [{
-    Runs on kernel functions (`kiln.kernel`) in linalg on tensors, before
+    Runs on kernel functions (`kiln_kernel.kernel`) in linalg on tensors, before
     bufferization. An input `p` and an output `q` of the same type are an
     in-place pair when the kernel reads `p` only at the index it writes `q`
     at, and no later than it writes `q`: every op reading `p` is an
@@ -66,7 +66,7 @@ def MarkInPlaceOperandsPass
     workgroup reads each element of `p` before it writes the same element of
     `q`, and the plan may bind one buffer to both (a graph input that the
     graph overwrites, kiln-write-inputs-in-place). The pairs are recorded as
-    `kiln.in_place_operands`, binding indices [p0, q0, p1, q1, ...].
+    `kiln_kernel.in_place_operands`, binding indices [p0, q0, p1, q1, ...].
   }];
 }
 
@@ -74,7 +74,7 @@ def DistributeWorkgroupsPass
     : Pass<"kiln-distribute-workgroups", "mlir::func::FuncOp"> {
   let summary = "Split each kernel's outermost loops across its workgroups";
   let description = [{
-    Runs on kernel functions (`kiln.kernel`) after linalg became loops. Every
+    Runs on kernel functions (`kiln_kernel.kernel`) after linalg became loops. Every
     top-level `scf.for` iterates the kernel's leading dimension
     [0, workgroup_extent); each becomes the workgroup's contiguous chunk,
     computed from the function's first two arguments (workgroup id, count).
@@ -141,7 +141,7 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
 def ExtractKernelsPass : Pass<"kiln-extract-kernels", "mlir::ModuleOp"> {
   let summary = "Keep only the kernel functions of a module";
   let description = [{
-    Erases every function that is not a kernel (`kiln.kernel`), such as the
+    Erases every function that is not a kernel (`kiln_kernel.kernel`), such as the
     host plan, so that kernel code generation can run on the output of
     kiln-outline-kernels (a dump's 02-plan.mlir) directly.
   }];

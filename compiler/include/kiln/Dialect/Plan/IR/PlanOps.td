@@ -58,13 +58,21 @@ def Plan_LaunchOp : Plan_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInt
     writes only `persistent` buffers; the runtime runs it again only when
     those inputs changed (their data pointers or version counters) since it
     last ran. Packed weights are made so.
+
+    Once the kernel's code is generated, `kiln-resolve-workgroups` settles
+    the count: a static launch gets the number of workgroups that receive
+    rows; a symbolic one gets `alignment` (its row chunks are multiples of
+    it) and `grid` (the kernel splits its columns too, so the count is not
+    capped by the rows), from which the runtime computes the count.
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel, I64Attr:$workgroups,
                        I64Attr:$num_inputs,
                        Variadic<AnyMemRef>:$bindings,
                        OptionalAttr<AffineMapAttr>:$symbolic_extent,
                        OptionalAttr<AffineMapAttr>:$symbolic_work,
-                       UnitAttr:$cached);
+                       UnitAttr:$cached,
+                       OptionalAttr<I64Attr>:$alignment,
+                       UnitAttr:$grid);
   let assemblyFormat = [{
     $kernel `[` $workgroups `]` `(` $bindings `)` attr-dict `:` type($bindings)
   }];
