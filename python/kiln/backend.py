@@ -12,11 +12,8 @@ Calling compiled code lives in kiln.runner, dump folders in kiln.dumps.
 from __future__ import annotations
 
 import copy
-import functools
 import itertools
 import logging
-import time
-import weakref
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,11 +23,18 @@ import torch
 import torch._decomp
 import torch.fx
 
-from kiln.cache import build_id, cache_for
+from kiln.compiler import (
+    COMPILE_FAILED,
+    MAX_ISOLATED_FAILURES,
+    CompileService,
+    compile_failure_reason,
+    executables,
+    failing_nodes,
+    load_extension,
+)
 from kiln.errors import KilnError, SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
     PARAMETER_META,
-    SerializedGraph,
     computes_symint,
     constant_tensors,
     is_getitem,
@@ -41,28 +45,20 @@ from kiln.fx_serialize import (
 from kiln.decompositions import decomposition_table, needs_autograd
 from kiln.mutation import lift_input_writes, with_input_writes
 from kiln.randomness import lift_random_seeds, with_random_seeds
-from kiln.dumps import Dump, save_first_call, summary_updater, write_reproducer
+from kiln.dumps import Dump, save_first_call, summary_updater
 from kiln.logs import configure_from_env, log
 from kiln.options import KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
 from kiln.runner import KilnModule, boxed, boxed_runner, returns_tuple
+
+__all__ = ["CompileRecord", "aten_graphs", "compile_records", "compute_nodes", "held_memory",
+           "kiln_backend", "load_extension", "plural", "reset"]
 
 configure_from_env()
 
 _graph_ids = itertools.count()
 _warned: set[tuple[str, str | None, int | None]] = set()
 _records: list["CompileRecord"] = []
-# Every executable loaded and still alive, for held_memory().
-_executables: "weakref.WeakSet[Any]" = weakref.WeakSet()
-
-
-def _track(exe: Any) -> None:
-    try:
-        _executables.add(exe)
-    except TypeError:  # an object without weak references (a test double)
-        pass
-
-
 @dataclass
 class CompileRecord:
     """What happened to one ATen graph; see compile_records()."""
@@ -117,7 +113,7 @@ def held_memory(packed_weights: bool = True) -> int:
     with a call. Outputs and kernel scratch are allocated per call."""
     return sum(getattr(exe, "arena_bytes", 0)
                + (getattr(exe, "persistent_bytes", 0) if packed_weights else 0)
-               for exe in list(_executables))
+               for exe in executables())
 
 
 def compile_records() -> list[CompileRecord]:
@@ -141,8 +137,7 @@ def kiln_backend(
     mode: str | None = None,
 ) -> Callable[..., Any]:
     """torch.compile backend entry point (registered as "kiln")."""
-    opts = KilnOptions.from_dict(options)
-    _check_target(opts.target)
+    opts = KilnOptions.from_dict(options)  # the target name is checked there
     if mode is not None:
         log.debug("kiln ignores torch.compile mode=%r", mode)
 
@@ -191,20 +186,6 @@ def aten_graphs(
 kiln_backend.reset = reset  # type: ignore[attr-defined]
 
 
-@functools.lru_cache(maxsize=None)
-def _check_target(target: str) -> None:
-    """Raises ValueError for a target the compiler does not know, before
-    anything is traced (with fallback="eager" every graph would otherwise
-    fall back, one warning each)."""
-    try:
-        ext = load_extension()
-    except ImportError:
-        return  # compiling will say so
-    info = getattr(ext.compiler, "target_info", None)
-    if info is not None:
-        info(target)
-
-
 def _partition_saving_seeds(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
     """aot_autograd's default partition, with every random seed computed in
     the forward only: inside an activation-checkpointed region the
@@ -238,34 +219,18 @@ def mark_parameters(gm: torch.fx.GraphModule) -> None:
             placeholders[index].meta[PARAMETER_META] = True
 
 
-def load_extension() -> Any:
-    try:
-        from kiln import _C
-    except ImportError as err:
-        hint = ("Kiln needs the system's LLVM and MLIR 22 libraries (Debian: "
-                "apt install libllvm22 libmlir-22 lld-22)"
-                if "libMLIR" in str(err) or "libLLVM" in str(err) else
-                "reinstall Kiln (pip install --no-build-isolation . in a checkout; "
-                "bash .ci/setup for development)")
-        raise ImportError(
-            "kiln._C (Kiln's compiler and runtime extension) is not built or cannot be "
-            f"loaded: {err}. {hint}; see docs/user-guide.md, Installing."
-        ) from err
-    return _C
-
-
 # ---------------------------------------------------------------------------
 # Compiling one ATen graph
 
 
 def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Callable[..., Any]:
-    ext = load_extension()
+    service = CompileService(opts)
     seeds = lift_random_seeds(gm)  # graph inputs now; with_random_seeds supplies them
     if seeds and kind == "backward":
         raise KilnError(f"a backward graph draws {seeds} random seed(s): its dropout masks "
                         "would differ from the forward's (the partition should have saved them)")
     writes = lift_input_writes(gm)  # extra outputs now; with_input_writes stores them
-    support = kiln_support(ext, opts)
+    support = service.support()
     unsupported = find_unsupported(gm, support)
     if opts.fallback == "error" and any(not u.forced for u in unsupported):
         raise UnsupportedOpError([u for u in unsupported if not u.forced])
@@ -279,21 +244,22 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     record.dump_path = str(dump.path) if dump else None
     replay_inputs = bool(dump and opts.dump_inputs and record.ops)
     # partition_graph rewrites gm in place; the replay reference must stay eager.
-    reference = _copy_graph_module(gm) if replay_inputs and unsupported else gm
+    reference = copy_graph_module(gm) if replay_inputs and unsupported else gm
     constants = constant_tensors(gm) if replay_inputs else []
     if dump:
         dump.write_text("fx_graph.py", gm.code)
-        if unsupported or not record.ops:  # _compile_whole writes its own
+        if unsupported or not record.ops:  # _GraphCompile.whole writes its own
             _write_graph_json(dump, gm, name, record)
 
+    compile_one = _GraphCompile(service, record, dump)
     try:
         if not record.ops:
             fn = boxed(gm.forward)  # nothing to compute
-        elif not unsupported and not _returns_symint(gm):
-            fn = _compile_whole(gm, support, ext, opts, record, dump)
+        elif not unsupported and not returns_symint(gm):
+            fn = compile_one.whole(gm, support)
         else:
             _warn_fallbacks(record, [u for u in unsupported if not u.forced])
-            fn = _compile_partitioned(gm, support, ext, opts, record, dump)
+            fn = compile_one.partitioned(gm, support)
     finally:
         if dump:
             dump.write_json("summary.json", asdict(record))
@@ -310,14 +276,6 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     return with_random_seeds(with_input_writes(fn, writes), seeds)
 
 
-def kiln_support(ext: Any, opts: KilnOptions) -> KilnSupport:
-    """Which nodes this build of the compiler takes, under opts (target, force_eager)."""
-    compiler = ext.compiler
-    return KilnSupport(compiler.supported_ops(), opts.target, opts.force_eager,
-                       symbolic_ops=getattr(compiler, "symbolic_ops", list)(),
-                       symint_scalar_ops=getattr(compiler, "symint_scalar_ops", list)())
-
-
 def compute_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The graph's ops as the records count them: calls, without getitems
     and size arithmetic."""
@@ -325,7 +283,7 @@ def compute_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
             if n.op == "call_function" and not is_getitem(n) and not computes_symint(n)]
 
 
-def _returns_symint(gm: torch.fx.GraphModule) -> bool:
+def returns_symint(gm: torch.fx.GraphModule) -> bool:
     """Does the graph return a symbolic integer (a size aot_autograd saves for
     the backward)? Kiln graphs return tensors, so such a graph is split: the
     size stays a Python value, the tensor ops compile."""
@@ -335,225 +293,83 @@ def _returns_symint(gm: torch.fx.GraphModule) -> bool:
                for r in results)
 
 
-def _compile_whole(
-    gm: torch.fx.GraphModule,
-    support: KilnSupport,
-    ext: Any,
-    opts: KilnOptions,
-    record: CompileRecord,
-    dump: "Dump | None",
-) -> Callable[..., Any]:
-    try:
-        serialized, exe, _ = _compile_to_executable(gm, record.name, ext, opts, record, dump)
-    except (ext.CompileError, SerializeError, ValueError) as err:  # ValueError: artifact not loadable
-        if opts.fallback == "error":
-            raise
-        failing = _failing_nodes(err, gm)
-        _warn_compile_error(record, f"{record.name} ({record.kind})", err, failing)
-        if not failing:
-            return boxed(gm.forward)
-        # Only the ops the compiler failed on run eagerly; the rest still compiles.
-        return _compile_partitioned(gm, _excluding(support, failing, err, record), ext, opts,
-                                    record, dump)
-    record.status = "compiled"
-    return boxed_runner(exe, serialized)
+@dataclass
+class _GraphCompile:
+    """Compiling one ATen graph: whole, or split into Kiln partitions and
+    eager ops, with the ops the compiler fails on isolated in eager. Only the
+    service's compile errors fall back; anything else propagates."""
 
+    service: CompileService
+    record: CompileRecord
+    dump: "Dump | None"
+    numbers: "itertools.count[int]" = field(default_factory=itertools.count)
 
-# How many times one graph may fail to compile at an op before Kiln stops
-# isolating failing ops and runs the failing partition eagerly as a whole.
-_MAX_ISOLATED_FAILURES = 8
-
-
-def _compile_partitioned(
-    gm: torch.fx.GraphModule,
-    support: KilnSupport,
-    ext: Any,
-    opts: KilnOptions,
-    record: CompileRecord,
-    dump: "Dump | None",
-) -> Callable[..., Any]:
-    split = _partition_and_compile(gm, support, ext, opts, record, dump, itertools.count())
-    record.status = "partitioned" if record.partitions else "eager"
-    if dump:
-        dump.write_text("fx_graph_split.py", split.code)
-    return boxed(split.forward)
-
-
-def _partition_and_compile(
-    gm: torch.fx.GraphModule,
-    support: KilnSupport,
-    ext: Any,
-    opts: KilnOptions,
-    record: CompileRecord,
-    dump: "Dump | None",
-    numbers: "itertools.count[int]",
-) -> torch.fx.GraphModule:
-    """gm split into Kiln partitions and eager ops; a partition the compiler
-    fails on at some ops is split again with just those ops in eager."""
-    split, names = partition_graph(gm, support)
-    for sub_name in names:
-        sub = getattr(split, sub_name)
-        k = next(numbers)
-        part = f"{record.name}_partition_{k}"
-        sub_dump = dump.child(f"partition_{k}") if dump else None
-        if sub_dump:
-            sub_dump.write_text("fx_graph.py", sub.code)
+    def whole(self, gm: torch.fx.GraphModule, support: KilnSupport) -> Callable[..., Any]:
+        record = self.record
         try:
-            serialized, exe, summary = _compile_to_executable(
-                sub, part, ext, opts, record, sub_dump, partition=k
-            )
-        except (ext.CompileError, SerializeError, ValueError) as err:  # ValueError: artifact not loadable
-            failing = _failing_nodes(err, sub)
-            isolated = sum(1 for f in record.fallbacks if f["reason"].startswith(_COMPILE_FAILED))
-            if isolated >= _MAX_ISOLATED_FAILURES:
-                failing = []
-            _warn_compile_error(record, f"{part} ({record.kind})", err, failing)
-            if failing:
-                inner = _excluding(support, failing, err, record)
-                setattr(split, sub_name,
-                        _partition_and_compile(sub, inner, ext, opts, record, dump, numbers))
-            continue
-        run = boxed_runner(exe, serialized)
-        if sub_dump:
-            sub_dump.write_json("summary.json", summary)
-            if opts.dump_inputs:
-                run = save_first_call(
-                    run, sub, serialized.constants, sub_dump, summary_updater(sub_dump, summary)
-                )
-        setattr(split, sub_name, KilnModule(exe, run, returns_tuple(sub)))
-        record.partitions += 1
-    return split
+            compiled = self.service.compile_graph(gm, record.name, record, self.dump)
+        except self.service.compile_errors as err:
+            if self.service.opts.fallback == "error":
+                raise
+            failing = failing_nodes(err, gm)
+            _warn_compile_error(record, f"{record.name} ({record.kind})", err, failing)
+            if not failing:
+                return boxed(gm.forward)
+            # Only the ops the compiler failed on run eagerly; the rest still compiles.
+            return self.partitioned(gm, self._excluding(support, failing, err))
+        record.status = "compiled"
+        return boxed_runner(compiled.executable, compiled.serialized)
 
+    def partitioned(self, gm: torch.fx.GraphModule, support: KilnSupport) -> Callable[..., Any]:
+        split = self._split_and_compile(gm, support)
+        self.record.status = "partitioned" if self.record.partitions else "eager"
+        if self.dump:
+            self.dump.write_text("fx_graph_split.py", split.code)
+        return boxed(split.forward)
 
-_COMPILE_FAILED = "Kiln failed to compile it"
-
-
-def _failing_nodes(err: Exception, gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
-    """The ops of gm that a compile error is located at (kiln._C.CompileError.nodes)."""
-    by_name = {n.name: n for n in gm.graph.nodes if n.op == "call_function"}
-    names = getattr(err, "nodes", None) or []
-    nodes = [by_name[name] for name in names if name in by_name]
-    return nodes if len(nodes) == len(names) else []  # a node we do not know: no isolation
-
-
-def _excluding(
-    support: KilnSupport, nodes: list[torch.fx.Node], err: Exception, record: CompileRecord
-) -> KilnSupport:
-    """support, with nodes marked as failed to compile (and recorded as fallbacks)."""
-    reason = compile_failure_reason(err, [n.name for n in nodes])
-    for node in nodes:
-        record.fallbacks.append(_fallback_json(Unsupported(node, op_name(node), reason,
-                                                            source_loc(node))))
-    return support.excluding({node.name: reason for node in nodes})
-
-
-def compile_failure_reason(err: Exception, node_names: Sequence[str]) -> str:
-    """The fallback reason of ops a compile error is located at: the
-    diagnostic at one of them (the error's first lines are a summary, and
-    the reproducer's lines come last)."""
-    text = str(err.__cause__ or err)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    at_node = [line for line in lines if any(f'"{name}"' in line for name in node_names)]
-    return f"{_COMPILE_FAILED}: {(at_node or lines or [type(err).__name__])[0]}"
-
-
-def _compile_to_executable(
-    gm: torch.fx.GraphModule,
-    name: str,
-    ext: Any,
-    opts: KilnOptions,
-    record: CompileRecord,
-    dump: "Dump | None",
-    partition: int | None = None,
-) -> tuple[SerializedGraph, Any, dict[str, Any]]:
-    """Compile gm to a loaded executable; also returns its summary (for a partition's dump)."""
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    start = time.perf_counter()
-    serialized = serialize_graph(gm, name)
-    graph_json = serialized.to_json()
-    if dump:
-        dump.write_text("graph.json", serialized.to_json(indent=1))
-    # aot_autograd calls compilers inside its FakeTensorMode; anything the
-    # extension allocates through ATen must be real.
-    with _disable_current_modes():
-        cache = cache_for(opts) if hasattr(ext.compiler, "build_info") else None
-        key = cache.key(serialized.graph, opts.target, build_id(ext)) if cache else None
-        # A dump needs every stage, so it always compiles (and still stores).
-        hit = cache.load(key, ext, name) if cache and key and not dump else None
-        if hit:
-            artifact, exe = hit.artifact, hit.executable
-            _track(exe)
-            result = {"kernels": exe.num_kernels,
-                      "kernel_info": hit.kernels,
-                      "stage_times_ms": [("cache", (time.perf_counter() - start) * 1e3)]}
-            record.cache_hits += 1
-        else:
+    def _split_and_compile(self, gm: torch.fx.GraphModule,
+                           support: KilnSupport) -> torch.fx.GraphModule:
+        """gm split into Kiln partitions and eager ops; a partition the compiler
+        fails on at some ops is split again with just those ops in eager."""
+        record, opts = self.record, self.service.opts
+        split, names = partition_graph(gm, support)
+        for sub_name in names:
+            sub = getattr(split, sub_name)
+            k = next(self.numbers)
+            part = f"{record.name}_partition_{k}"
+            sub_dump = self.dump.child(f"partition_{k}") if self.dump else None
+            if sub_dump:
+                sub_dump.write_text("fx_graph.py", sub.code)
             try:
-                result = ext.compiler.compile(graph_json, opts.target, dump is not None)
-            except ext.CompileError as err:
-                extended = ext.CompileError(write_reproducer(name, graph_json, opts, dump, err))
-                extended.nodes = getattr(err, "nodes", [])
-                raise extended from err
-            artifact = result["artifact"]
-            exe = ext.runtime.Executable(artifact)
-            _track(exe)
-            if cache and key:
-                cache.store(key, artifact)
-                record.cache_misses += 1
-        if dump:
-            dump.write_stages(result.get("stages", ()), result.get("kernel_asm", ()))
-            dump.write_bytes("artifact.kiln", artifact)
-    elapsed_ms = (time.perf_counter() - start) * 1e3
+                compiled = self.service.compile_graph(sub, part, record, sub_dump, partition=k)
+            except self.service.compile_errors as err:
+                failing = failing_nodes(err, sub)
+                isolated = sum(1 for f in record.fallbacks if f["reason"].startswith(COMPILE_FAILED))
+                if isolated >= MAX_ISOLATED_FAILURES:
+                    failing = []
+                _warn_compile_error(record, f"{part} ({record.kind})", err, failing)
+                if failing:
+                    inner = self._excluding(support, failing, err)
+                    setattr(split, sub_name, self._split_and_compile(sub, inner))
+                continue
+            run = boxed_runner(compiled.executable, compiled.serialized)
+            if sub_dump:
+                sub_dump.write_json("summary.json", compiled.summary)
+                if opts.dump_inputs:
+                    run = save_first_call(run, sub, compiled.serialized.constants, sub_dump,
+                                          summary_updater(sub_dump, compiled.summary))
+            setattr(split, sub_name, KilnModule(compiled.executable, run, returns_tuple(sub)))
+            record.partitions += 1
+        return split
 
-    kernel_count = int(result.get("kernels", getattr(exe, "num_kernels", 0)))
-    kernels = [_kernel_json(k, partition) for k in result.get("kernel_info", ())]
-    stage_times = {str(k): float(v) for k, v in result.get("stage_times_ms", ())}
-    record.kernel_count += kernel_count
-    for symbol in serialized.graph.get("symbols", ()):
-        if all(known["name"] != symbol["name"] for known in record.symbols):
-            record.symbols.append(dict(symbol))
-    record.kernels += kernels
-    record.kernels_compiled += int(result.get("kernels_compiled", 0))
-    record.kernels_reused += int(result.get("kernels_reused", 0))
-    record.compile_time_ms += elapsed_ms
-    record.artifact_bytes += len(artifact)
-    record.packed_weight_bytes += int(getattr(exe, "persistent_bytes", 0))
-    in_inputs = getattr(exe, "outputs_in_inputs", {})
-    returned = list(itertools.accumulate(serialized.output_is_ref, initial=0))  # literals are not
-    record.inputs_written_in_place += sum(
-        1 for w in serialized.graph.get("input_writes", ())
-        if in_inputs.get(returned[w["output"]]) == w["input"])
-    for stage, ms in stage_times.items():
-        record.stage_times_ms[stage] = record.stage_times_ms.get(stage, 0.0) + ms
-    summary = {
-        "name": name,
-        "partition": partition,
-        "target": opts.target,
-        "ops": dict(Counter(n["target"] for n in serialized.graph["nodes"])),
-        "kernel_count": kernel_count,
-        "kernels": kernels,
-        "compile_time_ms": elapsed_ms,
-        "stage_times_ms": stage_times,
-        "artifact_bytes": len(artifact),
-        "errors": [],
-        "output_checksums": None,
-    }
-    if partition is not None:
-        log.debug("%s: %d ops -> %d kernels in %.1f ms", name, len(serialized.graph["nodes"]),
-                  kernel_count, elapsed_ms)
-    return serialized, exe, summary
-
-
-def _kernel_json(info: Any, partition: int | None) -> dict[str, Any]:
-    return {
-        "name": str(info["name"]),
-        "workgroups": int(info["workgroups"]),
-        "ops": [str(op) for op in info["ops"]],
-        "locations": [str(loc) for loc in info["locations"]],
-        "nodes": [str(node) for node in info.get("nodes", ())],
-        "partition": partition,
-    }
+    def _excluding(self, support: KilnSupport, nodes: list[torch.fx.Node],
+                   err: Exception) -> KilnSupport:
+        """support, with nodes marked as failed to compile (and recorded as fallbacks)."""
+        reason = compile_failure_reason(err, [n.name for n in nodes])
+        for node in nodes:
+            self.record.fallbacks.append(_fallback_json(Unsupported(node, op_name(node), reason,
+                                                                    source_loc(node))))
+        return support.excluding({node.name: reason for node in nodes})
 
 
 # ---------------------------------------------------------------------------
@@ -620,10 +436,9 @@ def _log_compiled(record: CompileRecord, opts: KilnOptions) -> None:
         return
     if opts.target not in _logged_pipelines:
         _logged_pipelines.add(opts.target)
-        pipeline = getattr(load_extension().compiler, "pipeline", None)
-        if pipeline is not None:
-            log.debug("pass pipeline for target %s:\n%s", opts.target,
-                      "\n".join(f"  {stage}: {passes}" for stage, passes in pipeline(opts.target)))
+        stages = load_extension().compiler.pipeline(opts.target)
+        log.debug("pass pipeline for target %s:\n%s", opts.target,
+                  "\n".join(f"  {stage}: {passes}" for stage, passes in stages))
     if record.stage_times_ms:
         log.debug("%s stage times: %s", record.name,
                   ", ".join(f"{k} {v:.1f} ms" for k, v in record.stage_times_ms.items()))
@@ -637,7 +452,7 @@ def _write_graph_json(dump: "Dump", gm: torch.fx.GraphModule, name: str, record:
         record.errors.append(f"graph.json not written: {err}")
 
 
-def _copy_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+def copy_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A GraphModule sharing gm's tensors but not its graph (node meta is copied shallowly)."""
     return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
 

@@ -27,21 +27,14 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from kiln.backend import (
-    _MAX_ISOLATED_FAILURES,
-    _check_target,
-    _copy_graph_module,
-    _failing_nodes,
-    _returns_symint,
-    aten_graphs,
+from kiln.backend import aten_graphs, compute_nodes, copy_graph_module, plural, returns_symint
+from kiln.compiler import (
+    MAX_ISOLATED_FAILURES,
+    CompileService,
     compile_failure_reason,
-    compute_nodes,
-    kiln_support,
-    load_extension,
-    plural,
+    failing_nodes,
 )
-from kiln.errors import SerializeError
-from kiln.fx_serialize import op_name, serialize_graph, source_loc
+from kiln.fx_serialize import op_name, source_loc
 from kiln.mutation import lift_input_writes
 from kiln.options import KilnOptions
 from kiln.partition import VIEW_OPS, KilnSupport, find_unsupported, partition_graph
@@ -168,8 +161,7 @@ def explain(
     Like torch._dynamo.explain, it resets Dynamo (compiled functions compile
     again at their next call) and so clears kiln.compile_records().
     """
-    opts = KilnOptions.from_dict(options)
-    _check_target(opts.target)
+    opts = KilnOptions.from_dict(options)  # the target name is checked there
     kwargs = dict(kwargs or {})
     capture = _capture(model, inputs, kwargs, opts, dynamic, backward)
     dynamic_eager = None
@@ -219,7 +211,8 @@ def _capture(model: Callable[..., Any], inputs: Sequence[Any], kwargs: dict[str,
     import torch._dynamo
 
     capture = _Capture()
-    support = kiln_support(load_extension(), opts)
+    service = CompileService(opts)
+    support = service.support()
     counter = itertools.count()
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -236,7 +229,7 @@ def _capture(model: Callable[..., Any], inputs: Sequence[Any], kwargs: dict[str,
 
         def analyze(graph: torch.fx.GraphModule, kind: str) -> Callable[..., Any]:
             capture.graphs.append(
-                _analyze(graph, kind, f"graph {next(counter)} {kind}", index, support, opts))
+                _analyze(graph, kind, f"graph {next(counter)} {kind}", index, support, service))
             return boxed(graph.forward)
 
         return aten_graphs(gm, example_inputs, analyze)
@@ -298,9 +291,9 @@ def _source_name(node: torch.fx.Node) -> str:
 
 
 def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: int,
-             support: KilnSupport, opts: KilnOptions) -> GraphExplanation:
+             support: KilnSupport, service: CompileService) -> GraphExplanation:
     """What _compile_graph would do with `graph`, on a copy, up to forming kernels."""
-    gm = _copy_graph_module(graph)
+    gm = copy_graph_module(graph)
     lift_random_seeds(gm)
     lift_input_writes(gm)
     result = GraphExplanation(name=name, dynamo_graph=dynamo_graph, kind=kind)
@@ -308,16 +301,14 @@ def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: in
     if not calls:
         return result
     eager = {u.node.name: u.reason for u in find_unsupported(gm, support)}
-    if not eager and not _returns_symint(gm):
+    if not eager and not returns_symint(gm):
         pieces = [gm]
     else:
         split, names = partition_graph(gm, support)
         pieces = [getattr(split, n) for n in names]
     in_kiln: set[str] = set()
-    ext = load_extension()
-    form = getattr(ext.compiler, "form_kernels", None)
     # As the backend does: a piece the compiler fails on at some ops is split
-    # again with just those ops in eager, up to _MAX_ISOLATED_FAILURES times.
+    # again with just those ops in eager, up to MAX_ISOLATED_FAILURES times.
     work = [(piece, support) for piece in pieces]
     failures = 0
     for k in itertools.count():
@@ -326,13 +317,12 @@ def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: in
         piece, piece_support = work.pop(0)
         nodes = {n.name for n in piece.graph.nodes if n.op == "call_function"}
         try:
-            serialized = serialize_graph(piece, f"{name.replace(' ', '_')}_{k}")
-            formed = form(serialized.to_json(), opts.target) if form else {"kernel_info": []}
-        except (ext.CompileError, SerializeError) as err:
+            serialized, formed = service.form_kernels(piece, f"{name.replace(' ', '_')}_{k}")
+        except service.compile_errors as err:
             result.errors.append(f"{name}, piece {k}: {err}")
             failures += 1
-            failing = [n.name for n in _failing_nodes(err, piece)]
-            if failing and failures <= _MAX_ISOLATED_FAILURES:
+            failing = [n.name for n in failing_nodes(err, piece)]
+            if failing and failures <= MAX_ISOLATED_FAILURES:
                 reason = compile_failure_reason(err, failing)
                 eager.update({n: reason for n in failing})
                 narrower = piece_support.excluding({n: reason for n in failing})
@@ -346,10 +336,8 @@ def _analyze(graph: torch.fx.GraphModule, kind: str, name: str, dynamo_graph: in
         result.partitions += 1
         result.symbols += [s["name"] for s in serialized.graph.get("symbols", ())
                            if s["name"] not in result.symbols]
-        result.kernels += [KernelPlan(str(info["name"]), [str(o) for o in info["ops"]],
-                                      [str(loc) for loc in info["locations"]],
-                                      [str(n) for n in info["nodes"]])
-                           for info in formed["kernel_info"]]
+        result.kernels += [KernelPlan(k.name, list(k.ops), list(k.locations), list(k.nodes))
+                           for k in formed]
     for node in calls:
         loc = source_loc(node)
         runs_in = "kiln" if node.name in in_kiln and node.name not in eager else "eager"

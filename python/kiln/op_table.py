@@ -14,7 +14,7 @@ import sys
 from typing import Any, Iterable
 
 
-from kiln.backend import load_extension
+from kiln.compiler import load_extension
 
 
 def _name(op: Any) -> str:

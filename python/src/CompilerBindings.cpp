@@ -59,71 +59,109 @@ CompiledGraph compileOrRaise(const py::exception<std::runtime_error> &compileErr
   return std::move(*compiled);
 }
 
-/// One dict per kernel: name, workgroups (0 until the loops stage assigns
-/// them), fused ops, source locations and FX nodes.
-py::list kernelDicts(const std::vector<KernelSummary> &summaries) {
-  py::list kernels;
-  for (const KernelSummary &k : summaries) {
-    py::dict kernel;
-    kernel["name"] = k.name;
-    kernel["workgroups"] = k.workgroups;
-    kernel["ops"] = k.ops;
-    kernel["locations"] = k.locations;
-    kernel["nodes"] = k.nodes;
-    kernels.append(kernel);
+/// What Python gets of a compile: the artifact's bytes and what the compiler
+/// did, bound as kiln._C.compiler.CompiledGraph.
+struct CompileResult {
+  std::string artifact; // serialized; empty for form_kernels
+  std::string target;   // the artifact's executable format
+  int kernelCount = 0;
+  std::vector<KernelSummary> kernels;
+  std::vector<std::pair<std::string, std::string>> stages;
+  std::vector<std::pair<std::string, double>> stageTimesMs;
+  int kernelsCompiled = 0, kernelsReused = 0;
+  /// (file name, text): all kernels' LLVM IR and assembly, then each kernel's.
+  std::vector<std::pair<std::string, std::string>> kernelFiles;
+};
+
+CompileResult resultOf(CompiledGraph compiled, bool serialize) {
+  CompileResult result;
+  if (serialize) {
+    std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled.artifact);
+    result.artifact.assign(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    result.target = compiled.artifact.target;
+    result.kernelCount = (int)compiled.artifact.kernels.size();
   }
-  return kernels;
+  result.kernels = std::move(compiled.kernels);
+  result.stages = std::move(compiled.stages);
+  result.stageTimesMs = std::move(compiled.stageTimesMs);
+  result.kernelsCompiled = compiled.kernelsCompiled;
+  result.kernelsReused = compiled.kernelsReused;
+  if (!compiled.llvmIR.empty())
+    result.kernelFiles.push_back({"kernels.ll", std::move(compiled.llvmIR)});
+  if (!compiled.assembly.empty())
+    result.kernelFiles.push_back({"kernels.s", std::move(compiled.assembly)});
+  for (auto &file : compiled.kernelFiles)
+    result.kernelFiles.push_back(std::move(file));
+  return result;
+}
+
+void bindResults(py::module_ m) {
+  py::class_<KernelSummary>(m, "KernelSummary",
+                            "One kernel as the user sees it: the graph ops it fused, from "
+                            "which source lines and FX nodes.")
+      .def_readonly("name", &KernelSummary::name)
+      .def_readonly("workgroups", &KernelSummary::workgroups,
+                    "Workgroups per launch; -1 when computed from symbolic sizes at each "
+                    "launch, 0 when only kernels were formed")
+      .def_readonly("ops", &KernelSummary::ops)
+      .def_readonly("locations", &KernelSummary::locations)
+      .def_readonly("nodes", &KernelSummary::nodes)
+      .def("to_dict", [](const KernelSummary &k) {
+        py::dict d;
+        d["name"] = k.name;
+        d["workgroups"] = k.workgroups;
+        d["ops"] = k.ops;
+        d["locations"] = k.locations;
+        d["nodes"] = k.nodes;
+        return d;
+      })
+      .def("__repr__", [](const KernelSummary &k) {
+        return "KernelSummary(" + k.name + ", " + std::to_string(k.ops.size()) + " ops)";
+      });
+  py::class_<CompileResult>(m, "CompiledGraph", "What compiling one graph produced.")
+      .def_property_readonly(
+          "artifact", [](const CompileResult &r) { return py::bytes(r.artifact); },
+          "The artifact's bytes (kiln._C.runtime.Executable loads them); empty when only "
+          "kernels were formed")
+      .def_readonly("target", &CompileResult::target, "The artifact's executable format")
+      .def_readonly("kernel_count", &CompileResult::kernelCount)
+      .def_readonly("kernels", &CompileResult::kernels)
+      .def_readonly("stages", &CompileResult::stages, "(stage, IR text), with keep_stages")
+      .def_readonly("stage_times_ms", &CompileResult::stageTimesMs)
+      .def_readonly("kernels_compiled", &CompileResult::kernelsCompiled)
+      .def_readonly("kernels_reused", &CompileResult::kernelsReused)
+      .def_readonly("kernel_files", &CompileResult::kernelFiles,
+                    "(file name, text) of the kernels' IR and assembly, with keep_stages");
 }
 } // namespace
 
 void initCompiler(py::module_ &root, py::module_ m) {
   static py::exception<std::runtime_error> compileError(root, "CompileError",
                                                         PyExc_RuntimeError);
+  bindResults(m);
   m.def(
       "compile",
       [](const std::string &json, const std::string &target, bool keepStages) {
         CompileOptions options;
         options.target = target;
         options.keepStages = keepStages;
-        CompiledGraph compiled = compileOrRaise(compileError, json, options);
-        std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled.artifact);
-        py::dict result;
-        result["artifact"] = py::bytes(reinterpret_cast<const char *>(bytes.data()),
-                                       bytes.size());
-        result["kernels"] = (int)compiled.artifact.kernels.size();
-        result["kernel_info"] = kernelDicts(compiled.kernels);
-        result["stages"] = compiled.stages;
-        result["stage_times_ms"] = compiled.stageTimesMs;
-        result["kernels_compiled"] = compiled.kernelsCompiled;
-        result["kernels_reused"] = compiled.kernelsReused;
-        py::list asmList;
-        if (!compiled.llvmIR.empty())
-          asmList.append(py::make_tuple("kernels.ll", compiled.llvmIR));
-        if (!compiled.assembly.empty())
-          asmList.append(py::make_tuple("kernels.s", compiled.assembly));
-        for (const auto &[file, text] : compiled.kernelFiles)
-          asmList.append(py::make_tuple(file, text));
-        result["kernel_asm"] = asmList;
-        result["target"] = compiled.artifact.target;
-        return result;
+        return resultOf(compileOrRaise(compileError, json, options), /*serialize=*/true);
       },
       py::arg("graph_json"), py::arg("target") = "cpu", py::arg("keep_stages") = false,
-      "Compile the JSON form of an FX graph; raises CompileError with diagnostics.");
+      "Compile the JSON form of an FX graph to a CompiledGraph; raises CompileError with "
+      "diagnostics.");
   m.def(
       "form_kernels",
       [](const std::string &json, const std::string &target) {
         CompileOptions options;
         options.target = target;
         options.formKernelsOnly = true;
-        CompiledGraph formed = compileOrRaise(compileError, json, options);
-        py::dict result;
-        result["kernel_info"] = kernelDicts(formed.kernels);
-        result["stage_times_ms"] = formed.stageTimesMs;
-        return result;
+        return resultOf(compileOrRaise(compileError, json, options), /*serialize=*/false);
       },
       py::arg("graph_json"), py::arg("target") = "cpu",
-      "Import and run the graph stages only: the kernels fusion forms (name, ops, "
-      "locations, nodes), without generating code. Raises CompileError.");
+      "Import and run the graph stages only: a CompiledGraph whose kernels are those "
+      "fusion forms (name, ops, locations, nodes), without code or artifact. Raises "
+      "CompileError.");
   m.def(
       "pipeline",
       [](const std::string &target) {

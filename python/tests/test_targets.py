@@ -144,7 +144,7 @@ def test_aarch64_artifacts_are_cross_compiled_and_refused_here():
     aten = make_fx(lambda x: torch.relu(x) * 2, tracing_mode="fake")(torch.randn(4, 8))
     graph_json = serialize_graph(aten, "relu_twice").to_json()
     result = kiln._C.compiler.compile(graph_json, "cpu:aarch64", False)
-    assert len(result["artifact"]) > 0
+    assert len(result.artifact) > 0 and result.target == "cpu-aarch64"
     if platform.machine() == "x86_64":
         with pytest.raises(ValueError, match="cpu-aarch64.*cpu-x86_64"):
-            kiln._C.runtime.Executable(result["artifact"])
+            kiln._C.runtime.Executable(result.artifact)
