@@ -90,7 +90,7 @@ void initCompiler(py::module_ &root, py::module_ m) {
         for (const auto &[file, text] : compiled.kernelFiles)
           asmList.append(py::make_tuple(file, text));
         result["kernel_asm"] = asmList;
-        result["target"] = compiled.artifact.target;
+        result["target"] = compiled.artifact.executables.front().format;
         return result;
       },
       py::arg("graph_json"), py::arg("target") = "cpu", py::arg("keep_stages") = false,
