@@ -6,10 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "conformance/Conformance.h" // EXPECT_ERROR_HAS
 #include "kiln/runtime/HostCpu.h"
-#include "kiln/runtime/Runtime.h"
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -19,14 +17,6 @@
 using namespace kiln::runtime;
 
 namespace {
-
-#define EXPECT_ERROR_HAS(status, text)                                         \
-  do {                                                                         \
-    Status s_ = (status);                                                      \
-    EXPECT_FALSE(s_.ok());                                                     \
-    EXPECT_NE(s_.message().find(text), std::string::npos)                      \
-        << "message: " << s_.message();                                        \
-  } while (0)
 
 std::vector<uint8_t> readFile(const char *path) {
   std::ifstream file(path, std::ios::binary);
@@ -198,7 +188,8 @@ TEST(CpuDeviceTest, ReloadedLibrariesAreNeverStale) {
         i % 2 ? loadNegate(*device)
               : device->loadExecutable(executableOf(KILN_TEST_KERNELS_PATH), {{"add_f32", 3, "add"}});
     ASSERT_TRUE(executable.ok()) << executable.status().message();
-    if (i % 2)
+    if (i % 2) {
       EXPECT_EQ(negateFirst(*device, **executable), -1.0f);
+    }
   }
 }

@@ -72,6 +72,18 @@ protected:
     return values;
   }
 
+  /// Launches kernel `kernel` of `executable` on this device.
+  Status launch(const Executable &executable, uint32_t kernel, std::vector<void *> bindings,
+                WorkgroupGrid grid = {}, std::vector<int64_t> values = {}) {
+    LaunchParams params;
+    params.workgroups = grid;
+    params.bindings = bindings.data();
+    params.numBindings = static_cast<uint32_t>(bindings.size());
+    params.values = values.data();
+    params.numValues = static_cast<uint32_t>(values.size());
+    return device->launch(executable, kernel, params);
+  }
+
   std::unique_ptr<Device> device;
 };
 

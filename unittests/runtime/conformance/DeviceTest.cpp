@@ -93,12 +93,8 @@ TEST_P(DeviceTest, LoadsAndLaunches) {
   std::iota(x.begin(), x.end(), 1.0f);
   std::iota(y.begin(), y.end(), -3.0f);
   DeviceBuffer dx = upload(x), dy = upload(y), out = upload(std::vector<float>(1000));
-  void *bindings[] = {dx.address(), dy.address(), out.address()};
-  LaunchParams params;
-  params.workgroups = {7, 1, 1};
-  params.bindings = bindings;
-  params.numBindings = 3;
-  ASSERT_TRUE(device->launch(**executable, kAdd, params).ok());
+  ASSERT_TRUE(
+      launch(**executable, kAdd, {dx.address(), dy.address(), out.address()}, {7, 1, 1}).ok());
   ASSERT_TRUE(device->synchronize().ok());
   std::vector<float> result = download<float>(out.address(), 1000);
   for (size_t i = 0; i < result.size(); ++i)
@@ -114,12 +110,7 @@ TEST_P(DeviceTest, LaunchesEveryWorkgroupOfA3DGridOnce) {
     int64_t total = grid.x * grid.y * grid.z;
     DeviceBuffer counts = upload(std::vector<int32_t>(total, 0));
     DeviceBuffer count = upload(std::vector<int64_t>{-1});
-    void *bindings[] = {counts.address(), count.address()};
-    LaunchParams params;
-    params.workgroups = grid;
-    params.bindings = bindings;
-    params.numBindings = 2;
-    ASSERT_TRUE(device->launch(**executable, kRecord, params).ok());
+    ASSERT_TRUE(launch(**executable, kRecord, {counts.address(), count.address()}, grid).ok());
     ASSERT_TRUE(device->synchronize().ok());
     std::string what = std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
                        std::to_string(grid.z);
@@ -129,12 +120,7 @@ TEST_P(DeviceTest, LaunchesEveryWorkgroupOfA3DGridOnce) {
   }
   // An empty grid launches nothing.
   DeviceBuffer count = upload(std::vector<int64_t>{-1});
-  void *bindings[] = {count.address(), count.address()};
-  LaunchParams empty;
-  empty.workgroups = {4, 0, 2};
-  empty.bindings = bindings;
-  empty.numBindings = 2;
-  ASSERT_TRUE(device->launch(**executable, kRecord, empty).ok());
+  ASSERT_TRUE(launch(**executable, kRecord, {count.address(), count.address()}, {4, 0, 2}).ok());
   ASSERT_TRUE(device->synchronize().ok());
   EXPECT_EQ(download<int64_t>(count.address(), 1)[0], -1);
 }
@@ -144,14 +130,7 @@ TEST_P(DeviceTest, PassesValuesAfterBindings) {
       device->loadExecutable(testExecutable(), kKernels);
   ASSERT_TRUE(executable.ok()) << executable.status().message();
   DeviceBuffer out = upload(std::vector<int64_t>{0, 0});
-  void *bindings[] = {out.address()};
-  int64_t values[] = {-42, int64_t(1) << 40};
-  LaunchParams params;
-  params.bindings = bindings;
-  params.numBindings = 1;
-  params.values = values;
-  params.numValues = 2;
-  ASSERT_TRUE(device->launch(**executable, kStore, params).ok());
+  ASSERT_TRUE(launch(**executable, kStore, {out.address()}, {}, {-42, int64_t(1) << 40}).ok());
   ASSERT_TRUE(device->synchronize().ok());
   EXPECT_EQ(download<int64_t>(out.address(), 2), (std::vector<int64_t>{-42, int64_t(1) << 40}));
 }
@@ -161,17 +140,12 @@ TEST_P(DeviceTest, BadLaunchesAreErrors) {
       device->loadExecutable(testExecutable(), kKernels);
   ASSERT_TRUE(executable.ok()) << executable.status().message();
   DeviceBuffer out = upload(std::vector<int64_t>{0, 0});
-  void *bindings[] = {out.address(), out.address()};
-  LaunchParams params;
-  params.bindings = bindings;
-  params.numBindings = 1;
-  EXPECT_ERROR_HAS(device->launch(**executable, 9, params), "kernel 9");
-  EXPECT_ERROR_HAS(device->launch(**executable, kStore, params), "takes 1 bindings and 2 values");
-  params.numBindings = 2;
-  params.workgroups = {-1, 1, 1};
-  EXPECT_FALSE(device->launch(**executable, kRecord, params).ok());
-  params.workgroups = {INT64_MAX, INT64_MAX, 2};
-  EXPECT_ERROR_HAS(device->launch(**executable, kRecord, params), "overflows");
+  void *address = out.address();
+  EXPECT_ERROR_HAS(launch(**executable, 9, {address}), "kernel 9");
+  EXPECT_ERROR_HAS(launch(**executable, kStore, {address}), "takes 1 bindings and 2 values");
+  EXPECT_FALSE(launch(**executable, kRecord, {address, address}, {-1, 1, 1}).ok());
+  EXPECT_ERROR_HAS(launch(**executable, kRecord, {address, address}, {INT64_MAX, INT64_MAX, 2}),
+                   "overflows");
   EXPECT_TRUE(device->synchronize().ok());
 }
 
@@ -204,12 +178,8 @@ TEST_P(DeviceTest, TwoLiveExecutablesStayDistinct) {
   auto b = device->loadExecutable(testExecutable(TestLibrary::Other), {{"negate_f32", 2, "negate"}});
   ASSERT_TRUE(b.ok()) << b.status().message();
   DeviceBuffer in = upload(std::vector<float>{1, 2, 3, 4}), out = upload(std::vector<float>(4));
-  void *bindings[] = {in.address(), out.address()};
-  LaunchParams params;
-  params.bindings = bindings;
-  params.numBindings = 2;
-  ASSERT_TRUE(device->launch(**b, 0, params).ok());
-  EXPECT_ERROR_HAS(device->launch(**a, 0, params), "takes 3 bindings");
+  ASSERT_TRUE(launch(**b, 0, {in.address(), out.address()}).ok());
+  EXPECT_ERROR_HAS(launch(**a, 0, {in.address(), out.address()}), "takes 3 bindings");
   EXPECT_EQ(download<float>(out.address(), 4), (std::vector<float>{-1, -2, -3, -4}));
 }
 
