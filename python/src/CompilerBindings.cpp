@@ -78,7 +78,7 @@ CompileResult resultOf(CompiledGraph compiled, bool serialize) {
   if (serialize) {
     std::vector<uint8_t> bytes = runtime::serializeArtifact(compiled.artifact);
     result.artifact.assign(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-    result.target = compiled.artifact.target;
+    result.target = compiled.artifact.executables.front().format;
     result.kernelCount = (int)compiled.artifact.kernels.size();
   }
   result.kernels = std::move(compiled.kernels);

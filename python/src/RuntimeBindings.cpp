@@ -183,12 +183,17 @@ at::Tensor applyLayout(at::Tensor result, const OutputLayout &layout,
 /// Kiln's CPU threads: KILN_NUM_THREADS of them when set, else one per core,
 /// of which each call uses torch.get_num_threads() (so torch.set_num_threads
 /// governs Kiln's kernels as it does eager's).
-rt::CpuDevice &device() {
-  static rt::CpuDevice cpu;
+rt::Device &device() {
+  static const std::unique_ptr<rt::Device> cpu = [] {
+    auto created = rt::createDevice("cpu");
+    if (!created.ok()) // the built-in driver: only a broken build lacks it
+      throw std::runtime_error("kiln: " + created.status().message());
+    return std::move(*created);
+  }();
   static const bool followTorch = std::getenv("KILN_NUM_THREADS") == nullptr;
   if (followTorch)
-    cpu.pool().setActiveThreads(at::get_num_threads());
-  return cpu;
+    cpu->threadPool()->setActiveThreads(at::get_num_threads());
+  return *cpu;
 }
 
 class Executable {
@@ -389,7 +394,7 @@ void initRuntime(py::module_ m) {
                              "{output: input} for the outputs that are input buffers.")
       .def_property_readonly("metadata",
                              [](const Executable &e) { return e.program().artifact().metadata; });
-  m.def("num_threads", [] { return device().pool().activeThreads(); },
+  m.def("num_threads", [] { return device().threadPool()->activeThreads(); },
         "Threads a call uses: KILN_NUM_THREADS, else torch.get_num_threads().");
 }
 

@@ -18,12 +18,28 @@ static constexpr size_t kMinKernelBytes = 4 + 4 + 4 + 4;
 static constexpr size_t kMinSymbolBytes = 4 + 4 + 4 + 8 + 8;
 static constexpr size_t kTermBytes = 1 + 8;
 static constexpr size_t kMinCheckBytes = 4 + 4 + 1 + 4;
+static constexpr size_t kMinExecutableBytes = 4 + 4 + 4 + 4 + 8;
+static constexpr size_t kBlockSizeBytes = 4 + 4 + 4;
 
 uint32_t Artifact::numInputs() const {
   uint32_t count = 0;
   for (const BufferDesc &buffer : buffers)
     count += buffer.kind == BufferKind::Input;
   return count;
+}
+
+const ExecutableDesc *Artifact::executableFor(const std::string &format) const {
+  for (const ExecutableDesc &executable : executables)
+    if (executable.format == format)
+      return &executable;
+  return nullptr;
+}
+
+std::string Artifact::formatList() const {
+  std::string list;
+  for (const ExecutableDesc &executable : executables)
+    list += (list.empty() ? "'" : ", '") + executable.format + "'";
+  return list;
 }
 
 StatusOr<TensorDesc> resolveBufferDesc(const BufferDesc &buffer,
@@ -73,11 +89,6 @@ static void writeExpr(ByteWriter &w, const SizeExpr &expr) {
 
 static std::vector<uint8_t> serializePayload(const Artifact &a) {
   ByteWriter w;
-  w.string(a.target);
-  w.string(a.cpu);
-  w.u32(static_cast<uint32_t>(a.cpuFeatures.size()));
-  for (const std::string &feature : a.cpuFeatures)
-    w.string(feature);
   w.string(a.graphName);
   w.u32(static_cast<uint32_t>(a.symbols.size()));
   for (const SymbolDesc &symbol : a.symbols) {
@@ -124,7 +135,21 @@ static std::vector<uint8_t> serializePayload(const Artifact &a) {
     w.u32(kernel.numSymbols);
     w.string(kernel.name);
   }
-  w.blob(a.library);
+  w.u32(static_cast<uint32_t>(a.executables.size()));
+  for (const ExecutableDesc &executable : a.executables) {
+    w.string(executable.format);
+    w.string(executable.cpu);
+    w.u32(static_cast<uint32_t>(executable.cpuFeatures.size()));
+    for (const std::string &feature : executable.cpuFeatures)
+      w.string(feature);
+    w.u32(static_cast<uint32_t>(executable.blockSizes.size()));
+    for (const BlockSize &block : executable.blockSizes) {
+      w.u32(block.x);
+      w.u32(block.y);
+      w.u32(block.z);
+    }
+    w.blob(executable.bytes);
+  }
   w.string(a.metadata);
   return std::move(w.bytes());
 }
@@ -282,17 +307,32 @@ static KernelInfo readKernel(ByteReader &r) {
   return kernel;
 }
 
+static ExecutableDesc readExecutable(ByteReader &r) {
+  ExecutableDesc executable;
+  executable.format = r.string("executable format");
+  executable.cpu = r.string("cpu");
+  uint32_t count = r.count("cpu feature count", sizeof(uint32_t));
+  executable.cpuFeatures.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    executable.cpuFeatures.push_back(r.string("cpu feature"));
+  count = r.count("block size count", kBlockSizeBytes);
+  executable.blockSizes.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    BlockSize block;
+    block.x = r.u32("block size x");
+    block.y = r.u32("block size y");
+    block.z = r.u32("block size z");
+    executable.blockSizes.push_back(block);
+  }
+  executable.bytes = r.blob("executable bytes");
+  return executable;
+}
+
 static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   ByteReader r(data, size, kArtifactHeaderSize);
-  a.target = r.string("target");
-  a.cpu = r.string("cpu");
-  uint32_t count = r.count("cpu feature count", sizeof(uint32_t));
-  a.cpuFeatures.reserve(count);
-  for (uint32_t i = 0; i < count && r.ok(); ++i)
-    a.cpuFeatures.push_back(r.string("cpu feature"));
   a.graphName = r.string("graph name");
 
-  count = r.count("symbol count", kMinSymbolBytes);
+  uint32_t count = r.count("symbol count", kMinSymbolBytes);
   a.symbols.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     a.symbols.push_back(readSymbol(r));
@@ -322,7 +362,11 @@ static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     a.kernels.push_back(readKernel(r));
 
-  a.library = r.blob("kernel library");
+  count = r.count("executable count", kMinExecutableBytes);
+  a.executables.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.executables.push_back(readExecutable(r));
+
   a.metadata = r.string("metadata");
 
   if (!r.ok())

@@ -186,12 +186,16 @@ static Status verifyCheck(const Artifact &a, const CheckCmd &check,
 }
 
 static Status verifySizes(const Artifact &a) {
-  KILN_RETURN_IF_ERROR(checkU32Size(a.target.size(), "target"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.graphName.size(), "graph name"));
-  KILN_RETURN_IF_ERROR(checkU32Size(a.cpu.size(), "cpu"));
-  KILN_RETURN_IF_ERROR(checkU32Size(a.cpuFeatures.size(), "cpu feature list"));
-  for (const std::string &feature : a.cpuFeatures)
-    KILN_RETURN_IF_ERROR(checkU32Size(feature.size(), "cpu feature"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.executables.size(), "executable list"));
+  for (const ExecutableDesc &executable : a.executables) {
+    KILN_RETURN_IF_ERROR(checkU32Size(executable.format.size(), "executable format"));
+    KILN_RETURN_IF_ERROR(checkU32Size(executable.cpu.size(), "cpu"));
+    KILN_RETURN_IF_ERROR(checkU32Size(executable.cpuFeatures.size(), "cpu feature list"));
+    for (const std::string &feature : executable.cpuFeatures)
+      KILN_RETURN_IF_ERROR(checkU32Size(feature.size(), "cpu feature"));
+    KILN_RETURN_IF_ERROR(checkU32Size(executable.blockSizes.size(), "block size list"));
+  }
   KILN_RETURN_IF_ERROR(checkU32Size(a.metadata.size(), "metadata"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.buffers.size(), "buffer list"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.launches.size(), "launch list"));
@@ -212,10 +216,38 @@ static Status verifySizes(const Artifact &a) {
   return Status::OK();
 }
 
+/// Executable `index`: a format of its own, bytes when there are kernels,
+/// and a block size per kernel (or none), each at least 1x1x1.
+static Status verifyExecutable(const Artifact &a, size_t index) {
+  const ExecutableDesc &executable = a.executables[index];
+  if (executable.format.empty())
+    return Status::error("it names no format");
+  for (size_t other = 0; other < index; ++other)
+    if (a.executables[other].format == executable.format)
+      return Status::error("its format '" + executable.format + "' is also executable " +
+                           str(other) + "'s");
+  if (!a.kernels.empty() && executable.bytes.empty())
+    return Status::error("the artifact declares " + str(a.kernels.size()) +
+                         " kernels but executable '" + executable.format +
+                         "' carries no bytes");
+  if (!executable.blockSizes.empty() && executable.blockSizes.size() != a.kernels.size())
+    return Status::error("it has " + str(executable.blockSizes.size()) +
+                         " block sizes for " + str(a.kernels.size()) + " kernels");
+  for (size_t i = 0; i < executable.blockSizes.size(); ++i) {
+    const BlockSize &block = executable.blockSizes[i];
+    if (block.x == 0 || block.y == 0 || block.z == 0)
+      return Status::error("the block size of kernel " + str(i) + " is " + str(block.x) +
+                           "x" + str(block.y) + "x" + str(block.z) + ", which is empty");
+  }
+  return Status::OK();
+}
+
 Status verifyArtifact(const Artifact &a) {
-  if (a.target.empty())
-    return Status::error("the artifact names no target");
+  if (a.executables.empty())
+    return Status::error("the artifact carries no executable (it names no target)");
   KILN_RETURN_IF_ERROR(verifySizes(a));
+  for (size_t i = 0; i < a.executables.size(); ++i)
+    KILN_RETURN_IF_ERROR(verifyExecutable(a, i).withContext("executable " + str(i)));
 
   uint32_t numInputs = a.numInputs();
   std::vector<int64_t> bufferOfInput(numInputs, -1);
@@ -259,10 +291,6 @@ Status verifyArtifact(const Artifact &a) {
       return Status::error("kernel " + str(i) + " ('" + a.kernels[i].name +
                            "') has an empty symbol name");
   }
-  if (!a.kernels.empty() && a.library.empty())
-    return Status::error("the artifact declares " + str(a.kernels.size()) +
-                         " kernels but carries no kernel library");
-
   for (size_t i = 0; i < a.launches.size(); ++i)
     KILN_RETURN_IF_ERROR(
         verifyLaunch(a, a.launches[i]).withContext("launch " + str(i)));

@@ -3,7 +3,6 @@
 #include "kiln/runtime/MemoryPlan.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <numeric>
 
 namespace kiln::runtime {
@@ -43,8 +42,6 @@ MemoryPlan planMemory(const std::vector<int64_t> &sizes,
   }
   return plan;
 }
-
-ArenaPool::Arena::~Arena() { std::free(data); }
 
 ArenaPool::Lease::Lease(ArenaPool *pool, std::unique_ptr<Arena> arena)
     : pool_(pool), arena_(std::move(arena)) {}
@@ -90,11 +87,15 @@ ArenaPool::Lease ArenaPool::acquire(size_t bytes) {
     }
   }
   if (arena->bytes < bytes) {
-    std::free(arena->data);
+    arena->memory.reset();
     size_t rounded = (bytes + 63) / 64 * 64;
     bytesHeld_ -= arena->bytes;
-    arena->data = std::aligned_alloc(64, rounded);
-    arena->bytes = arena->data ? rounded : 0;
+    StatusOr<DeviceBuffer> memory = device_.allocate(rounded);
+    arena->bytes = 0;
+    if (memory.ok()) {
+      arena->memory = std::move(*memory);
+      arena->bytes = rounded;
+    }
     bytesHeld_ += arena->bytes;
   }
   return Lease(this, std::move(arena));

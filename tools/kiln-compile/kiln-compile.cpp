@@ -57,8 +57,9 @@ int main(int argc, char **argv) {
   if (quiet)
     return 0;
   const kiln::runtime::Artifact &artifact = compiled->artifact;
-  llvm::outs() << "compiled " << input << " -> " << output << " (" << artifact.target << " "
-               << artifact.cpu << ", "
+  const kiln::runtime::ExecutableDesc &executable = artifact.executables.front();
+  llvm::outs() << "compiled " << input << " -> " << output << " (" << executable.format << " "
+               << executable.cpu << ", "
                << artifact.kernels.size() << " kernels, "
                << kiln::runtime::serializeArtifact(artifact).size() << " bytes) in "
                << llvm::format("%.0f", ms) << " ms\n";

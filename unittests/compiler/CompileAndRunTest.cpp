@@ -33,8 +33,8 @@ TEST(CompileAndRunTest, LinearReluSoftmaxMatchesReference) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.3f * i);
   for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * i - 0.1f;
 
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(2);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   rt::HostAllocator allocator;
   std::vector<std::shared_ptr<rt::Buffer>> allocated;
@@ -69,10 +69,18 @@ TEST(CompileAndRunTest, ReshapeBetweenKernelsIsAView) {
       return %1 : tensor<24xf32>
     })mlir");
   ASSERT_EQ(artifact.kernels.size(), 1u);
-  bool hasView = false;
-  for (const rt::BufferDesc &buffer : artifact.buffers)
-    hasView |= buffer.kind == rt::BufferKind::View;
-  EXPECT_TRUE(hasView);
+  // The output is the reshape: a view of exactly the buffer the exp kernel
+  // wrote (its launch's last binding), with the reshaped type.
+  ASSERT_EQ(artifact.launches.size(), 1u);
+  ASSERT_FALSE(artifact.launches[0].bindings.empty());
+  uint32_t produced = artifact.launches[0].bindings.back();
+  EXPECT_EQ(artifact.buffers[produced].type, (rt::TensorDesc{rt::DType::F32, {4, 6}}));
+  ASSERT_EQ(artifact.outputs.size(), 1u);
+  const rt::BufferDesc &output = artifact.buffers[artifact.outputs[0]];
+  EXPECT_EQ(output.kind, rt::BufferKind::View);
+  EXPECT_EQ(output.source, produced);
+  EXPECT_EQ(output.byteOffset, 0);
+  EXPECT_EQ(output.type, (rt::TensorDesc{rt::DType::F32, {24}}));
 }
 
 TEST(CompileAndRunTest, InvalidGraphReportsLocatedDiagnostics) {
@@ -172,8 +180,8 @@ std::vector<float> runChain(const rt::Program &program, const std::vector<float>
 TEST(CompileAndRunTest, IntermediatesShareOneArenaReusedAcrossConcurrentCalls) {
   rt::Artifact artifact = compile(kMatmulChain);
   ASSERT_EQ(artifact.kernels.size(), 4u);
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(2);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   std::vector<float> x(32 * 32), w(32 * 32), reference(32 * 32);
   for (size_t i = 0; i < x.size(); ++i) {
@@ -226,8 +234,8 @@ namespace {
 std::shared_ptr<rt::Buffer> runForFirstOutput(const rt::Artifact &artifact,
                                               const std::vector<void *> &inputs,
                                               const std::vector<rt::TensorDesc> &descs) {
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(2);
+  auto program = rt::Program::load(artifact, *device);
   if (!program.ok()) {
     ADD_FAILURE() << program.status().message();
     return nullptr;
@@ -331,8 +339,8 @@ TEST(CompileAndRunTest, KernelTemporariesLiveInTheLaunchScratchBuffer) {
   std::vector<float> x(6 * 4 * 512);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i) + 0.01f * (i % 512);
   for (int threads : {1, 2, 4}) {
-    rt::CpuDevice device(threads);
-    auto program = rt::Program::load(artifact, device);
+    std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(threads);
+    auto program = rt::Program::load(artifact, *device);
     ASSERT_TRUE(program.ok()) << program.status().message();
     rt::HostAllocator allocator;
     std::vector<std::shared_ptr<rt::Buffer>> allocated;

@@ -32,6 +32,15 @@ inline runtime::Artifact compileForTest(llvm::StringRef source) {
   return artifact;
 }
 
+/// A CPU device with `threads` threads, from the runtime's driver registry.
+inline std::unique_ptr<runtime::Device> cpuDevice(int threads) {
+  runtime::DeviceOptions options;
+  options.numThreads = threads;
+  auto device = runtime::createDevice("cpu", options);
+  EXPECT_TRUE(device.ok()) << device.status().message();
+  return device.ok() ? std::move(*device) : nullptr;
+}
+
 } // namespace kiln::testing
 
 #endif

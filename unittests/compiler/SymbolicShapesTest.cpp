@@ -48,8 +48,8 @@ TEST(SymbolicShapesTest, OneArtifactRunsEveryBatchSize) {
   ASSERT_EQ(artifact.kernels.size(), 1u) << "matmul, bias, relu and softmax fuse";
   EXPECT_FALSE(artifact.launches[0].symbolicWorkgroups.empty());
 
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(2);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   std::vector<float> w(8 * 20), b(20);
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.3f * i);
@@ -94,8 +94,8 @@ TEST(SymbolicShapesTest, ReshapesAndReductionsOverProductsOfSymbols) {
       %2 = kiln_graph.mean %0 {dims = array<i64: 1, 2>} : tensor<?x?x4xf32, #a> -> tensor<?xf32, #b>
       return %1, %2 : tensor<?x4xf32, #p>, tensor<?xf32, #b>
     })mlir");
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(2);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   for (auto [s0, s1] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {5, 17}, {33, 2}}) {
     std::vector<float> x(s0 * s1 * 4);
@@ -128,8 +128,8 @@ TEST(SymbolicShapesTest, InputsThatBreakTheGraphsRelationsAreNamed) {
       %0 = kiln_graph.add %x, %y : tensor<?x4xf32, #s0>, tensor<?x4xf32, #s0> -> tensor<?x4xf32, #s0>
       return %0 : tensor<?x4xf32, #s0>
     })mlir");
-  rt::CpuDevice device(1);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(1);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   std::vector<float> x(100 * 4), y(100 * 4);
   RunResult r = run(**program, {x.data(), y.data()},
@@ -166,8 +166,8 @@ TEST(SymbolicShapesTest, ASymbolThatIsNoInputsDimIsPassedAsAValue) {
     })mlir");
   ASSERT_EQ(artifact.symbols.size(), 1u);
   EXPECT_EQ(artifact.symbols[0].dim, rt::kSymbolValue);
-  rt::CpuDevice device(1);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(1);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   for (int64_t n : {2, 7, 100}) {
     RunResult r = run(**program, {&n}, {{rt::DType::I64, {}}});

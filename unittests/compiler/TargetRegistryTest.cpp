@@ -65,7 +65,8 @@ TEST(TargetRegistryTest, AToyTargetCompilesAndRunsAPointwiseGraph) {
   ASSERT_GE(compiled->stages.size(), 2u);
   EXPECT_NE(compiled->stages[1].second.find("kind = \"toy\""), std::string::npos);
   EXPECT_NE(compiled->stages[1].second.find("vector_bits = 128"), std::string::npos);
-  EXPECT_EQ(compiled->artifact.target, cpu::CpuTarget::host().format());
+  ASSERT_EQ(compiled->artifact.executables.size(), 1u);
+  EXPECT_EQ(compiled->artifact.executables[0].format, cpu::CpuTarget::host().format());
   ASSERT_EQ(compiled->artifact.kernels.size(), 1u);
 
   std::vector<uint8_t> bytes = rt::serializeArtifact(compiled->artifact);
@@ -76,8 +77,8 @@ TEST(TargetRegistryTest, AToyTargetCompilesAndRunsAPointwiseGraph) {
     x[i] = std::sin(0.37f * i);
     y[i] = std::cos(0.11f * i) - 0.3f;
   }
-  rt::CpuDevice device(2);
-  auto program = rt::Program::load(artifact, device);
+  std::unique_ptr<rt::Device> device = kiln::testing::cpuDevice(2);
+  auto program = rt::Program::load(artifact, *device);
   ASSERT_TRUE(program.ok()) << program.status().message();
   rt::HostAllocator allocator;
   std::vector<std::shared_ptr<rt::Buffer>> allocated;

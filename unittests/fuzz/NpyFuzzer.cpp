@@ -1,6 +1,6 @@
 // libFuzzer target: kiln-run's input reader (.npy and numpy.savez .npz)
 // must reject malformed files with a Status, never crash or over-read.
-#include "kiln/runtime/Npy.h"
+#include "kiln/tooling/Npy.h"
 
 #include <cstddef>
 #include <cstdint>

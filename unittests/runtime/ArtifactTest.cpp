@@ -13,9 +13,6 @@ namespace {
 
 Artifact sampleArtifact() {
   Artifact a;
-  a.target = "cpu-x86_64";
-  a.cpu = "znver4";
-  a.cpuFeatures = {"avx2", "fma"};
   a.graphName = "sample";
   a.buffers = {
       {BufferKind::Input, {DType::F32, {8, 256}}, 0, 0},
@@ -28,7 +25,8 @@ Artifact sampleArtifact() {
   a.launches = {{0, 8, {0, 1, 2}}, {1, 1, {3}}, {1, 0, {4}}};
   a.checks = {{4, 3, StatusCode::IndexOutOfRange, "index out of range in aten.gather"}};
   a.outputs = {2, 3};
-  a.library = {0x7f, 'E', 'L', 'F', 1, 2, 3};
+  a.executables = {{"cpu-x86_64", "znver4", {"avx2", "fma"}, {}, {0x7f, 'E', 'L', 'F', 1, 2, 3}},
+                   {"kiln-gpu", "", {}, {{32, 4, 1}, {64, 1, 1}}, {'P', 'T', 'X'}}};
   a.metadata = R"({"note": "not interpreted"})";
   return a;
 }
@@ -52,14 +50,9 @@ void putU32(std::vector<uint8_t> &bytes, size_t at, uint32_t value) {
 }
 
 /// Where the buffer count is, for an artifact without size symbols: after
-/// the header, the target, the CPU and its features, the graph name and the
-/// symbol count.
+/// the header, the graph name and the symbol count.
 size_t bufferCountOffset(const Artifact &a) {
-  size_t features = 4;
-  for (const std::string &feature : a.cpuFeatures)
-    features += 4 + feature.size();
-  return kArtifactHeaderSize + 4 + a.target.size() + 4 + a.cpu.size() + features + 4 +
-         a.graphName.size() + 4;
+  return kArtifactHeaderSize + 4 + a.graphName.size() + 4;
 }
 
 #define EXPECT_ERROR_HAS(status, text)                                         \
@@ -80,9 +73,18 @@ TEST(ArtifactTest, RoundTrip) {
   Artifact b;
   Status status = parse(bytes, b);
   ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(b.target, a.target);
-  EXPECT_EQ(b.cpu, "znver4");
-  EXPECT_EQ(b.cpuFeatures, a.cpuFeatures);
+  ASSERT_EQ(b.executables.size(), 2u);
+  for (size_t i = 0; i < a.executables.size(); ++i) {
+    EXPECT_EQ(b.executables[i].format, a.executables[i].format) << i;
+    EXPECT_EQ(b.executables[i].cpu, a.executables[i].cpu) << i;
+    EXPECT_EQ(b.executables[i].cpuFeatures, a.executables[i].cpuFeatures) << i;
+    EXPECT_EQ(b.executables[i].blockSizes, a.executables[i].blockSizes) << i;
+    EXPECT_EQ(b.executables[i].bytes, a.executables[i].bytes) << i;
+  }
+  EXPECT_EQ(b.executables[0].cpu, "znver4");
+  EXPECT_EQ(b.executableFor("kiln-gpu"), &b.executables[1]);
+  EXPECT_EQ(b.executableFor("cpu-aarch64"), nullptr);
+  EXPECT_EQ(b.formatList(), "'cpu-x86_64', 'kiln-gpu'");
   EXPECT_EQ(b.graphName, a.graphName);
   ASSERT_EQ(b.buffers.size(), a.buffers.size());
   for (size_t i = 0; i < a.buffers.size(); ++i) {
@@ -111,7 +113,6 @@ TEST(ArtifactTest, RoundTrip) {
     EXPECT_EQ(b.kernels[i].numBindings, a.kernels[i].numBindings) << i;
     EXPECT_EQ(b.kernels[i].name, a.kernels[i].name) << i;
   }
-  EXPECT_EQ(b.library, a.library);
   EXPECT_EQ(b.metadata, a.metadata);
   EXPECT_EQ(b.numInputs(), 2u);
   EXPECT_EQ(serializeArtifact(b), bytes);
@@ -119,12 +120,13 @@ TEST(ArtifactTest, RoundTrip) {
 
 TEST(ArtifactTest, EmptyArtifactRoundTrips) {
   Artifact a;
-  a.target = "cpu-x86_64";
+  a.executables = {{"cpu-x86_64", "", {}, {}, {}}};
   Artifact b;
   Status status = parse(serializeArtifact(a), b);
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(b.numInputs(), 0u);
-  EXPECT_TRUE(b.library.empty());
+  ASSERT_EQ(b.executables.size(), 1u);
+  EXPECT_TRUE(b.executables[0].bytes.empty());
 }
 
 TEST(ArtifactTest, RejectsEveryTruncation) {
@@ -292,8 +294,31 @@ TEST(ArtifactTest, VerifyRejectsBadKernelReferences) {
   EXPECT_ERROR_HAS(verifyArtifact(a), "empty symbol");
 
   a = sampleArtifact();
-  a.library.clear();
-  EXPECT_ERROR_HAS(verifyArtifact(a), "no kernel library");
+  a.executables[1].bytes.clear();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: the artifact declares 2 kernels but "
+                                      "executable 'kiln-gpu' carries no bytes");
+}
+
+TEST(ArtifactTest, VerifyRejectsBadExecutables) {
+  Artifact a = sampleArtifact();
+  a.executables.clear();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "carries no executable");
+
+  a = sampleArtifact();
+  a.executables[1].format.clear();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: it names no format");
+
+  a = sampleArtifact();
+  a.executables[1].format = "cpu-x86_64";
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: its format 'cpu-x86_64' is also executable 0's");
+
+  a = sampleArtifact();
+  a.executables[1].blockSizes.pop_back();
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: it has 1 block sizes for 2 kernels");
+
+  a = sampleArtifact();
+  a.executables[1].blockSizes[1].y = 0;
+  EXPECT_ERROR_HAS(verifyArtifact(a), "the block size of kernel 1 is 64x0x1, which is empty");
 }
 
 TEST(ArtifactTest, VerifyRejectsBadChecks) {
@@ -342,7 +367,7 @@ TEST(ArtifactTest, VerifyRejectsBadTensorsAndFields) {
   EXPECT_ERROR_HAS(verifyArtifact(a), "only View buffers");
 
   a = sampleArtifact();
-  a.target.clear();
+  a.executables.clear();
   EXPECT_ERROR_HAS(verifyArtifact(a), "no target");
 }
 

@@ -12,6 +12,15 @@
 namespace rt = kiln::runtime;
 
 namespace {
+/// Arenas come from a device: the CPU's.
+std::unique_ptr<rt::Device> cpu() {
+  auto device = rt::createDevice("cpu");
+  EXPECT_TRUE(device.ok()) << device.status().message();
+  return device.ok() ? std::move(*device) : nullptr;
+}
+} // namespace
+
+namespace {
 
 rt::Lifetime alive(int64_t first, int64_t last) {
   rt::Lifetime lifetime;
@@ -96,7 +105,9 @@ TEST(MemoryPlanTest, RandomGraphsStayValidAndNearTheLowerBound) {
 }
 
 TEST(ArenaPoolTest, ConcurrentCallersHoldDistinctArenasThatAreReused) {
-  rt::ArenaPool pool;
+  std::unique_ptr<rt::Device> device = cpu();
+  ASSERT_TRUE(device);
+  rt::ArenaPool pool(*device);
   {
     rt::ArenaPool::Lease a = pool.acquire(1000), b = pool.acquire(1000);
     ASSERT_NE(a.data(), nullptr);
@@ -145,7 +156,9 @@ TEST(ArenaPoolTest, ConcurrentCallersHoldDistinctArenasThatAreReused) {
 } // namespace
 
 TEST(ArenaPoolTest, CountsTheBytesItHoldsBetweenCalls) {
-  rt::ArenaPool pool;
+  std::unique_ptr<rt::Device> device = cpu();
+  ASSERT_TRUE(device);
+  rt::ArenaPool pool(*device);
   EXPECT_EQ(pool.bytesHeld(), 0u);
   {
     rt::ArenaPool::Lease a = pool.acquire(100), b = pool.acquire(1000);

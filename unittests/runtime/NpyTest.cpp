@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/runtime/Checksum.h"
-#include "kiln/runtime/Npy.h"
+#include "kiln/tooling/Checksum.h"
+#include "kiln/tooling/Npy.h"
 
 #include <gtest/gtest.h>
 

@@ -42,3 +42,23 @@ KILN_TEST_EXPORT void poison_f32(int64_t wg, int64_t wgc, void **b) {
   for (int64_t i = begin; i < end; ++i)
     x[i] = -12345.0f;
 }
+
+/* b[0] is an int32 count per workgroup, b[1] an int64: counts[wg] += 1, and
+ * workgroup 0 stores the workgroup count. (Conformance tests launch it with
+ * 1-, 2- and 3-D grids: every linear id must run exactly once.) */
+KILN_TEST_EXPORT void record_workgroups(int64_t wg, int64_t wgc, void **b) {
+  int32_t *counts = (int32_t *)b[0];
+  counts[wg] += 1;
+  if (wg == 0)
+    *(int64_t *)b[1] = wgc;
+}
+
+/* Takes one binding and two values: b[0][0] = value 0, b[0][1] = value 1. */
+KILN_TEST_EXPORT void store_values(int64_t wg, int64_t wgc, void **b) {
+  (void)wgc;
+  int64_t *out = (int64_t *)b[0];
+  if (wg == 0) {
+    out[0] = (int64_t)(intptr_t)b[1];
+    out[1] = (int64_t)(intptr_t)b[2];
+  }
+}

@@ -450,16 +450,18 @@ private:
     if (!entry)
       return module.emitError("no kiln_plan entry function");
     runtime::Artifact &artifact = result_.artifact;
+    runtime::ExecutableDesc executable;
     // "cpu-x86_64", "cpu-aarch64": the runtime runs only its own.
-    artifact.target = targetDescription_.getFormat().str();
+    executable.format = targetDescription_.getFormat().str();
     // The features the kernels were compiled with, so that a CPU without
     // one refuses them at load instead of dying on the instruction.
-    artifact.cpu = targetDescription_.getChip().str();
+    executable.cpu = targetDescription_.getChip().str();
     for (llvm::StringRef feature : llvm::split(targetDescription_.getFeatures(), ','))
       if (feature.consume_front("+"))
-        artifact.cpuFeatures.push_back(feature.str());
+        executable.cpuFeatures.push_back(feature.str());
+    executable.bytes = std::move(library);
+    artifact.executables = {std::move(executable)};
     artifact.graphName = entry.getName().str();
-    artifact.library = std::move(library);
     if (failed(bindSymbols(entry, artifact)))
       return failure();
     uint32_t numSymbols = artifact.symbols.size();

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/runtime/Executable.h"
+#include "CpuExecutable.h"
 
 #include "../FileUtil.h"
 
@@ -110,10 +110,11 @@ static StatusOr<void *> loadLibrary(const std::vector<uint8_t> &library, int &ke
 }
 
 StatusOr<std::unique_ptr<CpuExecutable>>
-CpuExecutable::load(const std::vector<uint8_t> &library,
+CpuExecutable::load(Device &device, const std::vector<uint8_t> &library,
                     const std::vector<KernelInfo> &kernels) {
+  std::unique_ptr<CpuExecutable> executable(new CpuExecutable(device, kernels));
   if (kernels.empty())
-    return std::unique_ptr<CpuExecutable>(new CpuExecutable(nullptr, {}));
+    return executable;
   if (library.empty())
     return Status::error("cannot load kernels: the kernel library is empty");
 
@@ -122,10 +123,10 @@ CpuExecutable::load(const std::vector<uint8_t> &library,
   if (!handle.ok())
     return handle.status().withContext("cannot load the kernel library");
   // Owns the handle from here on, so early returns dlclose it.
-  std::unique_ptr<CpuExecutable> executable(new CpuExecutable(*handle, {}));
+  executable->handle_ = *handle;
   executable->libraryFd_ = keptFd;
 
-  executable->kernels_.reserve(kernels.size());
+  executable->functions_.reserve(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelInfo &info = kernels[i];
     dlerror(); // Clear any stale error so the message below is ours.
@@ -134,7 +135,7 @@ CpuExecutable::load(const std::vector<uint8_t> &library,
       return Status::error("kernel " + std::to_string(i) + " ('" + info.name +
                            "'): the kernel library has no symbol '" +
                            info.symbol + "': " + dlerrorMessage());
-    executable->kernels_.push_back(reinterpret_cast<KernelFn>(symbol));
+    executable->functions_.push_back(reinterpret_cast<KernelFn>(symbol));
   }
   return executable;
 }

@@ -11,7 +11,6 @@
 //     u64    payload size in bytes
 //     u64    FNV-1a-64 checksum of the payload
 //   payload, the Artifact fields in declaration order:
-//     string target, string cpu, u32 n, n x string cpu feature,
 //     string graphName
 //     u32 n, n x symbol  { string name, u32 input, u32 dim, i64 min, i64 max }
 //     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset, u32 n, n x expr }
@@ -19,7 +18,9 @@
 //     u32 n, n x check   { u32 buffer, u32 afterLaunches, u8 code, string message }
 //     u32 n, n x u32 output buffer id
 //     u32 n, n x kernel  { string symbol, u32 numBindings, u32 numSymbols, string name }
-//     u64 n, n x u8 library
+//     u32 n, n x executable { string format, string cpu, u32 n, n x string cpu feature,
+//                             u32 n, n x block size { u32 x, u32 y, u32 z },
+//                             u64 n, n x u8 bytes }
 //     string metadata
 //   where string = u32 length + bytes, desc = u8 dtype + u32 rank + rank x i64
 //   (-1 for a symbolic dim), expr = u32 n + n x { u8 op, i64 value }.
@@ -41,13 +42,13 @@
 namespace kiln::runtime {
 
 /// Bump on any change to the encoding; readers reject other versions.
-inline constexpr uint32_t kArtifactFormatVersion = 5;
+inline constexpr uint32_t kArtifactFormatVersion = 6;
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
                                            'A', 'R', 'T', '\0'};
 inline constexpr size_t kArtifactHeaderSize = 32;
 
 struct KernelInfo {
-  std::string symbol;   // exported by `library`
+  std::string symbol;   // exported by each executable
   uint32_t numBindings; // buffer pointers in the bindings array it expects
   std::string name;     // human name for messages, e.g. "kernel_3_softmax"
   /// Size-symbol values (int64) that follow the pointers in that array: the
@@ -115,13 +116,32 @@ struct CheckCmd {
   std::string message;
 };
 
-struct Artifact {
-  std::string target; // e.g. "cpu-x86_64"
-  /// The CPU the kernels were compiled for (LLVM's name, e.g. "znver4") and
-  /// the features they may use (LLVM's spelling, e.g. "avx512f"): a host
-  /// that lacks one must not run them (Program::load checks).
+/// Threads in one workgroup of a kernel, as codegen chose them for a GPU
+/// format; CPU kernels run a workgroup on one thread (1, 1, 1).
+struct BlockSize {
+  uint32_t x = 1, y = 1, z = 1;
+  bool operator==(const BlockSize &o) const { return x == o.x && y == o.y && z == o.z; }
+};
+
+/// The graph's kernels compiled for one executable format: what a device
+/// whose Device::executableFormat() is `format` loads (Program::load picks
+/// it). Every executable exports every kernel of Artifact::kernels.
+struct ExecutableDesc {
+  /// "cpu-x86_64", "cpu-aarch64"; later e.g. "vulkan-spirv", "cuda-sm_90".
+  std::string format;
+  /// CPU formats: the CPU the kernels were compiled for (LLVM's name, e.g.
+  /// "znver4") and the features they may use (LLVM's spelling, e.g.
+  /// "avx512f"): a host that lacks one must not run them (the CPU device
+  /// checks at load). Empty for other formats.
   std::string cpu;
   std::vector<std::string> cpuFeatures;
+  /// One per kernel (in Artifact::kernels order), or empty for 1x1x1 each.
+  std::vector<BlockSize> blockSizes;
+  /// The format's binary: for the CPU, the kernels' shared object (ELF .so).
+  std::vector<uint8_t> bytes;
+};
+
+struct Artifact {
   std::string graphName;
   std::vector<SymbolDesc> symbols; // empty for a graph with static shapes
   std::vector<BufferDesc> buffers;
@@ -129,11 +149,17 @@ struct Artifact {
   std::vector<CheckCmd> checks;    // sorted by afterLaunches
   std::vector<uint32_t> outputs;   // buffer ids
   std::vector<KernelInfo> kernels;
-  std::vector<uint8_t> library; // the kernels' shared object (ELF .so) bytes
+  /// At least one, with distinct formats.
+  std::vector<ExecutableDesc> executables;
   std::string metadata; // free text (JSON) for tools; the runtime ignores it
 
   /// Number of Input buffers, i.e. of graph inputs.
   uint32_t numInputs() const;
+  /// The executable of `format`, or null.
+  const ExecutableDesc *executableFor(const std::string &format) const;
+  /// The formats of the executables, quoted and comma-separated, for
+  /// messages: "'cpu-x86_64', 'cuda-sm_90'".
+  std::string formatList() const;
 };
 
 /// A buffer's desc with its symbolic (-1) dims evaluated for these symbol
@@ -160,7 +186,8 @@ Status writeArtifactFile(const std::string &path, const Artifact &artifact);
 
 /// Semantic checks that the runtime relies on: ids in range, views alias
 /// earlier buffers and fit inside them, binding counts match the kernels,
-/// graph input indices are exactly 0..n-1, kernels have symbols, etc.
+/// graph input indices are exactly 0..n-1, kernels have symbols, every
+/// executable has a distinct format and (with kernels) bytes, etc.
 Status verifyArtifact(const Artifact &artifact);
 
 } // namespace kiln::runtime

@@ -1,53 +1,56 @@
-//===- Executable.h - Compiled kernels loaded into the process -----------===//
+//===- Executable.h - Kernels loaded onto a device ------------------------===//
 
 #ifndef KILN_RUNTIME_EXECUTABLE_H
 #define KILN_RUNTIME_EXECUTABLE_H
 
 #include "kiln/runtime/Artifact.h"
-#include "kiln/runtime/Status.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 namespace kiln::runtime {
 
+class Device;
+
 /// The CPU kernel ABI. A launch calls the kernel once per workgroup id in
 /// [0, workgroupCount), possibly concurrently; bindings[i] is the data pointer
-/// of the launch's i-th buffer (inputs first, then outputs).
+/// of the launch's i-th buffer (inputs first, then outputs), followed, for a
+/// kernel that takes size symbols, by their int64 values, one per slot.
 using KernelFn = void (*)(int64_t workgroupId, int64_t workgroupCount,
                           void **bindings);
 
-/// The artifact target string CpuExecutable can run on this host, e.g.
+/// The executable format the CPU device of this host loads, e.g.
 /// "cpu-x86_64".
 const char *hostCpuTarget();
 
-/// A kernel library loaded with dlopen; unloaded when destroyed, so it must
-/// outlive every call to its kernels.
-class CpuExecutable {
+/// An artifact's kernels loaded by one device (Device::loadExecutable), which
+/// launches them; it unloads them when destroyed, so it must outlive every
+/// launch of its kernels.
+class Executable {
 public:
-  /// Loads `library` (ELF shared object bytes) straight from memory and
-  /// resolves every kernel's symbol.
-  static StatusOr<std::unique_ptr<CpuExecutable>>
-  load(const std::vector<uint8_t> &library,
-       const std::vector<KernelInfo> &kernels);
+  virtual ~Executable();
+  Executable(const Executable &) = delete;
+  Executable &operator=(const Executable &) = delete;
 
-  ~CpuExecutable();
-  CpuExecutable(const CpuExecutable &) = delete;
-  CpuExecutable &operator=(const CpuExecutable &) = delete;
-
+  Device &device() const { return device_; }
   size_t numKernels() const { return kernels_.size(); }
-  /// `i` indexes the `kernels` given to load().
-  KernelFn kernel(size_t i) const { return kernels_[i]; }
+  /// `i` indexes the kernels given to Device::loadExecutable.
+  const KernelInfo &kernel(size_t i) const { return kernels_[i]; }
+  /// Threads per workgroup of kernel `i`.
+  BlockSize blockSize(size_t i) const {
+    return i < blockSizes_.size() ? blockSizes_[i] : BlockSize();
+  }
+
+protected:
+  Executable(Device &device, std::vector<KernelInfo> kernels,
+             std::vector<BlockSize> blockSizes)
+      : device_(device), kernels_(std::move(kernels)), blockSizes_(std::move(blockSizes)) {}
 
 private:
-  CpuExecutable(void *handle, std::vector<KernelFn> kernels)
-      : handle_(handle), kernels_(std::move(kernels)) {}
-
-  void *handle_; // from dlopen; null when there are no kernels
-  int libraryFd_ = -1; // the memfd backing the library, if any
-  std::vector<KernelFn> kernels_;
+  Device &device_;
+  std::vector<KernelInfo> kernels_;
+  std::vector<BlockSize> blockSizes_;
 };
 
 } // namespace kiln::runtime

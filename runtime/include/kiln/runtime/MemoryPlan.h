@@ -10,6 +10,8 @@
 #ifndef KILN_RUNTIME_MEMORYPLAN_H
 #define KILN_RUNTIME_MEMORYPLAN_H
 
+#include "kiln/runtime/Device.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -48,17 +50,14 @@ struct MemoryPlan {
 MemoryPlan planMemory(const std::vector<int64_t> &sizes,
                       const std::vector<Lifetime> &lifetimes, int64_t alignment = 64);
 
-/// Arenas for the calls of one program, reused across calls. acquire() hands
-/// out an arena no other call holds; a Lease gives it back when destroyed.
+/// Arenas for the calls of one program, reused across calls, in the memory
+/// of one device. acquire() hands out an arena no other call holds; a Lease
+/// gives it back when destroyed.
 class ArenaPool {
-  /// 64-byte aligned memory, freed with the arena.
+  /// 64-byte aligned device memory, freed with the arena.
   struct Arena {
-    void *data = nullptr;
+    DeviceBuffer memory;
     size_t bytes = 0;
-    Arena() = default;
-    Arena(const Arena &) = delete;
-    Arena &operator=(const Arena &) = delete;
-    ~Arena();
   };
 
 public:
@@ -70,7 +69,8 @@ public:
     Lease(const Lease &) = delete;
     Lease &operator=(const Lease &) = delete;
     ~Lease();
-    void *data() const { return arena_ ? arena_->data : nullptr; }
+    /// The arena's device address.
+    void *data() const { return arena_ ? arena_->memory.address() : nullptr; }
 
   private:
     friend class ArenaPool;
@@ -79,7 +79,7 @@ public:
     std::unique_ptr<Arena> arena_;
   };
 
-  ArenaPool() = default;
+  explicit ArenaPool(Device &device) : device_(device) {}
   ArenaPool(const ArenaPool &) = delete;
   ArenaPool &operator=(const ArenaPool &) = delete;
   ~ArenaPool();
@@ -94,6 +94,7 @@ public:
 
 private:
   void giveBack(std::unique_ptr<Arena> arena);
+  Device &device_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Arena>> free_;
   size_t allocated_ = 0;

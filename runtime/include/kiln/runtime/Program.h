@@ -1,14 +1,14 @@
-//===- Program.h - Running a loaded artifact on the CPU -------------------===//
+//===- Program.h - Running a loaded artifact on a device ------------------===//
 
 #ifndef KILN_RUNTIME_PROGRAM_H
 #define KILN_RUNTIME_PROGRAM_H
 
 #include "kiln/runtime/Allocator.h"
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/Device.h"
 #include "kiln/runtime/Executable.h"
 #include "kiln/runtime/MemoryPlan.h"
 #include "kiln/runtime/Status.h"
-#include "kiln/runtime/ThreadPool.h"
 
 #include <atomic>
 #include <functional>
@@ -20,18 +20,6 @@
 #include <vector>
 
 namespace kiln::runtime {
-
-/// The host CPU as a device: the threads that run workgroups. Programs keep a
-/// reference to it, so it must outlive them.
-class CpuDevice {
-public:
-  explicit CpuDevice(int numThreads = defaultThreadCount())
-      : pool_(numThreads) {}
-  ThreadPool &pool() { return pool_; }
-
-private:
-  ThreadPool pool_;
-};
 
 /// Where a graph output lives after Program::run. Exactly one of `buffer` and
 /// `input` is >= 0; byteOffset is from the start of that root buffer, with
@@ -55,13 +43,17 @@ struct InputVersions {
   std::function<std::shared_ptr<const void>()> keepAlive;
 };
 
-/// A loaded artifact, ready to run many times. run() is const and may be
-/// called from several threads at once; launches of concurrent runs are
-/// interleaved on the device's pool.
+/// A loaded artifact, ready to run many times on one device. run() is const
+/// and may be called from several threads at once; launches of concurrent
+/// runs are interleaved on the device.
+///
+/// Pointers given to and returned from run() (inputs, the allocator's
+/// buffers) are device addresses: host pointers on the CPU device.
 class Program {
 public:
-  static StatusOr<std::unique_ptr<Program>> load(Artifact artifact,
-                                                 CpuDevice &device);
+  /// Loads the artifact's executable of the device's format. The program
+  /// keeps a reference to `device`, which must outlive it.
+  static StatusOr<std::unique_ptr<Program>> load(Artifact artifact, Device &device);
 
   const Artifact &artifact() const { return artifact_; }
   /// Expected descs of the graph inputs, by input index; -1 marks a
@@ -124,8 +116,7 @@ private:
     int64_t byteOffset; // summed over the chain of views
   };
 
-  Program(Artifact artifact, CpuDevice &device,
-          std::unique_ptr<CpuExecutable> executable);
+  Program(Artifact artifact, Device &device, std::unique_ptr<Executable> executable);
   Status plan();
   Status checkInputs(const std::vector<void *> &inputs,
                      const std::vector<TensorDesc> &inputDescs,
@@ -167,8 +158,8 @@ private:
                                              const InputVersions *versions) const;
 
   Artifact artifact_;
-  CpuDevice &device_;
-  std::unique_ptr<CpuExecutable> executable_;
+  Device &device_;
+  std::unique_ptr<Executable> executable_;
   std::vector<Root> roots_;             // by buffer id
   std::vector<uint32_t> allocBuffers_;  // buffer id of each Alloc slot
   /// By Alloc slot: its index in run()'s `allocated` when an output lives in
@@ -183,8 +174,9 @@ private:
   mutable std::shared_ptr<const Resolved> lastResolved_;
   /// The Persistent buffers: one block, allocated at load, offsets by slot.
   MemoryPlan persistent_;
-  ArenaPool persistentPool_;              // (declared before the lease it outlives)
-  ArenaPool::Lease persistentMemory_;
+  DeviceBuffer persistentMemory_;
+  /// The address of empty intermediates when a call has no arena.
+  DeviceBuffer emptyMemory_;
   bool hasCached_ = false;
   std::vector<uint32_t> cachedReads_; // graph inputs the cached launches read
   /// Held shared by calls that reuse the cached results, exclusively by one

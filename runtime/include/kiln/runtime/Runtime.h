@@ -6,6 +6,7 @@
 #include "kiln/runtime/Allocator.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/DType.h"
+#include "kiln/runtime/Device.h"
 #include "kiln/runtime/Executable.h"
 #include "kiln/runtime/Program.h"
 #include "kiln/runtime/Status.h"

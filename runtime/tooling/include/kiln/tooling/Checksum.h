@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_CHECKSUM_H
-#define KILN_RUNTIME_CHECKSUM_H
+#ifndef KILN_TOOLING_CHECKSUM_H
+#define KILN_TOOLING_CHECKSUM_H
 
 #include "kiln/runtime/DType.h"
 
@@ -37,4 +37,4 @@ TensorStats tensorStats(const TensorDesc &desc, const void *data);
 
 } // namespace kiln::runtime
 
-#endif // KILN_RUNTIME_CHECKSUM_H
+#endif // KILN_TOOLING_CHECKSUM_H

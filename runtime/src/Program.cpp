@@ -1,8 +1,12 @@
-//===- Program.cpp - Executing an artifact's launch list ------------------===//
+//===- Program.cpp - Executing an artifact's launch list on a device ------===//
+//
+// Device-neutral: the device loads the executable, holds the memory and runs
+// the launches; this file plans memory, binds buffers and sizes, and
+// evaluates the run-time checks.
+//
+//===----------------------------------------------------------------------===//
 
 #include "kiln/runtime/Program.h"
-
-#include "kiln/runtime/HostCpu.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,41 +16,33 @@
 
 namespace kiln::runtime {
 
-StatusOr<std::unique_ptr<Program>> Program::load(Artifact artifact,
-                                                 CpuDevice &device) {
+StatusOr<std::unique_ptr<Program>> Program::load(Artifact artifact, Device &device) {
   std::string context = "cannot load graph '" + artifact.graphName + "'";
   // Artifacts built in memory skip parseArtifact, and the plan below indexes
   // with the artifact's ids, so verify here too.
   KILN_RETURN_IF_ERROR(verifyArtifact(artifact).withContext(context));
-  if (artifact.target != hostCpuTarget())
-    return Status::error(context + ": it was compiled for target '" +
-                         artifact.target + "', but this device runs '" +
-                         hostCpuTarget() + "'");
-  if (std::vector<std::string> missing = missingCpuFeatures(artifact.cpuFeatures);
-      !missing.empty()) {
-    std::string names;
-    for (const std::string &feature : missing)
-      names += (names.empty() ? "" : ", ") + feature;
-    return Status::error(context + ": it was compiled for CPU '" + artifact.cpu +
-                         "', and this CPU lacks " + names +
-                         "; recompile the graph on this machine");
-  }
+  std::string format(device.executableFormat());
+  const ExecutableDesc *executable = artifact.executableFor(format);
+  if (!executable)
+    return Status::error(context + ": it was compiled for target" +
+                         (artifact.executables.size() == 1 ? " " : "s ") +
+                         artifact.formatList() + ", but this device (" +
+                         std::string(device.driverName()) + ") runs '" + format + "'");
 
-  StatusOr<std::unique_ptr<CpuExecutable>> executable =
-      CpuExecutable::load(artifact.library, artifact.kernels);
-  if (!executable.ok())
-    return executable.status().withContext(context);
+  StatusOr<std::unique_ptr<Executable>> loaded =
+      device.loadExecutable(*executable, artifact.kernels);
+  if (!loaded.ok())
+    return loaded.status().withContext(context);
 
   std::unique_ptr<Program> program(
-      new Program(std::move(artifact), device, std::move(*executable)));
+      new Program(std::move(artifact), device, std::move(*loaded)));
   KILN_RETURN_IF_ERROR(program->plan().withContext(context));
   return program;
 }
 
-Program::Program(Artifact artifact, CpuDevice &device,
-                 std::unique_ptr<CpuExecutable> executable)
-    : artifact_(std::move(artifact)), device_(device),
-      executable_(std::move(executable)) {}
+Program::Program(Artifact artifact, Device &device, std::unique_ptr<Executable> executable)
+    : artifact_(std::move(artifact)), device_(device), executable_(std::move(executable)),
+      arenas_(device) {}
 
 /// Resolves every buffer to its root once, so run() only adds offsets.
 /// verifyArtifact guarantees views point backwards, making one pass enough.
@@ -82,11 +78,16 @@ Status Program::plan() {
       break;
     }
   }
+  StatusOr<DeviceBuffer> empty = device_.allocate(0);
+  if (!empty.ok())
+    return empty.status();
+  emptyMemory_ = std::move(*empty);
   if (persistent_.bytes > 0) {
-    persistentMemory_ = persistentPool_.acquire(static_cast<size_t>(persistent_.bytes));
-    if (!persistentMemory_.data())
-      return Status::error("allocating " + std::to_string(persistent_.bytes) +
-                           " bytes of persistent buffers failed");
+    StatusOr<DeviceBuffer> memory = device_.allocate(static_cast<size_t>(persistent_.bytes));
+    if (!memory.ok())
+      return memory.status().withContext("allocating " + std::to_string(persistent_.bytes) +
+                                         " bytes of persistent buffers failed");
+    persistentMemory_ = std::move(*memory);
   }
   for (const LaunchCmd &launch : artifact_.launches) {
     if (!launch.cached)
@@ -397,8 +398,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     return Status::error(StatusCode::OutOfMemory, "allocating the " + std::to_string(memory.bytes) +
                          "-byte arena of graph '" + artifact_.graphName + "' failed");
   // Unused and empty intermediates still get a valid, aligned address.
-  alignas(64) static char empty[64];
-  char *arenaBase = arena.data() ? static_cast<char *>(arena.data()) : empty;
+  char *arenaBase = static_cast<char *>(arena.data() ? arena.data() : emptyMemory_.address());
   for (size_t slot = 0; slot < allocBuffers_.size(); ++slot) {
     if (allocatedIndex_[slot] < 0)
       continue; // in the arena
@@ -420,7 +420,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     if (root.kind == BufferKind::Input)
       base = static_cast<char *>(inputs[root.index]);
     else if (root.kind == BufferKind::Persistent)
-      base = static_cast<char *>(persistentMemory_.data()) + persistent_.offsets[root.index];
+      base = static_cast<char *>(persistentMemory_.address()) + persistent_.offsets[root.index];
     else if (allocatedIndex_[root.index] < 0)
       base = arenaBase + memory.offsets[root.index];
     else
@@ -430,13 +430,16 @@ Status Program::runImpl(const std::vector<void *> &inputs,
 
   // Checks run as soon as the launches before them have finished, so a
   // failed index check stops the run before later kernels use the result.
+  // The flag is read back from the device, which waits for those launches.
   size_t nextCheck = 0;
   auto runChecks = [&](size_t launchesDone) -> Status {
     for (; nextCheck < artifact_.checks.size() &&
            artifact_.checks[nextCheck].afterLaunches <= launchesDone;
          ++nextCheck) {
       const CheckCmd &check = artifact_.checks[nextCheck];
-      if (*static_cast<const uint8_t *>(pointers[check.buffer]) == 0)
+      uint8_t flag = 0;
+      KILN_RETURN_IF_ERROR(device_.copyDeviceToHost(&flag, pointers[check.buffer], 1));
+      if (flag == 0)
         return Status::error(check.code, check.message);
     }
     return Status::OK();
@@ -454,26 +457,30 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     bindings.clear();
     for (uint32_t id : launch.bindings)
       bindings.push_back(pointers[id]);
-    // Symbolic kernels read the symbols' values after their pointers.
-    if (artifact_.kernels[launch.kernel].numSymbols)
-      for (int64_t value : symbols) {
-        void *slot;
-        static_assert(sizeof(slot) == sizeof(value), "symbols travel in pointer slots");
-        std::memcpy(&slot, &value, sizeof(value));
-        bindings.push_back(slot);
-      }
-    KernelFn fn = executable_->kernel(launch.kernel);
-    void **args = bindings.data();
+    LaunchParams params;
+    params.workgroups.x = count;
+    params.bindings = bindings.data();
+    params.numBindings = static_cast<uint32_t>(bindings.size());
+    // Symbolic kernels take the symbols' values after their bindings.
+    if (artifact_.kernels[launch.kernel].numSymbols) {
+      params.values = symbols.data();
+      params.numValues = static_cast<uint32_t>(symbols.size());
+    }
     auto start = std::chrono::steady_clock::now();
-    device_.pool().parallelFor(
-        count, [fn, count, args](int64_t wg) { fn(wg, count, args); });
-    if (launchMs)
+    if (Status launched = device_.launch(*executable_, launch.kernel, params); !launched.ok())
+      return launched.withContext("launch " + std::to_string(index));
+    if (launchMs) {
+      // Profiling times each launch alone, so wait for it.
+      KILN_RETURN_IF_ERROR(device_.synchronize());
       (*launchMs)[index] = std::chrono::duration<double, std::milli>(
                                std::chrono::steady_clock::now() - start)
                                .count();
+    }
   }
 
   KILN_RETURN_IF_ERROR(runChecks(artifact_.launches.size()));
+  // The outputs are complete, and a kernel fault is this call's error.
+  KILN_RETURN_IF_ERROR(device_.synchronize());
   if (runCached)
     ++cachedRuns_;
 

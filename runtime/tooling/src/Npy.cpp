@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/runtime/Npy.h"
+#include "kiln/tooling/Npy.h"
 
 #include "FileUtil.h"
 

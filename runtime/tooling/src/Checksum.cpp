@@ -1,6 +1,6 @@
 //===- Checksum.cpp -------------------------------------------------------===//
 
-#include "kiln/runtime/Checksum.h"
+#include "kiln/tooling/Checksum.h"
 
 #include <cmath>
 #include <cstring>

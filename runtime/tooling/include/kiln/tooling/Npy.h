@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_NPY_H
-#define KILN_RUNTIME_NPY_H
+#ifndef KILN_TOOLING_NPY_H
+#define KILN_TOOLING_NPY_H
 
 #include "kiln/runtime/DType.h"
 #include "kiln/runtime/Status.h"
@@ -70,4 +70,4 @@ Status readArrays(const std::string &path, std::vector<NamedArray> &out);
 
 } // namespace kiln::runtime
 
-#endif // KILN_RUNTIME_NPY_H
+#endif // KILN_TOOLING_NPY_H
