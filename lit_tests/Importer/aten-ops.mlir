@@ -29,13 +29,13 @@
 // CHECK-NEXT: %[[F:.*]] = kiln_graph.constant dense<false>
 // CHECK-NEXT: %[[IN:.*]] = kiln_graph.where %[[GE]], %[[LT]], %[[F]]
 // CHECK-NEXT: %[[ALL:.*]] = kiln_graph.all %[[IN]] {dims = array<i64>} : tensor<5xi1> -> tensor<i1>
-// CHECK-NEXT: kiln_graph.assert %[[ALL]] {kind = "index", message = "index out of range in aten.embedding.default (node {{.*}}) at {{.*}}: every index must be in [0, 10)"} : tensor<i1>
+// CHECK-NEXT: kiln_graph.assert %[[ALL]] {kind = #kiln_graph.check_kind<index>, message = "index out of range in aten.embedding.default (node {{.*}}) at {{.*}}: every index must be in [0, 10)"} : tensor<i1>
 // CHECK-NEXT: kiln_graph.embedding %[[EMB]], %[[I64]] : tensor<10x4xf32>, tensor<5xi64> -> tensor<5x4xf32>
 // CHECK-NEXT: kiln_graph.constant dense<0xFF800000> : tensor<2x2xf32>
 // _to_copy with another dtype converts; clone copies.
 // CHECK-NEXT: kiln_graph.convert %[[X]] : tensor<2x3x4xf32> -> tensor<2x3x4xi64>
 // CHECK-NEXT: kiln_graph.clone %[[X]] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
-// CHECK-NEXT: kiln_graph.gelu %[[X]] {approximate = "tanh"} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: kiln_graph.gelu %[[X]] {approximate = #kiln_graph.gelu_approximation<tanh>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
 // CHECK-NEXT: kiln_graph.matmul %[[X]], %[[TR]] : tensor<2x3x4xf32>, tensor<2x4x3xf32> -> tensor<2x3x3xf32>
 // CHECK-NEXT: %[[TWO:.*]] = kiln_graph.constant dense<2.000000e+00> : tensor<f32>
 // CHECK-NEXT: kiln_graph.pow %[[X]], %[[TWO]] : tensor<2x3x4xf32>, tensor<f32> -> tensor<2x3x4xf32>

@@ -6,11 +6,11 @@
 // empty is zeros; atan2 of integers divides in the promoted float type.
 // CHECK-LABEL: func.func @division
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>{{.*}}, %[[I:.*]]: tensor<4xi64>{{.*}})
-// CHECK: kiln_graph.div_round %[[X]], %[[X]] {rounding_mode = "trunc"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK: kiln_graph.div_round %[[X]], %[[X]] {rounding_mode = #kiln_graph.rounding_mode<trunc>} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
 // CHECK: kiln_graph.ne %[[I]], %{{.*}} : tensor<4xi64>, tensor<i64> -> tensor<4xi1>
 // CHECK: kiln_graph.assert %{{.*}} {message = "ZeroDivisionError in aten.div.Tensor_mode
-// CHECK-NEXT: kiln_graph.div_round %[[I]], %[[I]] {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
-// CHECK: kiln_graph.div_round %[[I]], %{{.*}} {rounding_mode = "floor"} : tensor<4xi64>, tensor<i64> -> tensor<4xi64>
+// CHECK-NEXT: kiln_graph.div_round %[[I]], %[[I]] {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+// CHECK: kiln_graph.div_round %[[I]], %{{.*}} {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xi64>, tensor<i64> -> tensor<4xi64>
 // CHECK: kiln_graph.div %[[X]], %[[X]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
 // CHECK: kiln_graph.ne %[[X]], %[[X]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
 // CHECK: kiln_graph.constant dense<0.000000e+00> : tensor<2x3xf32>

@@ -15,7 +15,7 @@
 // indices allowed) and gathered.
 // CHECK-NEXT: %[[I64:.*]] = kiln_graph.convert %[[I]] : tensor<2xi32> -> tensor<2xi64>
 // CHECK: %[[ALL:.*]] = kiln_graph.all
-// CHECK-NEXT: kiln_graph.assert %[[ALL]] {kind = "index", message = "index out of range in aten.index.Tensor (node index) at model.py:7: every index must be in [-5, 5)"}
+// CHECK-NEXT: kiln_graph.assert %[[ALL]] {kind = #kiln_graph.check_kind<index>, message = "index out of range in aten.index.Tensor (node index) at model.py:7: every index must be in [-5, 5)"}
 // CHECK-NEXT: kiln_graph.index %[[X]][%[[I64]]] {indexed_dims = array<i64: 1>} : tensor<4x5xf32>, tensor<2xi64> -> tensor<4x2xf32>
 
 //--- graph.json

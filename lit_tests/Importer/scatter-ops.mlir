@@ -7,12 +7,12 @@
 // CHECK-LABEL: func.func @scatters
 // CHECK-SAME: (%[[X:.*]]: tensor<4x3xi64>{{.*}}, %[[I:.*]]: tensor<2x3xi64>{{.*}}, %[[S:.*]]: tensor<3x3xi64>{{.*}}, %[[R:.*]]: tensor<2xi64>{{.*}})
 // CHECK: %[[SRC:.*]] = kiln_graph.slice %[[S]] {dim = 0 : i64, start = 0 : i64, step = 1 : i64} : tensor<3x3xi64> -> tensor<2x3xi64>
-// CHECK: kiln_graph.assert %{{.*}} {kind = "index", message = "index out of range in aten.scatter.src
+// CHECK: kiln_graph.assert %{{.*}} {kind = #kiln_graph.check_kind<index>, message = "index out of range in aten.scatter.src
 // CHECK-NEXT: kiln_graph.scatter %[[X]][%[[I]]], %[[SRC]] {dim = 0 : i64} : tensor<4x3xi64>, tensor<2x3xi64>, tensor<2x3xi64> -> tensor<4x3xi64>
-// CHECK: %[[SUM:.*]] = kiln_graph.scatter %[[X]][%[[I]]], %{{.*}} {dim = 0 : i64, include_self = false, reduce = "sum"}
-// CHECK: %[[COUNT:.*]] = kiln_graph.scatter %{{.*}}[%[[I]]], %{{.*}} {dim = 0 : i64, reduce = "sum"}
+// CHECK: %[[SUM:.*]] = kiln_graph.scatter %[[X]][%[[I]]], %{{.*}} {dim = 0 : i64, include_self = false, reduce = #kiln_graph.scatter_reduction<sum>}
+// CHECK: %[[COUNT:.*]] = kiln_graph.scatter %{{.*}}[%[[I]]], %{{.*}} {dim = 0 : i64, reduce = #kiln_graph.scatter_reduction<sum>}
 // CHECK: %[[SAFE:.*]] = kiln_graph.where
-// CHECK: kiln_graph.div_round %[[SUM]], %[[SAFE]] {rounding_mode = "floor"}
+// CHECK: kiln_graph.div_round %[[SUM]], %[[SAFE]] {rounding_mode = #kiln_graph.rounding_mode<floor>}
 // x[r] = i with r indexing dim 0: offsets r * 3 + iota(3), 2x3 of them.
 // CHECK: kiln_graph.iota {start = 0 : i64, step = 1 : i64} : tensor<3xi64>
 // CHECK: kiln_graph.where

@@ -27,7 +27,7 @@
 // VALUES-LABEL: func.func @values
 // VALUES: %[[N:.*]] = kiln_graph.size #[[S0]] : tensor<i64>
 // VALUES: kiln_graph.lt %{{.*}}, %[[N]]
-// VALUES: kiln_graph.assert {{.*}} {kind = "index", message = "index out of range in aten.index_select.default (node index_select) at {{.*}}: every index must be in [0, s77)"}
+// VALUES: kiln_graph.assert {{.*}} {kind = #kiln_graph.check_kind<index>, message = "index out of range in aten.index_select.default (node index_select) at {{.*}}: every index must be in [0, s77)"}
 // VALUES: kiln_graph.index
 // VALUES: %[[F:.*]] = kiln_graph.size #[[TWICE]] : tensor<f32>
 // VALUES: kiln_graph.mul %{{.*}}, %[[F]]

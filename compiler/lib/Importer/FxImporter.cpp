@@ -392,8 +392,7 @@ public:
     std::string message = what.str() + " out of range in " + target + " (node " + nodeName +
                           ") at " + sourceLine() + ": every " + what.str() +
                           " must be in " + range;
-    graph::AssertOp::create(b, nodeLoc, all, b.getStringAttr(message),
-                            b.getStringAttr("index"));
+    graph::AssertOp::create(b, nodeLoc, all, b.getStringAttr(message), graph::CheckKind::Index);
   }
 
   /// Guards an integer divisor: at run time no element may be 0, or the run
@@ -410,7 +409,7 @@ public:
     std::string message = what.str() + " in " + target + " (node " + nodeName + ") at " +
                           sourceLine() + ": integer division by zero";
     graph::AssertOp::create(b, nodeLoc, all, b.getStringAttr(message),
-                            b.getStringAttr("runtime"));
+                            graph::CheckKind::Runtime);
   }
 
   /// "file:line" of the node being imported, for run-time messages.
@@ -513,11 +512,11 @@ LogicalResult divide(Importer &im, std::optional<StringRef> roundingMode = std::
       mode = s->str();
   if (mode.empty())
     return binary<graph::DivOp>(im);
-  if (mode != "trunc" && mode != "floor")
+  std::optional<graph::RoundingMode> rounding = graph::symbolizeRoundingMode(mode);
+  if (!rounding)
     return im.fail("rounding_mode must be None, 'trunc' or 'floor'");
   return division(im, [&](Value lhs, Value rhs) {
-    return graph::DivRoundOp::create(im.builder(), im.loc(), im.outType(), lhs, rhs,
-                                     im.builder().getStringAttr(mode));
+    return graph::DivRoundOp::create(im.builder(), im.loc(), im.outType(), lhs, rhs, *rounding);
   });
 }
 
@@ -673,11 +672,11 @@ LogicalResult gelu(Importer &im) {
   if (const json::Value *v = im.arg(1, "approximate"))
     if (auto s = v->getAsString())
       approximate = s->str();
-  if (approximate != "none" && approximate != "tanh")
+  std::optional<graph::GeluApproximation> how = graph::symbolizeGeluApproximation(approximate);
+  if (!how)
     return im.fail("approximate must be 'none' or 'tanh'");
-  return im.define(graph::GeluOp::create(im.builder(), im.loc(), im.outType(), *input,
-                                         im.builder().getStringAttr(approximate))
-                       ->getResults());
+  return im.define(
+      graph::GeluOp::create(im.builder(), im.loc(), im.outType(), *input, *how)->getResults());
 }
 
 LogicalResult convert(Importer &im) {
@@ -1335,7 +1334,7 @@ Value buildScatter(Importer &im, Value input, Value index, Value src, int64_t di
   auto type = cast<RankedTensorType>(input.getType());
   auto create = [&](Value into, Value values, StringRef how, bool self) -> Value {
     return graph::ScatterOp::create(b, im.loc(), type, into, index, values, dim,
-                                    b.getStringAttr(how), self);
+                                    *graph::symbolizeScatterReduction(how), self);
   };
   if (reduce != "mean")
     return create(input, src, reduce, includeSelf);
@@ -1349,7 +1348,7 @@ Value buildScatter(Importer &im, Value input, Value index, Value src, int64_t di
   count = graph::WhereOp::create(b, im.loc(), type, none, im.splat({}, element, 1.0), count);
   if (isa<FloatType>(element))
     return graph::DivOp::create(b, im.loc(), type, sum, count);
-  return graph::DivRoundOp::create(b, im.loc(), type, sum, count, b.getStringAttr("floor"));
+  return graph::DivRoundOp::create(b, im.loc(), type, sum, count, graph::RoundingMode::Floor);
 }
 
 /// aten.scatter / scatter_add / scatter_reduce: operand 3 is src (a tensor,
@@ -1500,7 +1499,9 @@ LogicalResult indexPut(Importer &im) {
       b, im.loc(), flat, im.reshape(self, flat),
       im.reshape(offset, RankedTensorType::get({count}, i64)),
       im.reshape(src, RankedTensorType::get({count}, element)), 0,
-      b.getStringAttr(im.flag(3, "accumulate", false) ? "sum" : "none"), true);
+      im.flag(3, "accumulate", false) ? graph::ScatterReduction::Sum
+                                      : graph::ScatterReduction::None,
+      true);
   return im.define(im.reshape(result, im.outType()));
 }
 

@@ -162,7 +162,7 @@ func.func @sigmoid(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK: return
 func.func @gelu(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %0 = kiln_graph.gelu %x : tensor<4xf32> -> tensor<4xf32>
-  %1 = kiln_graph.gelu %x {approximate = "tanh"} : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln_graph.gelu %x {approximate = #kiln_graph.gelu_approximation<tanh>} : tensor<4xf32> -> tensor<4xf32>
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
 
@@ -671,8 +671,8 @@ func.func @index_broadcast(%x: tensor<5x6xf32>, %i: tensor<4x1xi64>, %j: tensor<
 // CHECK: linalg.generic
 // CHECK: arith.divsi
 func.func @div_round_integer(%a: tensor<4xi64>, %b: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
-  %0 = kiln_graph.div_round %a, %b {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
-  %1 = kiln_graph.div_round %a, %b {rounding_mode = "trunc"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %0 = kiln_graph.div_round %a, %b {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %1 = kiln_graph.div_round %a, %b {rounding_mode = #kiln_graph.rounding_mode<trunc>} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
   return %0, %1 : tensor<4xi64>, tensor<4xi64>
 }
 
@@ -687,7 +687,7 @@ func.func @div_round_integer(%a: tensor<4xi64>, %b: tensor<4xi64>) -> (tensor<4x
 // CHECK: math.atan2 %{{.*}}, %{{.*}} : f32
 // CHECK: math.asinh %{{.*}} : f32
 func.func @div_round_float(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = kiln_graph.div_round %a, %b {rounding_mode = "floor"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %0 = kiln_graph.div_round %a, %b {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 func.func @inverse_trig(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -732,7 +732,7 @@ func.func @argmax(%x: tensor<4x5xf32>) -> tensor<4xi64> {
 func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xi1>, tensor<4xui8>, tensor<4xui8>, tensor<4xf32>, tensor<4xui8>) {
   %0 = kiln_graph.lt %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xi1>
   %1 = kiln_graph.maximum %a, %b : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
-  %2 = kiln_graph.div_round %a, %b {rounding_mode = "floor"} : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
+  %2 = kiln_graph.div_round %a, %b {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xui8>, tensor<4xui8> -> tensor<4xui8>
   %3 = kiln_graph.convert %a : tensor<4xui8> -> tensor<4xf32>
   %4 = kiln_graph.convert %3 : tensor<4xf32> -> tensor<4xui8>
   return %0, %1, %2, %3, %4 : tensor<4xi1>, tensor<4xui8>, tensor<4xui8>, tensor<4xf32>, tensor<4xui8>
@@ -772,7 +772,7 @@ func.func @unsigned_constant_and_amax(%a: tensor<4xui8>) -> (tensor<4xui8>, tens
 // CHECK: %[[M:.*]] = arith.maximumf %[[OLD]], %[[V]] : f32
 // CHECK: tensor.insert %[[M]]
 func.func @scatter_amax(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5xf32>) -> tensor<4x5xf32> {
-  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "amax", include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = #kiln_graph.scatter_reduction<amax>, include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
 

@@ -280,7 +280,7 @@ func.func @assert_becomes_check(%x: tensor<4xi1>) -> tensor<4xi1> {
     %1 = kiln_graph.all %a {dims = array<i64>} : tensor<4xi1> -> tensor<i1>
     kiln_kernel.yield %1 : tensor<i1>
   }
-  kiln_graph.assert %0 {kind = "index", message = "index out of range"} : tensor<i1>
+  kiln_graph.assert %0 {kind = #kiln_graph.check_kind<index>, message = "index out of range"} : tensor<i1>
   %2 = kiln_kernel.kernel "kernel_1_not" extent(4) ins(%x : tensor<4xi1>) -> (tensor<4xi1>) {
   ^bb0(%a: tensor<4xi1>):
     %3 = kiln_graph.bitwise_not %a : tensor<4xi1> -> tensor<4xi1>

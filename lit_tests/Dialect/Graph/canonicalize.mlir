@@ -399,13 +399,13 @@ func.func @sink_reshape_below_unary(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
 // CHECK-LABEL: func.func @sink_reshape_below_chain
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
 // CHECK-NEXT: %[[N:.*]] = kiln_graph.neg %[[X]] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
-// CHECK-NEXT: %[[G:.*]] = kiln_graph.gelu %[[N]] {approximate = "tanh"} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[G:.*]] = kiln_graph.gelu %[[N]] {approximate = #kiln_graph.gelu_approximation<tanh>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
 // CHECK-NEXT: %[[V:.*]] = kiln_graph.reshape %[[G]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
 // CHECK-NEXT: return %[[V]]
 func.func @sink_reshape_below_chain(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
   %0 = kiln_graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
   %1 = kiln_graph.neg %0 : tensor<6x4xf32> -> tensor<6x4xf32>
-  %2 = kiln_graph.gelu %1 {approximate = "tanh"} : tensor<6x4xf32> -> tensor<6x4xf32>
+  %2 = kiln_graph.gelu %1 {approximate = #kiln_graph.gelu_approximation<tanh>} : tensor<6x4xf32> -> tensor<6x4xf32>
   return %2 : tensor<6x4xf32>
 }
 

@@ -89,8 +89,9 @@ func.func @integer_division(%a: tensor<4xi64>) -> tensor<4xi64> {
 // -----
 
 func.func @gelu_approximate(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{approximate must be "none" or "tanh"}}
-  %0 = kiln_graph.gelu %a {approximate = "erf"} : tensor<4xf32> -> tensor<4xf32>
+  // expected-error @+2 {{expected ::kiln::graph::GeluApproximation to be one of: none, tanh}}
+  // expected-error @+1 {{failed to parse Graph_GeluApproximationAttr parameter 'value' which is to be a `::kiln::graph::GeluApproximation`}}
+  %0 = kiln_graph.gelu %a {approximate = #kiln_graph.gelu_approximation<erf>} : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -537,8 +538,9 @@ func.func @assert_of_a_vector(%a: tensor<4xi1>) {
 // -----
 
 func.func @assert_of_unknown_kind(%a: tensor<i1>) {
-  // expected-error @+1 {{kind must be "index" or "runtime"}}
-  kiln_graph.assert %a {kind = "oops", message = "m"} : tensor<i1>
+  // expected-error @+2 {{expected ::kiln::graph::CheckKind to be one of: index, runtime}}
+  // expected-error @+1 {{failed to parse Graph_CheckKindAttr parameter 'value' which is to be a `::kiln::graph::CheckKind`}}
+  kiln_graph.assert %a {kind = #kiln_graph.check_kind<oops>, message = "m"} : tensor<i1>
   return
 }
 
@@ -594,8 +596,9 @@ func.func @cumsum_dim(%a: tensor<4x5xf32>) -> tensor<4x5xf32> {
 // -----
 
 func.func @div_round_mode(%a: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @+1 {{rounding_mode must be "trunc" or "floor"}}
-  %0 = kiln_graph.div_round %a, %a {rounding_mode = "ceil"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  // expected-error @+2 {{expected ::kiln::graph::RoundingMode to be one of: trunc, floor}}
+  // expected-error @+1 {{failed to parse Graph_RoundingModeAttr parameter 'value' which is to be a `::kiln::graph::RoundingMode`}}
+  %0 = kiln_graph.div_round %a, %a {rounding_mode = #kiln_graph.rounding_mode<ceil>} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
   return %0 : tensor<4xi64>
 }
 
@@ -634,8 +637,9 @@ func.func @argmin_dim(%a: tensor<4x5xf32>) -> tensor<4xi64> {
 // -----
 
 func.func @scatter_reduce_kind(%x: tensor<4xf32>, %i: tensor<2xi64>, %s: tensor<2xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{reduce must be none, sum, prod, amax or amin}}
-  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "mean"} : tensor<4xf32>, tensor<2xi64>, tensor<2xf32> -> tensor<4xf32>
+  // expected-error @+2 {{expected ::kiln::graph::ScatterReduction to be one of: none, sum, prod, amax, amin}}
+  // expected-error @+1 {{failed to parse Graph_ScatterReductionAttr parameter 'value' which is to be a `::kiln::graph::ScatterReduction`}}
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = #kiln_graph.scatter_reduction<mean>} : tensor<4xf32>, tensor<2xi64>, tensor<2xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -121,8 +121,8 @@ func.func @convert(%x: tensor<5xi64>) -> (tensor<5xf32>, tensor<5xi1>, tensor<5x
 func.func @gelu(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
   // CHECK: kiln_graph.gelu %{{.*}} : tensor<16xf32> -> tensor<16xf32>
   %0 = kiln_graph.gelu %x : tensor<16xf32> -> tensor<16xf32>
-  // CHECK: kiln_graph.gelu %{{.*}} {approximate = "tanh"} : tensor<16xf32> -> tensor<16xf32>
-  %1 = kiln_graph.gelu %x {approximate = "tanh"} : tensor<16xf32> -> tensor<16xf32>
+  // CHECK: kiln_graph.gelu %{{.*}} {approximate = #kiln_graph.gelu_approximation<tanh>} : tensor<16xf32> -> tensor<16xf32>
+  %1 = kiln_graph.gelu %x {approximate = #kiln_graph.gelu_approximation<tanh>} : tensor<16xf32> -> tensor<16xf32>
   return %0, %1 : tensor<16xf32>, tensor<16xf32>
 }
 
@@ -301,8 +301,8 @@ func.func @indexing_and_checks(%x: tensor<4x5x6xf32>, %i: tensor<2x3xi64>, %b: t
   %8 = kiln_graph.amin %x {dims = array<i64: 0, 2>} : tensor<4x5x6xf32> -> tensor<5xf32>
   // CHECK: kiln_graph.prod
   %9 = kiln_graph.prod %8 {dims = array<i64: 0>} : tensor<5xf32> -> tensor<f32>
-  // CHECK: kiln_graph.assert %{{.*}} {kind = "index", message = "bad index"} : tensor<i1>
-  kiln_graph.assert %6 {kind = "index", message = "bad index"} : tensor<i1>
+  // CHECK: kiln_graph.assert %{{.*}} {kind = #kiln_graph.check_kind<index>, message = "bad index"} : tensor<i1>
+  kiln_graph.assert %6 {kind = #kiln_graph.check_kind<index>, message = "bad index"} : tensor<i1>
   return %0, %1, %2, %3, %5, %7 : tensor<4x2x3x6xf32>, tensor<5x7x6xf32>, tensor<5xf32>, tensor<3xi64>, tensor<4xi1>, tensor<i1>
 }
 
@@ -325,8 +325,8 @@ func.func @arg_reduce_and_division(%x: tensor<4x5xf32>, %i: tensor<4xi64>) -> (t
   %0 = kiln_graph.argmax %x {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4xi64>
   // CHECK: kiln_graph.argmin %{{.*}} {dim = 0 : i64, keepdim = true} : tensor<4x5xf32> -> tensor<1x5xi64>
   %1 = kiln_graph.argmin %x {dim = 0 : i64, keepdim = true} : tensor<4x5xf32> -> tensor<1x5xi64>
-  // CHECK: kiln_graph.div_round %{{.*}}, %{{.*}} {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
-  %2 = kiln_graph.div_round %i, %i {rounding_mode = "floor"} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  // CHECK: kiln_graph.div_round %{{.*}}, %{{.*}} {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %2 = kiln_graph.div_round %i, %i {rounding_mode = #kiln_graph.rounding_mode<floor>} : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
   // CHECK: kiln_graph.atan2 %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
   %3 = kiln_graph.atan2 %x, %x : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
   return %0, %1, %2, %3 : tensor<4xi64>, tensor<1x5xi64>, tensor<4xi64>, tensor<4x5xf32>
@@ -338,8 +338,8 @@ func.func @arg_reduce_and_division(%x: tensor<4x5xf32>, %i: tensor<4xi64>) -> (t
 func.func @scatter(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
   // CHECK: kiln_graph.scatter %{{.*}}[%{{.*}}], %{{.*}} {dim = 0 : i64} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
   %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
-  // CHECK: kiln_graph.scatter %{{.*}}[%{{.*}}], %{{.*}} {dim = 0 : i64, include_self = false, reduce = "amax"}
-  %1 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = "amax", include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
+  // CHECK: kiln_graph.scatter %{{.*}}[%{{.*}}], %{{.*}} {dim = 0 : i64, include_self = false, reduce = #kiln_graph.scatter_reduction<amax>}
+  %1 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = #kiln_graph.scatter_reduction<amax>, include_self = false} : tensor<4x5xf32>, tensor<2x5xi64>, tensor<2x5xf32> -> tensor<4x5xf32>
   return %0, %1 : tensor<4x5xf32>, tensor<4x5xf32>
 }
 

@@ -458,7 +458,7 @@ func.func @return_argument(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT:   kiln_graph.where
 // CHECK-NEXT:   kiln_graph.all
 // CHECK-NEXT:   kiln_kernel.yield
-// CHECK: kiln_graph.assert %[[K0]] {kind = "index", message = "out of range"} : tensor<i1>
+// CHECK: kiln_graph.assert %[[K0]] {kind = #kiln_graph.check_kind<index>, message = "out of range"} : tensor<i1>
 // CHECK: kiln_kernel.kernel "kernel_1_matmul"
 // CHECK: kiln_kernel.kernel "kernel_2_exp"
 func.func @siblings_and_assert(%i: tensor<1x3xi64>, %a: tensor<8x8xf32>, %x: tensor<8x8xf32>)
@@ -470,7 +470,7 @@ func.func @siblings_and_assert(%i: tensor<1x3xi64>, %a: tensor<8x8xf32>, %x: ten
   %1 = kiln_graph.lt %i, %ten : tensor<1x3xi64>, tensor<i64> -> tensor<1x3xi1>
   %2 = kiln_graph.where %0, %1, %false : tensor<1x3xi1>, tensor<1x3xi1>, tensor<i1> -> tensor<1x3xi1>
   %3 = kiln_graph.all %2 {dims = array<i64>} : tensor<1x3xi1> -> tensor<i1>
-  kiln_graph.assert %3 {kind = "index", message = "out of range"} : tensor<i1>
+  kiln_graph.assert %3 {kind = #kiln_graph.check_kind<index>, message = "out of range"} : tensor<i1>
   %4 = kiln_graph.matmul %a, %a : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
   %5 = kiln_graph.exp %x : tensor<8x8xf32> -> tensor<8x8xf32>
   return %4, %5 : tensor<8x8xf32>, tensor<8x8xf32>

@@ -1054,7 +1054,7 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
   auto type = tensorType(op.getResult());
   ArrayRef<int64_t> positions = tensorType(op.getIndex()).getShape();
   int64_t dim = op.getDim();
-  StringRef reduce = op.getReduce();
+  ScatterReduction reduce = op.getReduce();
   bool isUnsigned = computesUnsigned(op);
   Type element = type.getElementType();
   auto destination = [&](OpBuilder &b, Location l, ValueRange ivs) {
@@ -1065,11 +1065,14 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
     return coords;
   };
   Value result = op.getInput();
-  std::optional<Combine> kind = reduce == "sum"    ? std::optional(Combine::Sum)
-                                : reduce == "prod" ? std::optional(Combine::Prod)
-                                : reduce == "amax" ? std::optional(Combine::Max)
-                                : reduce == "amin" ? std::optional(Combine::Min)
-                                                   : std::nullopt; // none: the last write wins
+  std::optional<Combine> kind;
+  switch (reduce) {
+  case ScatterReduction::Sum: kind = Combine::Sum; break;
+  case ScatterReduction::Prod: kind = Combine::Prod; break;
+  case ScatterReduction::Amax: kind = Combine::Max; break;
+  case ScatterReduction::Amin: kind = Combine::Min; break;
+  case ScatterReduction::None: break; // the last write wins
+  }
   if (!op.getIncludeSelf() && kind) {
     Value identity = combineIdentity(rewriter, loc, element, *kind, isUnsigned);
     result = forEachPosition(rewriter, loc, positions, result,

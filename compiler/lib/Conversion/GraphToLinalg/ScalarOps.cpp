@@ -471,7 +471,7 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
         return remainderScalar(b, loc, args[0], args[1], /*floored=*/isa<RemainderOp>(o), u);
       })
       .Case<DivRoundOp>([&](DivRoundOp div) {
-        return divRoundScalar(b, loc, args[0], args[1], div.getRoundingMode() == "floor", u);
+        return divRoundScalar(b, loc, args[0], args[1], div.getRoundingMode() == graph::RoundingMode::Floor, u);
       })
       .Case<Atan2Op>([&](auto) -> Value { return math::Atan2Op::create(b, loc, args[0], args[1]); })
       .Case<MaximumOp>([&](auto) { return maxScalar(b, loc, args[0], args[1], u); })
@@ -537,7 +537,7 @@ FailureOr<Value> elementwiseBody(OpBuilder &b, Location loc, Operation *op,
       .Case<TruncOp>([&](auto) -> Value { return math::TruncOp::create(b, loc, args[0]); })
       .Case<RoundOp>([&](auto) -> Value { return math::RoundEvenOp::create(b, loc, args[0]); })
       .Case<GeluOp>([&](GeluOp gelu) {
-        return geluScalar(b, loc, args[0], gelu.getApproximate() == "tanh");
+        return geluScalar(b, loc, args[0], gelu.getApproximate() == graph::GeluApproximation::Tanh);
       })
       .Case<CloneOp>([&](auto) -> Value { return args[0]; })
       .Case<ConvertOp>([&](auto) { return convertScalar(b, loc, args[0], resultElement, u); })

@@ -207,7 +207,8 @@ struct OutlineKernelsPass
       } else if (auto check = dyn_cast<graph::AssertOp>(op)) {
         plan::CheckOp::create(planBuilder, check.getLoc(),
                               buffers.lookup(check.getCondition()),
-                              check.getMessageAttr(), check.getKindAttr());
+                              check.getMessageAttr(),
+                              planBuilder.getStringAttr(graph::stringifyCheckKind(check.getKind())));
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         SmallVector<Value> results;
         for (Value v : ret.getOperands())

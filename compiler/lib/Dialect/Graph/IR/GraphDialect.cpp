@@ -2,14 +2,23 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace kiln::graph;
 
 #include "kiln/Dialect/Graph/IR/GraphOpsDialect.cpp.inc"
+#include "kiln/Dialect/Graph/IR/GraphEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Graph/IR/GraphAttrs.cpp.inc"
 
 void GraphDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kiln/Dialect/Graph/IR/GraphAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "kiln/Dialect/Graph/IR/GraphOps.cpp.inc"

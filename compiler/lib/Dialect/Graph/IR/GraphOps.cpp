@@ -144,18 +144,6 @@ LogicalResult WhereOp::verify() {
   return success();
 }
 
-LogicalResult GeluOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError("approximate must be \"none\" or \"tanh\"");
-  return success();
-}
-
-LogicalResult DivRoundOp::verify() {
-  if (getRoundingMode() != "trunc" && getRoundingMode() != "floor")
-    return emitOpError("rounding_mode must be \"trunc\" or \"floor\"");
-  return success();
-}
-
 /// Normalizes `dim` against `rank` (negative dims count from the back).
 static FailureOr<int64_t> normalizeDim(int64_t dim, int64_t rank) {
   if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
@@ -722,8 +710,6 @@ LogicalResult ScatterOp::verify() {
   for (int64_t d = 0; d < rank; ++d)
     if (d != (int64_t)getDim() && index.getDimSize(d) > input.getDimSize(d))
       return emitOpError("index dim ") << d << " is larger than the input's";
-  if (!llvm::is_contained({"none", "sum", "prod", "amax", "amin"}, getReduce()))
-    return emitOpError("reduce must be none, sum, prod, amax or amin");
   return success();
 }
 
@@ -740,8 +726,6 @@ LogicalResult AssertOp::verify() {
   auto condition = tensorType(getCondition());
   if (condition.getRank() != 0 || !condition.getElementType().isInteger(1))
     return emitOpError("condition must be a tensor<i1>, got ") << condition;
-  if (getKind() != "index" && getKind() != "runtime")
-    return emitOpError("kind must be \"index\" or \"runtime\", got \"") << getKind() << "\"";
   if (getMessage().empty())
     return emitOpError("needs a message");
   return success();

@@ -38,7 +38,7 @@ RankedTensorType withElement(Type type, Type element) {
 /// Ops that move or select elements without computing on them.
 bool movesElementsOnly(Operation *op) {
   if (auto scatter = dyn_cast<ScatterOp>(op))
-    return scatter.getReduce() == "none";
+    return scatter.getReduce() == kiln::graph::ScatterReduction::None;
   return isa<ReshapeOp, PermuteOp, ExpandOp, SliceOp, ConcatOp, PadOp, IndexOp, GatherOp,
              EmbeddingOp, CloneOp, WhereOp, ConstantOp, SizeOp, AssertOp>(op);
 }

@@ -18,6 +18,7 @@ def Graph_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let hasCanonicalizer = 1;
+  let useDefaultAttributePrinterParser = 1; // the enums of GraphEnums.td
 }
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>

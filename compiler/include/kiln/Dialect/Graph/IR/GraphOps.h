@@ -63,6 +63,9 @@ class OwnElementTypes : public mlir::OpTrait::TraitBase<ConcreteType, OwnElement
 
 #include "kiln/Dialect/Graph/IR/GraphInterfaces.h.inc"
 #include "kiln/Dialect/Graph/IR/GraphOpsDialect.h.inc"
+#include "kiln/Dialect/Graph/IR/GraphEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/Graph/IR/GraphAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Graph/IR/GraphOps.h.inc"

@@ -2,6 +2,7 @@
 #define KILN_GRAPH_OPS
 
 include "kiln/Dialect/Graph/IR/GraphDialect.td"
+include "kiln/Dialect/Graph/IR/GraphEnums.td"
 include "kiln/Dialect/Graph/IR/GraphInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -108,8 +109,7 @@ def Graph_DivRoundOp : Graph_BinaryOp<"div_round"> {
     An integer divisor of 0 gives 0 here (the importer's assert raises
     ATen's error first); INT_MIN divided by -1 wraps, as in ATen.
   }];
-  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs, StrAttr:$rounding_mode);
-  let hasVerifier = 1;
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs, Graph_RoundingModeAttr:$rounding_mode);
 }
 
 class Graph_BitwiseOp<string mnemonic> : Graph_BinaryOp<mnemonic, [Commutative, Graph_IntegerOnly]> {
@@ -190,10 +190,10 @@ def Graph_ConvertOp : Graph_UnaryOp<"convert", [Graph_OwnElementTypes]> {
   let hasFolder = 1;
 }
 def Graph_GeluOp : Graph_ElementwiseOp<"gelu", [Graph_FloatOnly]> {
-  let hasVerifier = 1;
   let summary = "aten.gelu with approximate = none (erf) or tanh";
   let arguments = (ins Graph_Tensor:$input,
-                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+                       DefaultValuedAttr<Graph_GeluApproximationAttr,
+                                         "::kiln::graph::GeluApproximation::None">:$approximate);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
@@ -533,7 +533,9 @@ def Graph_ScatterOp : Graph_Op<"scatter", [Pure, Graph_OwnLeadingDim]> {
     the importer guards the indices with an assert and the kernel clamps them.
   }];
   let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$index, Graph_Tensor:$src,
-                       I64Attr:$dim, DefaultValuedStrAttr<StrAttr, "none">:$reduce,
+                       I64Attr:$dim,
+                       DefaultValuedAttr<Graph_ScatterReductionAttr,
+                                         "::kiln::graph::ScatterReduction::None">:$reduce,
                        DefaultValuedAttr<BoolAttr, "true">:$include_self);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
@@ -558,12 +560,13 @@ def Graph_AssertOp : Graph_Op<"assert"> {
     "runtime" RuntimeError. The op has side effects, so it is never erased.
 
     ```mlir
-    kiln_graph.assert %in_range {kind = "index",
+    kiln_graph.assert %in_range {kind = #kiln_graph.check_kind<index>,
         message = "index out of range in aten.embedding at model.py:12"} : tensor<i1>
     ```
   }];
   let arguments = (ins Graph_Tensor:$condition, StrAttr:$message,
-                       DefaultValuedStrAttr<StrAttr, "runtime">:$kind);
+                       DefaultValuedAttr<Graph_CheckKindAttr,
+                                         "::kiln::graph::CheckKind::Runtime">:$kind);
   let assemblyFormat = "$condition attr-dict `:` type($condition)";
   let hasVerifier = 1;
 }
