@@ -1,4 +1,5 @@
 import os
+import platform
 
 import lit.formats
 
@@ -11,3 +12,6 @@ config.test_exec_root = getattr(config, "kiln_obj_root", config.test_source_root
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
+# The host's architecture, for tests of what another architecture's artifacts
+# do here (UNSUPPORTED: host-aarch64).
+config.available_features.add("host-" + platform.machine().lower())

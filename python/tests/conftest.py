@@ -1,18 +1,19 @@
-"""Shared fixtures.
+"""Shared fixtures and the test tiers.
 
-Tests that need the compiled extension declare it once per module:
+Markers (registered in pyproject.toml, --strict-markers):
+  unit          fast: no model compiled, or only tiny graphs
+  e2e           compiles and runs models end to end
+  slow          long sweeps; .ci/run deselects them (-m "not slow"),
+                .ci/nightly runs them
+  device(name)  needs device `name`: skipped, with the reason, unless the
+                device is available (see available_devices)
 
-    pytestmark = pytest.mark.usefixtures("kiln_ext")
-
-`pytest --kiln-fake-ext` (or KILN_TEST_FAKE_EXT=1) runs those tests against
-tests/fake_ext.py, a reference interpreter of the graph JSON, instead of
-kiln._C.
+Every test module says its tier with a module-level `pytestmark`.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 import torch
@@ -27,36 +28,29 @@ import kiln  # noqa: E402
 # did; test_cache.py turns the on-disk cache on, in temporary folders.
 os.environ["KILN_CACHE"] = "0"
 
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--kiln-fake-ext",
-        action="store_true",
-        default=os.environ.get("KILN_TEST_FAKE_EXT") == "1",
-        help="run end-to-end tests against tests/fake_ext.py instead of kiln._C",
-    )
+DEVICES_ENV = "KILN_DEVICES"
 
 
-@pytest.fixture(scope="module")
-def kiln_ext(request: pytest.FixtureRequest):
-    """kiln._C, or the fake extension under --kiln-fake-ext."""
-    if request.config.getoption("--kiln-fake-ext"):
-        import fake_ext
-
-        fake = fake_ext.as_module()
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setitem(sys.modules, "kiln._C", fake)
-            mp.setattr(kiln, "_C", fake, raising=False)
-            yield fake
-        return
-    from kiln import _C
-
-    yield _C
+def available_devices() -> frozenset[str]:
+    """The devices tests may use: "cpu" always, and those that $KILN_DEVICES
+    names (comma-separated), which CI sets where a machine has them."""
+    named = {d.strip() for d in os.environ.get(DEVICES_ENV, "").split(",")}
+    return frozenset({"cpu"} | (named - {""}))
 
 
-@pytest.fixture
-def uses_fake_ext(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--kiln-fake-ext"))
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    devices = available_devices()
+    for item in items:
+        if not (item.get_closest_marker("unit") or item.get_closest_marker("e2e")):
+            raise pytest.UsageError(f"{item.nodeid}: no tier; mark its module unit or e2e")
+        for mark in item.iter_markers("device"):
+            if len(mark.args) != 1 or not isinstance(mark.args[0], str):
+                raise pytest.UsageError(f"{item.nodeid}: use @pytest.mark.device(\"name\")")
+            name = mark.args[0]
+            if name not in devices:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"needs device {name!r}; available: {', '.join(sorted(devices))} "
+                           f"(add it to {DEVICES_ENV} where the machine has one)"))
 
 
 @pytest.fixture(autouse=True)

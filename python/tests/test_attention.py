@@ -15,6 +15,8 @@ import kiln
 
 from kiln_test_utils import assert_kiln_ran, compile_kiln
 
+pytestmark = pytest.mark.e2e
+
 # (batch, heads, kv heads, queries, keys, head size): small, ragged in both
 # tile directions, and more than one tile of each.
 SHAPES = [

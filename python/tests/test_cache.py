@@ -17,7 +17,7 @@ import kiln
 from kiln.cache import ArtifactCache, main as cache_main
 from kiln_test_utils import assert_kiln_ran
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 class MLP(torch.nn.Module):
@@ -48,9 +48,7 @@ def _only_record() -> kiln.CompileRecord:
 
 
 @pytest.fixture
-def model_and_input(uses_fake_ext):
-    if uses_fake_ext:
-        pytest.skip("the cache stores real artifacts")
+def model_and_input():
     return MLP().eval(), torch.randn(4, 16)
 
 
@@ -172,11 +170,9 @@ def test_processes_share_one_cache_folder(model_and_input, tmp_path):
     assert not list(tmp_path.rglob("*.tmp")), "no temporary files left behind"
 
 
-def test_repeated_layers_compile_their_kernels_once(uses_fake_ext, tmp_path):
+def test_repeated_layers_compile_their_kernels_once(tmp_path):
     """The same layer three times: its kernels are compiled once and shared,
     and a second compile in this process compiles nothing natively."""
-    if uses_fake_ext:
-        pytest.skip("native compilation is the real extension's")
     torch.manual_seed(0)
     layer = torch.nn.Sequential(torch.nn.Linear(24, 24), torch.nn.GELU(), torch.nn.LayerNorm(24))
     model = torch.nn.Sequential(*[layer for _ in range(3)]).eval()

@@ -12,7 +12,7 @@ from torch import nn
 
 import kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 def _mlp(width: int = 256) -> nn.Module:

@@ -20,6 +20,8 @@ import pytest
 from kiln.testing import conformance
 from kiln.testing.conformance import PairResult
 
+pytestmark = pytest.mark.e2e
+
 CI_SELECTED, _ = conformance.select(conformance.CI_OPS, conformance.CI_DTYPES)
 CI_PAIRS = [(op, dtype) for op in CI_SELECTED for dtype in op.dtypes]
 
@@ -31,10 +33,8 @@ HOW_TO_UPDATE = (
 
 
 @pytest.fixture(scope="module")
-def worker(request: pytest.FixtureRequest):
+def worker():
     """One worker process for the module: it imports torch, op_db and kiln._C once."""
-    if request.config.getoption("--kiln-fake-ext"):
-        pytest.skip("conformance runs the real kiln._C in worker processes")
     w = conformance.Worker()
     yield w
     w.close()
@@ -45,8 +45,14 @@ def known():
     return conformance.load_known()
 
 
+# float32, int64 and bool gate; the half-precision and uint8 pairs run nightly.
+GATING_DTYPES = ("float32", "int64", "bool")
+
+
 @pytest.mark.parametrize(
-    "op, dtype", [pytest.param(op, dtype, id=f"{op.name}-{dtype}") for op, dtype in CI_PAIRS]
+    "op, dtype", [pytest.param(op, dtype, id=f"{op.name}-{dtype}",
+                               marks=[] if dtype in GATING_DTYPES else [pytest.mark.slow])
+                  for op, dtype in CI_PAIRS]
 )
 def test_opinfo(worker, known, op, dtype):
     result = worker.run(op.name, dtype, conformance.CI_MAX_SAMPLES, op.compare, op.core)
@@ -222,10 +228,8 @@ def test_a_hanging_sample_is_a_crash():
 
 
 @pytest.fixture(scope="module")
-def dynamic_worker(request: pytest.FixtureRequest):
+def dynamic_worker():
     """A worker that compiles every sample with dynamic=True."""
-    if request.config.getoption("--kiln-fake-ext"):
-        pytest.skip("conformance runs the real kiln._C in worker processes")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(conformance.DYNAMIC_ENV, "1")
         w = conformance.Worker()
@@ -236,6 +240,7 @@ def dynamic_worker(request: pytest.FixtureRequest):
 DYNAMIC_PAIRS = [(op, "float32") for op in CI_SELECTED if "float32" in op.dtypes]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "op", [pytest.param(op, id=op.name) for op, _ in DYNAMIC_PAIRS]
 )

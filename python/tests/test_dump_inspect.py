@@ -16,9 +16,10 @@ import torch
 
 import kiln
 import kiln.inspect as kinspect
+from kiln import _C
 from kiln_test_utils import compile_kiln, line_of
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 THIS_FILE = os.path.abspath(__file__)
 STAGE_FILES = ("00-graph.mlir", "01-kernels.mlir", "02-plan.mlir", "kernels/kernels.ll", "kernels/kernels.s")
@@ -45,10 +46,8 @@ UNSUPPORTED_LINE = line_of("# " + "kiln-test: unsupported", THIS_FILE)
 
 
 @pytest.fixture(scope="module")
-def dumps(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """graph_0: Small (compiled whole), graph_1: with_unsupported (split), graph_2/3: a training step."""
-    if request.config.getoption("--kiln-fake-ext"):
-        pytest.skip("dumps need the real compiler's stages")
     root = tmp_path_factory.mktemp("dumps")
     options = {"dump_dir": str(root), "dump_inputs": True}
     torch._dynamo.reset()
@@ -107,7 +106,7 @@ def replay_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("artifact.kiln"))
 
 
-def test_dumped_inputs_replay_the_artifacts(dumps, kiln_ext):
+def test_dumped_inputs_replay_the_artifacts(dumps):
     folders = replay_folders(dumps)
     assert len(folders) == 5  # graph_0, two partitions, forward, backward
     for folder in folders:
@@ -122,7 +121,7 @@ def test_dumped_inputs_replay_the_artifacts(dumps, kiln_ext):
         checksums = summary(folder)["output_checksums"]
         assert len(checksums) == len(expected) > 0, folder
 
-        exe = kiln_ext.runtime.Executable((folder / "artifact.kiln").read_bytes())
+        exe = _C.runtime.Executable((folder / "artifact.kiln").read_bytes())
         actual = exe.run(inputs)
         assert len(actual) == len(expected), folder
         for a, e, c in zip(actual, expected, checksums):

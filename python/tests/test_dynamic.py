@@ -20,15 +20,9 @@ from torch._dynamo.utils import counters
 import kiln
 from kiln.testing.models import MLP, TransformerBlock
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-@pytest.fixture(autouse=True)
-def _real_extension(uses_fake_ext):
-    if uses_fake_ext:
-        pytest.skip("symbolic sizes need the real compiler")
 
 
 def _graphs_dynamo_compiles(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
@@ -292,13 +286,16 @@ def _resized(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> t
 
 
 @pytest.mark.parametrize("name, sizes, fallback", [
+    # A transformer and a convolution net gate; the rest of the zoo runs nightly.
     ("gpt2", [(2, 24), (3, 24), (2, 17), (4, 40), (5, 9), (1, 63)], "error"),
-    ("bert", [(2, 24), (3, 24), (2, 17), (4, 40), (3, 1)], "error"),
+    pytest.param("bert", [(2, 24), (3, 24), (2, 17), (4, 40), (3, 1)], "error",
+                 marks=pytest.mark.slow),
     # Direct convolution with a symbolic batch (image sizes static).
     ("cnn", [(2, None), (3, None), (5, None), (8, None), (17, None)], "error"),
     # The rest of the zoo: a static first graph, then one dynamic graph.
-    *[(name, [(2, 16), (3, 16), (2, 11)], "error") for name in ("t5", "llama", "mistral")],
-    *[(name, [(2, None), (3, None), (5, None)], "error")
+    *[pytest.param(name, [(2, 16), (3, 16), (2, 11)], "error", marks=pytest.mark.slow)
+      for name in ("t5", "llama", "mistral")],
+    *[pytest.param(name, [(2, None), (3, None), (5, None)], "error", marks=pytest.mark.slow)
       for name in ("vit", "swin", "resnet", "efficientnet", "wav2vec2", "unet")],
 ])
 def test_zoo_models_under_dynamic_sizes(name, sizes, fallback):

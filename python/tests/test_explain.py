@@ -11,6 +11,8 @@ from kiln_test_utils import assert_kiln_ran, line_of
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 THIS_FILE = __file__.rsplit("/", 1)[-1]
 
 
@@ -32,7 +34,8 @@ REPO_MODELS = {
 }
 
 
-@pytest.mark.parametrize("name", REPO_MODELS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "resnet" else [])
+                                  for n in REPO_MODELS])
 def test_explain_predicts_the_kernels_of_a_repo_model(name, capsys):
     model, inputs = REPO_MODELS[name]()
     with torch.no_grad():

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 import kiln
+from kiln import _C
 from kiln_test_utils import compile_kiln, line_of, unwrap_backend_error
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 THIS_FILE = os.path.abspath(__file__)
 
@@ -63,11 +64,11 @@ def test_same_line_warns_once_across_graphs(caplog):
     assert len(kiln.compile_records()) == 2
 
 
-def test_unsupported_op_with_fallback_error_names_op_and_line(kiln_ext, monkeypatch):
+def test_unsupported_op_with_fallback_error_names_op_and_line(monkeypatch):
     line = UNSUPPORTED_LINE
     calls = []
-    real_compile = kiln_ext.compiler.compile
-    monkeypatch.setattr(kiln_ext.compiler, "compile", lambda *a: calls.append(a) or real_compile(*a))
+    real_compile = _C.compiler.compile
+    monkeypatch.setattr(_C.compiler, "compile", lambda *a: calls.append(a) or real_compile(*a))
 
     with pytest.raises(Exception) as info:
         compile_kiln(with_unsupported, fallback="error")(torch.randn(5, 3))
@@ -99,11 +100,11 @@ def test_unsupported_dtype_with_fallback_error():
     assert "int16" in err.reason
 
 
-def test_compile_error_falls_back_to_eager(kiln_ext, monkeypatch, caplog):
+def test_compile_error_falls_back_to_eager(monkeypatch, caplog):
     def failing_compile(graph_json, target, keep_stages):
-        raise kiln_ext.CompileError("model.py:3:5: error: 'kiln_graph.add' op injected failure")
+        raise _C.CompileError("model.py:3:5: error: 'kiln_graph.add' op injected failure")
 
-    monkeypatch.setattr(kiln_ext.compiler, "compile", failing_compile)
+    monkeypatch.setattr(_C.compiler, "compile", failing_compile)
     fn = lambda x: torch.tanh(x) + 1  # noqa: E731
     x = torch.randn(3, 4)
     with caplog.at_level(logging.WARNING, logger="kiln"):
@@ -114,15 +115,15 @@ def test_compile_error_falls_back_to_eager(kiln_ext, monkeypatch, caplog):
     assert record.status == "eager" and record.errors
 
 
-def test_compile_error_in_partition_runs_partition_eagerly(kiln_ext, monkeypatch, caplog):
-    real_compile = kiln_ext.compiler.compile
+def test_compile_error_in_partition_runs_partition_eagerly(monkeypatch, caplog):
+    real_compile = _C.compiler.compile
 
     def compile_fails_on_relu(graph_json, target, keep_stages):
         if "aten.relu.default" in graph_json:
-            raise kiln_ext.CompileError("injected failure in the relu partition")
+            raise _C.CompileError("injected failure in the relu partition")
         return real_compile(graph_json, target, keep_stages)
 
-    monkeypatch.setattr(kiln_ext.compiler, "compile", compile_fails_on_relu)
+    monkeypatch.setattr(_C.compiler, "compile", compile_fails_on_relu)
     x = torch.randn(5, 3)
     with caplog.at_level(logging.WARNING, logger="kiln"):
         torch.testing.assert_close(compile_kiln(with_unsupported)(x), with_unsupported(x), rtol=1e-4, atol=1e-5)
@@ -130,15 +131,15 @@ def test_compile_error_in_partition_runs_partition_eagerly(kiln_ext, monkeypatch
     assert record.partitions == 1 and len(record.errors) == 1
 
 
-def test_compile_error_with_fallback_error_propagates(kiln_ext, monkeypatch):
+def test_compile_error_with_fallback_error_propagates(monkeypatch):
     def failing_compile(graph_json, target, keep_stages):
-        raise kiln_ext.CompileError("injected failure")
+        raise _C.CompileError("injected failure")
 
-    monkeypatch.setattr(kiln_ext.compiler, "compile", failing_compile)
+    monkeypatch.setattr(_C.compiler, "compile", failing_compile)
     with pytest.raises(Exception) as info:
         compile_kiln(lambda x: x + 1, fallback="error")(torch.randn(3))
     err = unwrap_backend_error(info.value)
-    assert isinstance(err, kiln_ext.CompileError) and "injected failure" in str(err)
+    assert isinstance(err, _C.CompileError) and "injected failure" in str(err)
 
 
 def test_dump_dir(tmp_path):
@@ -181,9 +182,7 @@ def test_force_eager_ops_run_in_pytorch_even_under_fallback_error(caplog):
     assert "running in PyTorch eager" not in caplog.text
 
 
-def test_compile_error_names_the_failing_fx_node(kiln_ext, uses_fake_ext):
-    if uses_fake_ext:
-        pytest.skip("needs the real compiler's diagnostics")
+def test_compile_error_names_the_failing_fx_node():
     graph = {
         "version": 1, "name": "g",
         "inputs": [{"name": "x", "shape": [2, 3], "dtype": "float32"}],
@@ -192,19 +191,19 @@ def test_compile_error_names_the_failing_fx_node(kiln_ext, uses_fake_ext):
                    "outputs": [{"shape": [3, 3], "dtype": "float32"}], "loc": None}],
         "outputs": [{"ref": "add_7", "index": 0}],
     }
-    with pytest.raises(kiln_ext.CompileError) as info:
-        kiln_ext.compiler.compile(json.dumps(graph), "cpu", False)
+    with pytest.raises(_C.CompileError) as info:
+        _C.compiler.compile(json.dumps(graph), "cpu", False)
     assert info.value.nodes == ["add_7"]
 
 
-def _compile_fails_at(kiln_ext, target: str):
+def _compile_fails_at(target: str):
     """compiler.compile that fails, located at the node, on graphs holding `target`."""
-    real_compile = kiln_ext.compiler.compile
+    real_compile = _C.compiler.compile
 
     def compile_(graph_json, target_name, keep_stages):
         names = [n["name"] for n in json.loads(graph_json)["nodes"] if n["target"] == target]
         if names:
-            err = kiln_ext.CompileError(f"stage failed:\nloc(\"{names[0]}\"): injected failure")
+            err = _C.CompileError(f"stage failed:\nloc(\"{names[0]}\"): injected failure")
             err.nodes = names
             raise err
         return real_compile(graph_json, target_name, keep_stages)
@@ -213,10 +212,10 @@ def _compile_fails_at(kiln_ext, target: str):
 
 
 @pytest.mark.parametrize("shape", [(5, 8), (2, 3)])
-def test_compile_error_at_one_op_runs_only_that_op_eagerly(kiln_ext, monkeypatch, caplog, shape):
+def test_compile_error_at_one_op_runs_only_that_op_eagerly(monkeypatch, caplog, shape):
     """A graph Kiln supports whole, but the compiler fails at one op: that op runs
     in eager, everything else still runs in Kiln kernels, and the records say why."""
-    monkeypatch.setattr(kiln_ext.compiler, "compile", _compile_fails_at(kiln_ext, "aten.tanh.default"))
+    monkeypatch.setattr(_C.compiler, "compile", _compile_fails_at("aten.tanh.default"))
 
     def f(x, w):
         h = torch.relu(x @ w)
@@ -233,10 +232,10 @@ def test_compile_error_at_one_op_runs_only_that_op_eagerly(kiln_ext, monkeypatch
     assert "failed at aten.tanh.default (tanh)" in caplog.text
 
 
-def test_compile_error_at_an_op_inside_a_partition(kiln_ext, monkeypatch):
+def test_compile_error_at_an_op_inside_a_partition(monkeypatch):
     """The same inside a partition of a split graph: the partition is split
     again around the failing op; the other partition is untouched."""
-    monkeypatch.setattr(kiln_ext.compiler, "compile", _compile_fails_at(kiln_ext, "aten.mul.Tensor"))
+    monkeypatch.setattr(_C.compiler, "compile", _compile_fails_at("aten.mul.Tensor"))
     x = torch.randn(5, 3)
     torch.testing.assert_close(compile_kiln(with_unsupported)(x), with_unsupported(x), rtol=1e-4, atol=1e-5)
     (record,) = kiln.compile_records()

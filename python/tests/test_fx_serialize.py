@@ -15,6 +15,8 @@ from kiln.errors import SerializeError
 from kiln.fx_serialize import FORMAT_VERSION, serialize_graph, source_loc
 from kiln_test_utils import capture_aten, line_of
 
+pytestmark = pytest.mark.unit
+
 THIS_FILE = os.path.abspath(__file__)
 
 

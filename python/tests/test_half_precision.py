@@ -16,7 +16,7 @@ from kiln.testing.models import MLP, TransformerBlock
 from kiln.testing.zoo import build
 from kiln_test_utils import compile_kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 HALF = [torch.float16, torch.bfloat16]
 

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# A wheel build and a fresh environment: minutes, so nightly.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE_TOOLS = ("kiln-compile", "kiln-run", "kiln-opt", "kiln-import-fx")
 PYTHON_TOOLS = ("kiln-inspect", "kiln-import", "kiln-cache")

@@ -10,7 +10,7 @@ import kiln
 from kiln.layout import OutputLayout, apply_layout, output_layouts, physical_order
 from kiln_test_utils import capture_aten, compile_kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,25 @@ def test_permuted_output_is_written_in_storage_order():
     def f(x, w):
         return (x @ w).view(2, 4, 2, 8).transpose(1, 2)
 
-    _as_eager(f, torch.randn(8, 16), torch.randn(16, 16))
+    x, w = torch.randn(8, 16), torch.randn(16, 16)
+    expected = f(x, w)
+    compiled = compile_kiln(f, fallback="error")
+    compiled(x, w)
+    # The compiler folds the serializer's permute into the matmul's view: one
+    # kernel, and no transposing copy kernel after it...
+    (record,) = kiln.compile_records()
+    assert record.status == "compiled", record
+    assert record.kernel_count == 1 and "matmul" in record.kernels[0]["name"], record.kernels
+    # ...and the bridge returns the buffer that kernel wrote, viewed with
+    # eager's strides: a call copies nothing (a bridge that copied Kiln's
+    # row-major result into eager's layout would call aten::copy_).
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = compiled(x, w)
+    copies = [e.name for e in prof.events() if e.name in ("aten::copy_", "aten::clone", "aten::contiguous")]
+    assert not copies, copies
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert (out.shape, out.stride(), out.storage_offset()) == (expected.shape, expected.stride(), 0)
+    assert out.untyped_storage().nbytes() == out.numel() * out.element_size()
 
 
 def test_stride_sensitive_eager_consumer_reads_the_right_elements():

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 SCRIPT = textwrap.dedent("""
     import torch
 

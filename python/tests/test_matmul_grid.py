@@ -8,12 +8,16 @@ against eager and asserts that the matmul kernel ran on several workgroups.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import kiln
 from kiln_test_utils import compile_kiln
+
+pytestmark = [pytest.mark.e2e, pytest.mark.device("cpu")]  # the CPU matmul's workgroup grid
 
 
 def f32(*shape: int) -> torch.Tensor:
@@ -67,16 +71,33 @@ def test_many_rows_split_on_a_grid():
     assert max(matmul_workgroups(records)) > 2
 
 
-def test_symbolic_rows_split_columns():
-    # One artifact for every M (the grid is sized at launch from the size
-    # symbols); M = 1 still splits the columns.
-    w = f32(1100, 1024)
-    fn = lambda x: F.linear(x, w)  # noqa: E731
-    compiled, records = run(fn, f32(4, 1024), dynamic=True)
-    for m in (1, 3, 17, 64):
-        x = f32(m, 1024)
-        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-4)
-    assert all(r.status == "compiled" for r in records)
+def test_symbolic_rows_split_columns(tmp_path):
+    # One artifact for every M >= 2 (the grid is sized at launch from the
+    # size symbol); its matmul kernel splits the columns as well as the rows,
+    # as its dump says. (Dynamo specializes M = 1: a static graph, the
+    # `one_row` cases above.) A module's weight keeps N static, as in a model.
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(1024, 1100, bias=False)
+    compiled = torch.compile(linear, backend="kiln", dynamic=True,
+                             options={"fallback": "error", "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        for m in (4, 2, 3, 17, 64):
+            x = f32(m, 1024)
+            torch.testing.assert_close(compiled(x), linear(x), rtol=1e-4, atol=1e-4)
+    (record,) = kiln.compile_records()
+    assert record.status == "compiled" and record.symbols, record
+    assert matmul_workgroups([record]) == [-1], record.kernels  # sized at launch
+    attributes = _kernel_attributes(tmp_path / "graph_0" / "05-loops.mlir", "kernel_0_matmul")
+    assert "kiln.workgroup_extent = #map" in attributes, attributes  # rows: symbolic
+    assert "kiln.column_extent = 1100" in attributes, attributes
+
+
+def _kernel_attributes(stage: Path, kernel: str) -> str:
+    """The attribute dictionary of a kernel function in a dumped stage."""
+    for line in stage.read_text().splitlines():
+        if f"func.func private @{kernel}(" in line:
+            return line[line.index(" attributes {"):]
+    raise AssertionError(f"no kernel {kernel} in {stage}")
 
 
 def test_reduction_epilogue_keeps_whole_rows():

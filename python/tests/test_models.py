@@ -13,7 +13,7 @@ import kiln
 from kiln.testing.models import MLP, TransformerBlock
 from kiln_test_utils import compile_kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -66,10 +66,8 @@ def test_mlp_training_step_matches_eager():
     assert {"forward", "backward"} <= ran, kiln.compile_records()
 
 
-def test_backend_registered_without_importing_kiln(uses_fake_ext):
+def test_backend_registered_without_importing_kiln():
     """torch.compile(backend="kiln") works after `import torch` alone (entry point)."""
-    if uses_fake_ext:
-        pytest.skip("needs the real kiln._C in a fresh interpreter")
     code = (
         "import sys, torch\n"
         "m = torch.nn.Linear(4, 4)\n"

@@ -13,7 +13,7 @@ from torch import nn
 
 import kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 def _compile(fn, **kwargs):

@@ -12,7 +12,7 @@ import kiln
 from kiln_test_utils import assert_kiln_matches_eager as check
 from kiln_test_utils import assert_kiln_ran, compile_kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 # Input makers. Each case builds fresh inputs after the per-test seed is set.

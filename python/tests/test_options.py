@@ -11,6 +11,8 @@ import kiln
 from kiln.options import KilnOptions
 from kiln_test_utils import unwrap_backend_error
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults():
     assert KilnOptions.from_dict(None, env={}) == KilnOptions("cpu", "eager", None)

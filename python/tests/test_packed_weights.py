@@ -19,6 +19,8 @@ import kiln
 from kiln import backend
 from kiln_test_utils import assert_kiln_ran
 
+pytestmark = pytest.mark.e2e
+
 
 class Conv1D(torch.nn.Module):
     """GPT-2's projection: x @ w + b with w stored [in, out] (B as [K, N])."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from kiln.partition import KilnSupport, find_unsupported, has_compute, partition_graph
 from kiln_test_utils import capture_aten, line_of
+
+pytestmark = pytest.mark.unit
 
 THIS_FILE = os.path.abspath(__file__)
 ELEMENTWISE = {"aten.mul.Tensor", "aten.add.Tensor", "aten.relu.default", "aten.sub.Tensor"}

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import kiln
 from kiln import randomness
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 def _compile(fn):

@@ -8,13 +8,7 @@ import torch
 
 import kiln
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
-
-
-@pytest.fixture(autouse=True)
-def _real_ext(uses_fake_ext):
-    if uses_fake_ext:
-        pytest.skip("the real runtime's allocator")
+pytestmark = pytest.mark.e2e
 
 
 def test_an_allocation_that_fails_is_a_memory_error_naming_the_size():

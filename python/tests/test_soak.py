@@ -8,15 +8,10 @@ import pytest
 
 from kiln.testing.soak import soak_calls, soak_compiles
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+# Kernel libraries in memfds: the CPU device.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.device("cpu")]
 
 MB = 1 << 20
-
-
-@pytest.fixture(autouse=True)
-def _real_ext(uses_fake_ext):
-    if uses_fake_ext:
-        pytest.skip("measures the real runtime's memory")
 
 
 def test_many_calls_keep_memory_descriptors_and_libraries_flat():

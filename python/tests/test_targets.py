@@ -12,7 +12,7 @@ from torch import nn
 import kiln
 from kiln_test_utils import unwrap_backend_error
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = [pytest.mark.e2e, pytest.mark.device("cpu")]  # CPU targets and their instruction sets
 
 
 def _model() -> nn.Module:

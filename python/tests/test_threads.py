@@ -11,21 +11,13 @@ import textwrap
 import pytest
 import torch
 
+from kiln import _C
 from kiln_test_utils import assert_kiln_ran
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = [pytest.mark.e2e, pytest.mark.device("cpu")]  # the CPU device's thread pool
 
 
-@pytest.fixture
-def real_ext(uses_fake_ext):
-    if uses_fake_ext:
-        pytest.skip("threads are the real runtime's")
-    from kiln import _C
-
-    return _C
-
-
-def test_calls_use_torch_threads(real_ext):
+def test_calls_use_torch_threads():
     if os.environ.get("KILN_NUM_THREADS"):
         pytest.skip("KILN_NUM_THREADS fixes the count")
     saved = torch.get_num_threads()
@@ -38,12 +30,12 @@ def test_calls_use_torch_threads(real_ext):
             with torch.no_grad():
                 torch.testing.assert_close(compiled(x), model(x))
             assert_kiln_ran(strict=True)
-            assert real_ext.runtime.num_threads() == min(threads, os.cpu_count() or 1)
+            assert _C.runtime.num_threads() == min(threads, os.cpu_count() or 1)
     finally:
         torch.set_num_threads(saved)
 
 
-def test_kiln_num_threads_overrides_torch(real_ext):
+def test_kiln_num_threads_overrides_torch():
     script = textwrap.dedent("""
         import torch, kiln
         from kiln import _C

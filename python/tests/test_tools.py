@@ -11,18 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build")) / "bin"
 
 
 def _tool(name: str) -> Path:
     """The built tool. A missing one fails the test (a suite that skipped it
-    would be green without testing it), except against the fake extension,
-    which runs without a build."""
+    would be green without testing it)."""
     path = BIN / name
     if not path.exists():
-        if os.environ.get("KILN_TEST_FAKE_EXT") == "1":
-            pytest.skip(f"{path} is not built (fake extension)")
         pytest.fail(f"{path} is not built: build the tools (cmake --build {BIN.parent}) "
                     "or set KILN_BUILD_DIR to the build folder")
     return path

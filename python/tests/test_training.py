@@ -15,7 +15,7 @@ from torch import nn
 import kiln
 from kiln.testing.models import MLP, TransformerBlock, init_deterministic
 
-pytestmark = pytest.mark.usefixtures("kiln_ext")
+pytestmark = pytest.mark.e2e
 
 
 def _grads(fn, inputs, backend=None, options=None, dtype=torch.float32):

@@ -19,7 +19,7 @@ from kiln.testing.zoo import SIZES, ZOO, ZooModel, build
 from kiln_test_utils import compile_kiln, unwrap_backend_error
 
 pytestmark = [
-    pytest.mark.usefixtures("kiln_ext"),
+    pytest.mark.e2e,
     # transformers' is_fsdp_managed_module; harmless under Dynamo.
     pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`"),
 ]
@@ -63,7 +63,9 @@ def _strict_params() -> list:
         if name in BLOCKED:
             reason = "blocked by " + ", ".join(BLOCKED[name])
             marks.append(pytest.mark.xfail(strict=True, raises=kiln.UnsupportedOpError, reason=reason))
-        params += [pytest.param(name, size, marks=marks) for size in SIZES]
+        # The small size gates; the large ones run nightly.
+        params += [pytest.param(name, size, marks=marks + ([pytest.mark.slow] if size != "small" else []))
+                   for size in SIZES]
     return params
 
 

@@ -25,8 +25,9 @@ namespace {
 /// its one matmul has a 2-D result of static width, and every other op is
 /// pointwise over that same [rows, N] space (a 2-D all-parallel generic whose
 /// outputs it indexes as (i, j)) and reads what the kernel writes only at
-/// (i, j), or is an allocation, a constant or index arithmetic. Each such
-/// generic becomes an i loop around a j loop, as the matmul emitter's nests.
+/// (i, j), or is an allocation, a constant, index arithmetic or a view of an
+/// argument at the run's sizes (symbolic rows). Each such generic becomes an
+/// i loop around a j loop, as the matmul emitter's nests.
 bool columnsSplit(func::FuncOp func, linalg::GenericOp matmul) {
   auto cType = cast<MemRefType>(matmul.getDpsInitOperand(0)->get().getType());
   if (cType.getRank() != 2 || cType.isDynamicDim(1))
@@ -43,7 +44,8 @@ bool columnsSplit(func::FuncOp func, linalg::GenericOp matmul) {
   };
   for (Operation &op : func.getBody().front()) {
     if (&op == matmul.getOperation() || isa<func::ReturnOp>(op) ||
-        isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, memref::DimOp>(op) ||
+        isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, memref::DimOp,
+            memref::ReinterpretCastOp>(op) ||
         (isa<arith::ArithDialect>(op.getDialect()) && op.getNumRegions() == 0))
       continue;
     auto generic = dyn_cast<linalg::GenericOp>(op);
