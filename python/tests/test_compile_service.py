@@ -13,6 +13,8 @@ from kiln.compiler import ArtifactLoadError, CompileService
 from kiln.fx_serialize import serialize_graph
 from kiln.options import KilnOptions
 
+pytestmark = pytest.mark.e2e
+
 
 def _aten_graph(batch: int = 4) -> torch.fx.GraphModule:
     from torch.fx.experimental.proxy_tensor import make_fx

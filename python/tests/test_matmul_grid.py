@@ -88,8 +88,8 @@ def test_symbolic_rows_split_columns(tmp_path):
     assert record.status == "compiled" and record.symbols, record
     assert matmul_workgroups([record]) == [-1], record.kernels  # sized at launch
     attributes = _kernel_attributes(tmp_path / "graph_0" / "05-loops.mlir", "kernel_0_matmul")
-    assert "kiln.workgroup_extent = #map" in attributes, attributes  # rows: symbolic
-    assert "kiln.column_extent = 1100" in attributes, attributes
+    assert "kiln_kernel.workgroup_extent = #map" in attributes, attributes  # rows: symbolic
+    assert "kiln_kernel.column_extent = 1100" in attributes, attributes
 
 
 def _kernel_attributes(stage: Path, kernel: str) -> str:
