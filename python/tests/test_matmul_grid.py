@@ -15,7 +15,6 @@ import torch
 import torch.nn.functional as F
 
 import kiln
-from kiln_test_utils import compile_kiln
 
 pytestmark = [pytest.mark.e2e, pytest.mark.device("cpu")]  # the CPU matmul's workgroup grid
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import kiln
-from kiln import backend
+from kiln import compiler as kiln_compiler
 from kiln_test_utils import assert_kiln_ran
 
 pytestmark = pytest.mark.e2e
@@ -49,7 +49,7 @@ def compile_model(model: torch.nn.Module, **options):
 
 
 def new_executables(before: set[int]) -> list:
-    return [e for e in list(backend._executables) if id(e) not in before]
+    return [e for e in kiln_compiler.executables() if id(e) not in before]
 
 
 def check(compiled, model, x: torch.Tensor) -> None:
@@ -60,7 +60,7 @@ def check(compiled, model, x: torch.Tensor) -> None:
 @pytest.mark.parametrize("rows", [1, 5, 64, 130])
 def test_weights_are_packed_on_the_first_call_only(rows):
     model = mlp()
-    before = {id(e) for e in backend._executables}
+    before = {id(e) for e in kiln_compiler.executables()}
     start = len(kiln.compile_records())
     compiled = compile_model(model)
     x = torch.randn(rows, 96)
@@ -105,7 +105,7 @@ def updates():
 @pytest.mark.parametrize("update", updates(), ids=lambda f: f.__name__)
 def test_an_updated_weight_is_repacked(update):
     model = mlp()
-    before = {id(e) for e in backend._executables}
+    before = {id(e) for e in kiln_compiler.executables()}
     compiled = compile_model(model)
     x = torch.randn(40, 96)
     check(compiled, model, x)
@@ -177,7 +177,7 @@ def test_weights_under_inference_mode_are_packed_per_call():
     # so it packs them on every call rather than risk a stale copy.
     with torch.inference_mode():
         model = mlp()
-        before = {id(e) for e in backend._executables}
+        before = {id(e) for e in kiln_compiler.executables()}
         compiled = compile_model(model)
         x = torch.randn(8, 96)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
@@ -196,7 +196,7 @@ def test_batch_norm_scale_and_shift_are_computed_once_per_version():
                                 torch.nn.ReLU()).eval()
     model[1].running_mean.normal_()
     model[1].running_var.uniform_(0.5, 2.0)
-    before = {id(e) for e in backend._executables}
+    before = {id(e) for e in kiln_compiler.executables()}
     compiled = compile_model(model)
     x = torch.randn(2, 3, 16, 16)
     for _ in range(3):
