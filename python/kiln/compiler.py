@@ -26,7 +26,7 @@ import torch
 import torch.fx
 
 from kiln.cache import ArtifactCache, build_id, cache_for
-from kiln.errors import KilnError
+from kiln.errors import KilnError, SerializeError
 from kiln.fx_serialize import SerializedGraph, serialize_graph
 from kiln.logs import log
 from kiln.options import KilnOptions
@@ -144,8 +144,6 @@ class CompileService:
     def compile_errors(self) -> tuple[type[BaseException], ...]:
         """What compile_graph raises for a graph Kiln cannot take (the caller
         falls back on these, and only these)."""
-        from kiln.errors import SerializeError
-
         return (self.ext.CompileError, SerializeError, ArtifactLoadError)
 
     def support(self) -> KilnSupport:

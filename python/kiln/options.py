@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Union
@@ -160,14 +161,24 @@ def _check_target_name(value: Any) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError(f"kiln option 'target' must be a target name such as 'cpu' or "
                          f"'cpu:x86-64-v3', got {value!r}")
+    error = _registry_error(value)
+    if error:
+        raise ValueError(f"kiln option 'target': {error}")
+
+
+@functools.lru_cache(maxsize=None)
+def _registry_error(name: str) -> str | None:
+    """The registry's verdict on a name, asked once per name per process
+    (options are parsed for every graph Dynamo hands the backend)."""
     try:
         from . import _C
     except ImportError:
-        return  # compiling will say why the extension is missing
+        return None  # compiling will say why the extension is missing
     try:
-        _C.compiler.target_info(value)
+        _C.compiler.target_info(name)
     except ValueError as err:
-        raise ValueError(f"kiln option 'target': {err}") from None
+        return str(err)
+    return None
 
 
 def _parse_env(name: str, raw: str) -> Any:

@@ -206,8 +206,9 @@ void initCompiler(py::module_ &root, py::module_ m) {
       "target_info",
       [](const std::string &target) {
         std::unique_ptr<Target> parsed = parseTargetOrRaise(target);
+        // The description is a Kernel dialect attribute; nothing else is needed.
         mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-        loadCompilerDialects(context);
+        context.getOrLoadDialect<kernel::KernelDialect>();
         kernel::TargetAttr description = parsed->describe(context);
         py::dict info;
         info["kind"] = description.getKind().str();
