@@ -8,10 +8,15 @@
 #include "kiln/Pipelines/Pipelines.h"
 #include "kiln/Target/CPU/CpuTarget.h"
 #include "kiln/Target/CPU/Passes.h"
+#include "kiln/Target/GPU/Passes.h"
 #include "kiln/Target/Passes.h"
+#include "kiln/Target/Vulkan/Passes.h"
+#include "kiln/Target/Vulkan/VulkanTarget.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/InitAllExtensions.h"
@@ -25,7 +30,8 @@ void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
                   mlir::vector::VectorDialect, mlir::index::IndexDialect,
-                  mlir::LLVM::LLVMDialect>();
+                  mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
+                  mlir::spirv::SPIRVDialect>();
   mlir::registerAllExtensions(registry);
 }
 
@@ -35,6 +41,8 @@ void kiln::registerAllKilnPasses() {
     kernel::registerKernelPasses();
     registerConversionPasses();
     cpu::registerCPUPasses();
+    gpu::registerGPUPasses();
+    vulkan::registerVulkanPasses();
     registerTargetPasses();
     registerPipelines();
     registerAllTargets();
@@ -46,6 +54,7 @@ void kiln::registerAllKilnPasses() {
 void kiln::registerAllTargets() {
   static bool registered = [] {
     cpu::registerCpuTarget();
+    vulkan::registerVulkanTarget();
     return true;
   }();
   (void)registered;

@@ -152,10 +152,12 @@ public:
         if (failed(writeInputsInPlace(module)))
           return diagnostics.error("stage 'in-place' failed");
       }
-      if (stage.name == "loops")
+      // (The CPU's "loops" and a GPU's "gpu" stage distribute workgroups.)
+      if (stage.name == "loops" || stage.name == "gpu")
         copyKernelFacts(module, *kernels,
                         {kernel::kAlignmentAttr, kernel::kColumnExtentAttr,
-                         kernel::kColumnAlignmentAttr, kernel::kScratchBytesAttr});
+                         kernel::kColumnAlignmentAttr, kernel::kScratchBytesAttr,
+                         kernel::kScratchBuffersAttr, kernel::kWorkgroupSizeAttr});
     }
     if (failed(runStage(module, {"workgroups", "kiln-resolve-workgroups"})))
       return diagnostics.error("stage 'workgroups' failed");
@@ -460,7 +462,6 @@ private:
       if (feature.consume_front("+"))
         executable.cpuFeatures.push_back(feature.str());
     executable.bytes = std::move(library);
-    artifact.executables = {std::move(executable)};
     artifact.graphName = entry.getName().str();
     if (failed(bindSymbols(entry, artifact)))
       return failure();
@@ -511,10 +512,12 @@ private:
                  << kernel::kSymbolAttr << ")";
         auto scratchAttr = kernelFunc->getAttrOfType<IntegerAttr>(kernel::kScratchBytesAttr);
         int64_t scratch = scratchAttr ? scratchAttr.getInt() : 0;
+        auto scratchBuffers = kernelFunc->getAttrOfType<ArrayAttr>(kernel::kScratchBuffersAttr);
+        uint32_t numScratch = (scratch > 0) + (scratchBuffers ? scratchBuffers.size() : 0);
         auto [it, inserted] = kernelIds.try_emplace(kernelFunc, artifact.kernels.size());
         if (inserted)
           artifact.kernels.push_back({symbol.str(),
-                                      (uint32_t)launch.getBindings().size() + (scratch > 0),
+                                      (uint32_t)launch.getBindings().size() + numScratch,
                                       launch.getKernel().str(), numSymbols});
         runtime::LaunchCmd cmd{it->second, (uint32_t)launch.getWorkgroups(), {}, {}};
         if (launch.getSymbolicExtentAttr()) {
@@ -536,6 +539,25 @@ private:
               {cmd.cached ? runtime::BufferKind::Persistent : runtime::BufferKind::Alloc,
                runtime::TensorDesc{runtime::DType::U8, {scratch}}, 0, 0, {}});
         }
+        // A GPU kernel's temporaries: a buffer each, sized by a constant or
+        // by an expression over the size symbols.
+        for (Attribute size : scratchBuffers ? scratchBuffers.getValue() : ArrayRef<Attribute>()) {
+          runtime::BufferDesc buffer{cmd.cached ? runtime::BufferKind::Persistent
+                                                : runtime::BufferKind::Alloc,
+                                     runtime::TensorDesc{runtime::DType::U8, {0}}, 0, 0, {}};
+          if (auto bytes = dyn_cast<IntegerAttr>(size)) {
+            buffer.type.shape[0] = bytes.getInt();
+          } else {
+            auto expr = sizeExpr(cast<AffineMapAttr>(size).getValue().getResult(0));
+            if (failed(expr))
+              return launch.emitOpError("has a temporary whose size is not an expression over "
+                                        "size symbols");
+            buffer.type.shape[0] = -1;
+            buffer.dims = {std::move(*expr)};
+          }
+          cmd.bindings.push_back(artifact.buffers.size());
+          artifact.buffers.push_back(std::move(buffer));
+        }
         artifact.launches.push_back(std::move(cmd));
       } else if (auto check = dyn_cast<plan::CheckOp>(op)) {
         artifact.checks.push_back(
@@ -550,6 +572,17 @@ private:
         return op.emitOpError("is not a host plan op");
       }
     }
+    // GPU kernels run workgroups of several threads; CPU ones of one.
+    std::vector<runtime::BlockSize> blockSizes(artifact.kernels.size());
+    bool threaded = false;
+    for (auto [kernelFunc, id] : kernelIds)
+      if (auto size = kernelFunc->getAttrOfType<DenseI64ArrayAttr>(kernel::kWorkgroupSizeAttr)) {
+        blockSizes[id] = {(uint32_t)size[0], (uint32_t)size[1], (uint32_t)size[2]};
+        threaded = true;
+      }
+    if (threaded)
+      executable.blockSizes = std::move(blockSizes);
+    artifact.executables = {std::move(executable)};
     for (KernelSummary &summary : result_.kernels)
       for (runtime::LaunchCmd &cmd : artifact.launches)
         if (artifact.kernels[cmd.kernel].name == summary.name)

@@ -6,18 +6,21 @@
 
 using namespace kiln;
 
-/// The graph stages, with `planPasses` after outlining.
-static std::vector<PipelineStage> graphStagesWith(const std::string &planPasses) {
+/// The graph stages, outlining with `outlineOptions`, and with `planPasses`
+/// after it.
+static std::vector<PipelineStage> graphStagesWith(const std::string &outlineOptions,
+                                                  const std::string &planPasses) {
   return {
       {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention,kiln-widen-half-precision),"
                   "canonicalize,"
                   "func.func(kiln-form-kernels),canonicalize"},
-      {"plan", "kiln-outline-kernels,symbol-dce" + (planPasses.empty() ? "" : "," + planPasses)},
+      {"plan", "kiln-outline-kernels" + outlineOptions + ",symbol-dce" +
+                   (planPasses.empty() ? "" : "," + planPasses)},
   };
 }
 
 std::vector<PipelineStage> kiln::graphStages(const Target &target) {
-  return graphStagesWith(target.planPasses());
+  return graphStagesWith(target.outlineOptions(), target.planPasses());
 }
 
 static std::string join(const std::vector<PipelineStage> &stages) {
@@ -40,7 +43,7 @@ void kiln::registerPipelines() {
   registerTextual("kiln-graph-to-plan",
                   "Fuse kiln_graph into kernels and outline them into a host plan (CPU plan "
                   "passes; needs kiln_kernel.target)",
-                  join(graphStagesWith(cpu::planPasses())));
+                  join(graphStagesWith("", cpu::planPasses())));
   registerTextual("kiln-cpu-codegen",
                   "Lower kernel functions to LLVM dialect for the CPU (needs kiln_kernel.target)",
                   join(cpu::kernelStages()));

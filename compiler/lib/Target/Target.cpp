@@ -38,6 +38,11 @@ void kiln::TargetRegistry::add(Kind kind) {
   registered().push_back(std::move(kind));
 }
 
+kiln::PipelineStage kiln::linalgKernelStage() {
+  return {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
+                    "kiln-fuse-elementwise),canonicalize,cse,func.func(kiln-mark-in-place-operands)"};
+}
+
 std::vector<kiln::TargetRegistry::Kind> kiln::TargetRegistry::kinds() {
   std::lock_guard<std::mutex> lock(registryMutex());
   return registered();

@@ -62,6 +62,12 @@ public:
   /// before any stage runs. Its `format` names the artifact's executable.
   virtual kernel::TargetAttr describe(mlir::MLIRContext &context) const = 0;
 
+  /// Options of kiln-outline-kernels, which sizes launches: how many
+  /// workgroups one may have and the least work worth one, as
+  /// "{max-workgroups=N min-work-per-workgroup=M}"; empty for its defaults,
+  /// which suit CPU cores (a GPU wants a workgroup per few rows).
+  virtual std::string outlineOptions() const { return ""; }
+
   /// Passes to run on the host plan and its kernel functions right after
   /// outlining (e.g. packing weights in the layout the target's
   /// micro-kernels read), as a textual pipeline; empty for none.
@@ -76,6 +82,10 @@ public:
   virtual llvm::Expected<SerializedKernels> serializeKernels(mlir::ModuleOp kernels,
                                                              bool keepText) const = 0;
 };
+
+/// The first kernel stage, the same for every target: kernels extracted
+/// from the plan, lowered to linalg on tensors and fused.
+PipelineStage linalgKernelStage();
 
 /// The registered targets, by kind: a kind handles the name "<kind>" and the
 /// names "<kind>:<detail>".

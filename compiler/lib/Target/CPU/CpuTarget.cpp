@@ -145,8 +145,7 @@ std::vector<kiln::PipelineStage> kiln::cpu::kernelStages() {
   // and eager keeps them. (Elsewhere LLVM would call a library function.)
   std::string expand = "arith-expand{include-bf16=true}";
   return {
-      {"linalg", "kiln-extract-kernels,convert-kiln-graph-to-linalg,func.func(linalg-generalize-named-ops,"
-                 "kiln-fuse-elementwise),canonicalize,cse,func.func(kiln-mark-in-place-operands)"},
+      linalgKernelStage(),
       {"bufferized", "kiln-bufferize-kernels,func.func(kiln-stack-temporaries),"
                      "buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,"

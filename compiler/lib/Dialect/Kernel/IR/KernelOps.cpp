@@ -264,6 +264,29 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttrib
   }
   if (name == kNumSymbolsAttr || name == kScratchBytesAttr)
     return verifyCount(op, name, value, 0);
+  if (name == kScratchBuffersAttr) {
+    auto sizes = dyn_cast<ArrayAttr>(value);
+    if (!sizes)
+      return op->emitError() << "'" << name << "' must be an array of byte sizes, not " << value;
+    for (Attribute size : sizes) {
+      auto map = dyn_cast<AffineMapAttr>(size);
+      if (map && map.getValue().getNumDims() == 0 && map.getValue().getNumResults() == 1)
+        continue;
+      if (failed(verifyCount(op, name, size, 0)))
+        return failure();
+    }
+    return success();
+  }
+  if (name == kWorkgroupSizeAttr) {
+    auto sizes = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!sizes || sizes.size() != 3 ||
+        llvm::any_of(sizes.asArrayRef(), [](int64_t size) { return size < 1; }))
+      return op->emitError() << "'" << name
+                             << "' must be three positive thread counts (array<i64: x, y, z>), "
+                                "not "
+                             << value;
+    return success();
+  }
   if (name == kAlignmentAttr || name == kColumnExtentAttr || name == kColumnAlignmentAttr)
     return verifyCount(op, name, value, 1);
   if (name == kInPlaceOperandsAttr) {

@@ -36,6 +36,15 @@ inline constexpr llvm::StringLiteral kAlignmentAttr = "kiln_kernel.workgroup_ali
 /// (memref<N x i8>) as its last memref argument, and the plan binds a
 /// buffer of that size, private to the launch, after the others.
 inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln_kernel.scratch_bytes";
+/// Set by kiln-gpu-prepare-kernels on a kernel whose temporaries became
+/// buffers of the launch (a GPU kernel allocates no memory itself): their
+/// sizes in bytes, each an i64 or, when symbolic, the map of its expression
+/// over the size symbols. The kernel takes them as memref arguments after
+/// its bindings (before any size symbols), and the plan binds a buffer of
+/// each size, private to the launch, after the others, in this order.
+inline constexpr llvm::StringLiteral kScratchBuffersAttr = "kiln_kernel.scratch_buffers";
+/// Set by GPU code generation: the threads of one workgroup, [x, y, z].
+inline constexpr llvm::StringLiteral kWorkgroupSizeAttr = "kiln_kernel.workgroup_size";
 /// Set by kiln-mark-in-place-operands: pairs of binding indices [input,
 /// output, ...] that one buffer may serve both (see the pass).
 inline constexpr llvm::StringLiteral kInPlaceOperandsAttr = "kiln_kernel.in_place_operands";

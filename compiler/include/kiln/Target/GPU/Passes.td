@@ -1,0 +1,55 @@
+#ifndef KILN_TARGET_GPU_PASSES
+#define KILN_TARGET_GPU_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def GpuPrepareKernelsPass : Pass<"kiln-gpu-prepare-kernels", "mlir::func::FuncOp"> {
+  let summary = "Shape bufferized kernels for the GPU mapping";
+  let description = [{
+    Runs on bufferized kernel functions, before linalg becomes loops.
+
+    - Every linalg.generic iterates its parallel dimensions outside its
+      reductions (an interchange; any order is valid for a generic), so that
+      convert-linalg-to-parallel-loops gives one scf.parallel over all the
+      parallel dimensions, which kiln-gpu-map-workgroups spreads over
+      threads, with the reductions inside it.
+    - A GPU kernel allocates no memory: every temporary (memref.alloc)
+      becomes a buffer of the launch, a new argument after the bindings
+      (before the size symbols), and its byte size, constant or an
+      expression over the symbols, is recorded in
+      `kiln_kernel.scratch_buffers`. Workgroups touch only their own rows of
+      a temporary (the fusion contract), so one buffer of the temporary's
+      full size serves every workgroup.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
+def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp"> {
+  let summary = "Spread a kernel's loop nests over the threads of its workgroups";
+  let description = [{
+    Runs on kernel functions whose linalg ops are loops (scf.parallel over
+    the parallel dimensions). The mapping every GPU target shares:
+
+    - A workgroup handles a chunk of the kernel's rows (its leading extent),
+      computed as kiln-distribute-workgroups does on the CPU, from the block
+      id and the grid size; the chunk's alignment (rows per workgroup, chosen
+      so that a workgroup has about one element per thread) is recorded as
+      `kiln_kernel.workgroup_alignment`, from which the plan sizes the grid.
+    - Each top-level scf.parallel becomes a loop over its linearized
+      iteration space (the rows clamped to the chunk), thread t taking
+      iterations t, t + T, ...; reductions run in each thread.
+    - A top-level loop nest whose iterations may write the same element (a
+      scatter through computed indices), and any other top-level op that
+      writes memory, runs on thread 0 alone: deterministic, and correct.
+    - A workgroup barrier follows each of them, so that each loop nest sees
+      what the ones before it wrote.
+
+    Sets `kiln_kernel.workgroup_size` ([T, 1, 1], T from the target's
+    max_workgroup_size, at most 256).
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+#endif

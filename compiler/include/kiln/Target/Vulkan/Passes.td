@@ -1,0 +1,37 @@
+#ifndef KILN_TARGET_VULKAN_PASSES
+#define KILN_TARGET_VULKAN_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def FormSpirvKernelsPass : Pass<"kiln-spirv-form-kernels", "mlir::ModuleOp"> {
+  let summary = "Turn mapped kernel functions into gpu.funcs with the Vulkan kernel ABI";
+  let description = [{
+    Runs after kiln-gpu-map-workgroups. Each kernel function becomes the one
+    gpu.func of its own gpu.module (one SPIR-V module per kernel), taking:
+
+    - binding i (the kernel's memref arguments, its temporaries included) as
+      `memref<?xT>`: a storage buffer at descriptor set 0, binding i;
+    - one push-constant array of i32: word i is binding i's byte offset in
+      the range the runtime bound (the runtime binds at an aligned offset
+      below the address), then the size symbols' values.
+
+    Every load and store is rewritten onto the flat buffer with its linear
+    index (views folded into their accesses first), since SPIR-V storage
+    buffers have no strided memrefs. The entry point's workgroup size comes
+    from `kiln_kernel.workgroup_size`.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::spirv::SPIRVDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
+def SpirvPushConstantsPass : Pass<"kiln-spirv-push-constants", "mlir::spirv::ModuleOp"> {
+  let summary = "Drop descriptor bindings from push-constant variables";
+  let description = [{
+    spirv-lower-abi-attrs decorates every interface variable with a
+    descriptor set and binding, the push-constant block included, which
+    Vulkan forbids (spirv-val rejects it). This removes them there.
+  }];
+}
+
+#endif

@@ -1,0 +1,77 @@
+// The "vulkan" target: its description, stages and serializer.
+#include "kiln/Target/Vulkan/VulkanTarget.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace kiln;
+
+namespace {
+
+/// What every Vulkan 1.2 device Kiln runs on must have: the SPIR-V
+/// capabilities and extensions the kernels may use (64-bit integers and
+/// floats, 8- and 16-bit storage for bool, half and bfloat16 tensors), which
+/// the runtime's driver enables.
+constexpr llvm::StringLiteral kCapabilities =
+    "Shader,Int64,Int16,Int8,Float64,Float16,StorageBuffer16BitAccess,"
+    "StorageBuffer8BitAccess,GroupNonUniform,GroupNonUniformArithmetic";
+constexpr llvm::StringLiteral kExtensions =
+    "SPV_KHR_storage_buffer_storage_class,SPV_KHR_16bit_storage,SPV_KHR_8bit_storage";
+/// Vulkan's guaranteed minimums, so that the kernels run on every device:
+/// maxComputeWorkGroupInvocations and maxComputeSharedMemorySize.
+constexpr int64_t kMaxWorkgroupSize = 128;
+constexpr int64_t kSharedMemoryBytes = 16384;
+
+class VulkanBackend final : public Target {
+public:
+  explicit VulkanBackend(std::string name) : name(std::move(name)) {}
+
+  kernel::TargetAttr describe(mlir::MLIRContext &context) const override {
+    return kernel::TargetAttr::get(&context, "vulkan", name, "vulkan-spirv",
+                                   "spirv64-unknown-vulkan1.2", "vulkan1.2",
+                                   (std::string(kCapabilities) + ";" + kExtensions.str()),
+                                   /*vector_bits=*/0, /*vector_registers=*/0, /*l1_bytes=*/0,
+                                   /*l2_bytes=*/0, /*subgroup_size=*/0, kMaxWorkgroupSize,
+                                   kSharedMemoryBytes);
+  }
+
+  // A workgroup per few rows: as many as the rows allow, up to the grid
+  // size every device supports (maxComputeWorkGroupCount).
+  std::string outlineOptions() const override {
+    return "{max-workgroups=65535 min-work-per-workgroup=1}";
+  }
+
+  std::vector<PipelineStage> kernelStages() const override {
+    return {
+        linalgKernelStage(),
+        {"bufferized", "kiln-bufferize-kernels,canonicalize,cse"},
+        {"gpu", "func.func(kiln-gpu-prepare-kernels,convert-linalg-to-parallel-loops,"
+                "kiln-gpu-map-workgroups),canonicalize,cse"},
+        {"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand{include-bf16=true},"
+                      "convert-math-to-spirv,canonicalize,cse),"
+                      "convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,"
+                      "kiln-spirv-push-constants,spirv-update-vce)"},
+    };
+  }
+
+  llvm::Expected<SerializedKernels> serializeKernels(mlir::ModuleOp kernels,
+                                                     bool keepText) const override {
+    return vulkan::serializeSpirvKernels(kernels, keepText);
+  }
+
+private:
+  std::string name;
+};
+
+} // namespace
+
+void kiln::vulkan::registerVulkanTarget() {
+  TargetRegistry::add({"vulkan",
+                       "'vulkan' (SPIR-V for any Vulkan 1.2 device, run by the runtime's "
+                       "Vulkan driver)",
+                       [](llvm::StringRef name) -> llvm::Expected<std::unique_ptr<Target>> {
+                         if (name != "vulkan")
+                           return llvm::createStringError(
+                               "unknown Vulkan target '" + name.str() + "': use 'vulkan'");
+                         return std::make_unique<VulkanBackend>(name.str());
+                       }});
+}
