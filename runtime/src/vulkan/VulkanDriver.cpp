@@ -24,9 +24,12 @@ StatusOr<std::vector<VulkanDeviceInfo>> listVulkanDevices() {
   StatusOr<std::vector<vulkan::PhysicalDevice>> devices = (*instance)->physicalDevices();
   if (!devices.ok())
     return devices.status();
+  StatusOr<vulkan::PhysicalDevice> selected = (*instance)->selectPhysicalDevice();
   std::vector<VulkanDeviceInfo> infos;
-  for (const vulkan::PhysicalDevice &device : *devices)
+  for (const vulkan::PhysicalDevice &device : *devices) {
     infos.push_back(device.info);
+    infos.back().selected = selected.ok() && selected->info.index == device.info.index;
+  }
   return infos;
 }
 

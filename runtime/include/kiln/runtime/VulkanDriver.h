@@ -23,6 +23,7 @@ struct VulkanDeviceInfo {
   std::string type;        // "discrete gpu", "integrated gpu", "cpu", ...
   std::string apiVersion;  // "1.3.230"
   bool hasComputeQueue = false;
+  bool selected = false;   // what createDevice("vulkan") would use
 };
 
 /// The physical devices Vulkan reports; StatusCode::Unavailable with the
