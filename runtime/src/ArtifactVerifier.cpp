@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/SpirvContainer.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -216,6 +217,38 @@ static Status verifySizes(const Artifact &a) {
   return Status::OK();
 }
 
+static std::string blockText(const BlockSize &block) {
+  return str(block.x) + "x" + str(block.y) + "x" + str(block.z);
+}
+
+/// A "vulkan-spirv" executable: a container with a module per kernel whose
+/// LocalSize is the kernel's block size (1x1x1 where blockSizes is empty),
+/// so that what the driver launches is what the plan assumed.
+static Status verifySpirvExecutable(const Artifact &a, const ExecutableDesc &executable) {
+  StatusOr<std::vector<SpirvKernelBinary>> modules = decodeSpirvContainer(executable.bytes);
+  if (!modules.ok())
+    return modules.status();
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    const KernelInfo &kernel = a.kernels[i];
+    std::string which = "kernel " + str(i) + " '" + kernel.name + "' (symbol '" + kernel.symbol + "')";
+    const SpirvKernelBinary *found = nullptr;
+    for (const SpirvKernelBinary &module : *modules)
+      if (module.entryPoint == kernel.symbol)
+        found = &module;
+    if (!found)
+      return Status::error("no SPIR-V module for " + which);
+    std::optional<BlockSize> local = spirvLocalSize(found->words, kernel.symbol);
+    if (!local)
+      return Status::error("the SPIR-V module of " + which + " has no entry point '" +
+                           kernel.symbol + "' with a LocalSize");
+    BlockSize stated = executable.blockSizes.empty() ? BlockSize() : executable.blockSizes[i];
+    if (!(stated == *local))
+      return Status::error("the block size of " + which + " is " + blockText(stated) +
+                           ", but its SPIR-V module's LocalSize is " + blockText(*local));
+  }
+  return Status::OK();
+}
+
 /// Executable `index`: a format of its own, bytes when there are kernels,
 /// and a block size per kernel (or none), each at least 1x1x1.
 static Status verifyExecutable(const Artifact &a, size_t index) {
@@ -236,9 +269,11 @@ static Status verifyExecutable(const Artifact &a, size_t index) {
   for (size_t i = 0; i < executable.blockSizes.size(); ++i) {
     const BlockSize &block = executable.blockSizes[i];
     if (block.x == 0 || block.y == 0 || block.z == 0)
-      return Status::error("the block size of kernel " + str(i) + " is " + str(block.x) +
-                           "x" + str(block.y) + "x" + str(block.z) + ", which is empty");
+      return Status::error("the block size of kernel " + str(i) + " is " + blockText(block) +
+                           ", which is empty");
   }
+  if (executable.format == kVulkanSpirvFormat && !a.kernels.empty())
+    return verifySpirvExecutable(a, executable);
   return Status::OK();
 }
 

@@ -3,6 +3,7 @@
 #include "kiln/runtime/Device.h"
 
 #include "cpu/CpuDevice.h"
+#include "vulkan/VulkanDriver.h"
 
 #include <algorithm>
 
@@ -61,6 +62,7 @@ DriverRegistry &DriverRegistry::global() {
     // Registered here rather than by static initializers, which a static
     // library's linker would drop.
     (void)registerCpuDriver(*created);
+    (void)registerVulkanDriver(*created);
     return created;
   }();
   return *registry;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/tooling/ListDevices.h"
 #include "kiln/tooling/RunGraph.h"
 
 #include <cerrno>
@@ -44,6 +45,7 @@ Options:
   --repeat N            after the first run, time N more (default 0)
   --warmup N            untimed runs before the timed ones (default 0)
   --device NAME         the device driver to run on (default: cpu)
+  --devices             list the device drivers and their devices, then exit
   --threads N           threads that run kernels (default: $KILN_NUM_THREADS,
                         else every hardware thread)
   --save-outputs FILE   write the outputs of the first run to FILE, an .npz
@@ -86,7 +88,7 @@ std::vector<std::string> splitAtCommas(const std::string &text) {
   }
 }
 
-enum class ParseResult { Run, Help, BadArguments };
+enum class ParseResult { Run, Help, ListDevices, BadArguments };
 
 ParseResult parseArguments(int argc, char **argv, Options &options) {
   auto bad = [](const std::string &message) {
@@ -98,6 +100,8 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help")
       return ParseResult::Help;
+    if (arg == "--devices")
+      return ParseResult::ListDevices;
     if (arg == "--random") {
       options.inputs.random = true;
       continue;
@@ -198,6 +202,9 @@ int main(int argc, char **argv) {
   switch (parseArguments(argc, argv, options)) {
   case ParseResult::Help:
     std::fputs(kUsage, stdout);
+    return 0;
+  case ParseResult::ListDevices:
+    std::fputs(listDevices().c_str(), stdout);
     return 0;
   case ParseResult::BadArguments:
     return 2;

@@ -1,6 +1,7 @@
 //===- ArtifactTest.cpp - Encoding, decoding and verifying artifacts -----===//
 
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/SpirvContainer.h"
 
 #include <gtest/gtest.h>
 
@@ -319,6 +320,67 @@ TEST(ArtifactTest, VerifyRejectsBadExecutables) {
   a = sampleArtifact();
   a.executables[1].blockSizes[1].y = 0;
   EXPECT_ERROR_HAS(verifyArtifact(a), "the block size of kernel 1 is 64x0x1, which is empty");
+}
+
+/// A SPIR-V module with only what the verifier reads: OpEntryPoint GLCompute
+/// %1 "name" (a name of up to 3 bytes) and its LocalSize.
+std::vector<uint32_t> spirvModule(const std::string &name, BlockSize local) {
+  uint32_t literal = 0;
+  for (size_t i = 0; i < name.size(); ++i)
+    literal |= uint32_t(static_cast<unsigned char>(name[i])) << (8 * i);
+  return {kSpirvMagic, 0x00010000, 0,       8,       0,      4u << 16 | 15, 5, 1, literal,
+          6u << 16 | 16, 1,        17, local.x, local.y, local.z};
+}
+
+/// sampleArtifact with its GPU executable as "vulkan-spirv".
+Artifact vulkanArtifact() {
+  Artifact a = sampleArtifact();
+  a.executables[1].format = kVulkanSpirvFormat;
+  a.executables[1].bytes =
+      encodeSpirvContainer({{"k0", spirvModule("k0", {32, 4, 1})}, {"k1", spirvModule("k1", {64, 1, 1})}});
+  return a;
+}
+
+TEST(ArtifactTest, VerifyChecksSpirvExecutables) {
+  Artifact a = vulkanArtifact();
+  Status ok = verifyArtifact(a);
+  EXPECT_TRUE(ok.ok()) << ok.message();
+  Artifact parsed;
+  ASSERT_TRUE(parse(serializeArtifact(a), parsed).ok());
+
+  a.executables[1].blockSizes[1] = {128, 1, 1};
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: the block size of kernel 1 'kernel_1_scale' "
+                                      "(symbol 'k1') is 128x1x1, but its SPIR-V module's "
+                                      "LocalSize is 64x1x1");
+  a = vulkanArtifact();
+  a.executables[1].blockSizes.clear(); // 1x1x1 each
+  EXPECT_ERROR_HAS(verifyArtifact(a), "is 1x1x1, but its SPIR-V module's LocalSize is 32x4x1");
+
+  a = vulkanArtifact();
+  a.kernels[1].symbol = "k9";
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: no SPIR-V module for kernel 1 "
+                                      "'kernel_1_scale' (symbol 'k9')");
+
+  // A module whose entry point is not its container name.
+  a = vulkanArtifact();
+  a.executables[1].bytes =
+      encodeSpirvContainer({{"k0", spirvModule("k0", {32, 4, 1})}, {"k1", spirvModule("kx", {64, 1, 1})}});
+  EXPECT_ERROR_HAS(verifyArtifact(a), "has no entry point 'k1' with a LocalSize");
+
+  // Corrupt containers, never a crash.
+  a = vulkanArtifact();
+  std::vector<uint8_t> good = a.executables[1].bytes;
+  a.executables[1].bytes = {'P', 'T', 'X'};
+  EXPECT_ERROR_HAS(verifyArtifact(a), "executable 1: invalid SPIR-V container");
+  for (size_t size = 0; size < good.size(); ++size) {
+    a.executables[1].bytes.assign(good.begin(), good.begin() + size);
+    EXPECT_FALSE(verifyArtifact(a).ok()) << size << " bytes";
+  }
+  for (size_t at = 0; at < good.size(); ++at) {
+    a.executables[1].bytes = good;
+    a.executables[1].bytes[at] ^= 0xFF;
+    (void)verifyArtifact(a); // some flips are harmless (the SPIR-V version)
+  }
 }
 
 TEST(ArtifactTest, VerifyRejectsBadChecks) {

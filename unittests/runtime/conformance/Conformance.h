@@ -31,6 +31,12 @@ enum class TestLibrary { Main, Other };
 std::optional<std::vector<uint8_t>> testKernelLibrary(std::string_view format,
                                                       TestLibrary library = TestLibrary::Main);
 
+/// The block sizes of `kernels` in the test kernels `executable` (the
+/// SPIR-V modules' LocalSizes; none for CPU formats), as the compiler would
+/// put them in ExecutableDesc::blockSizes.
+std::vector<BlockSize> testBlockSizes(const ExecutableDesc &executable,
+                                      const std::vector<KernelInfo> &kernels);
+
 /// The registered drivers' names, for INSTANTIATE_TEST_SUITE_P.
 std::vector<std::string> driverNames();
 
@@ -43,7 +49,8 @@ std::vector<std::string> driverNames();
   } while (0)
 
 /// A device of the driver under test (GetParam()), with two host threads
-/// where the driver has any.
+/// where the driver has any; the test is skipped where the driver says its
+/// device is not on this machine (StatusCode::Unavailable).
 class DeviceTest : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override;

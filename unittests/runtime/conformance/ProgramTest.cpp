@@ -54,6 +54,7 @@ protected:
     a.launches = {{0, 4, {0, 1, 3}}, {1, 3, {3}}, {2, 0, {3}}};
     a.outputs = {3, 4, 5};
     a.executables = {testExecutable()};
+    a.executables[0].blockSizes = testBlockSizes(a.executables[0], a.kernels);
     a.metadata = "{}";
     return a;
   }
@@ -75,6 +76,7 @@ protected:
     a.launches = {pack, {0, 2, {2, 1, 3}, {}}};
     a.outputs = {3};
     a.executables = {testExecutable()};
+    a.executables[0].blockSizes = testBlockSizes(a.executables[0], a.kernels);
     a.metadata = "{}";
     return a;
   }
@@ -244,7 +246,9 @@ TEST_P(ProgramTest, RejectsMismatchedInputs) {
 TEST_P(ProgramTest, MissingSymbolIsNamed) {
   Artifact artifact = sampleArtifact();
   artifact.kernels[1].symbol = "no_such_kernel";
-  StatusOr<std::unique_ptr<Program>> program = Program::load(roundTrip(artifact), *device);
+  // Not through the file format: a verifier that reads the executable (the
+  // SPIR-V container's) rejects it there already, which is the same error.
+  StatusOr<std::unique_ptr<Program>> program = Program::load(artifact, *device);
   ASSERT_FALSE(program.ok());
   EXPECT_ERROR_HAS(program.status(), "cannot load graph 'add_then_double'");
   EXPECT_ERROR_HAS(program.status(), "no_such_kernel");

@@ -23,6 +23,7 @@ enum class StatusCode : uint8_t {
   Error = 1,           // anything else
   IndexOutOfRange = 2, // a kernel's index check failed (ATen's IndexError)
   OutOfMemory = 3,     // an allocation failed (Python's MemoryError)
+  Unavailable = 4,     // the device or its driver is not on this machine
 };
 
 class [[nodiscard]] Status {

@@ -1,0 +1,132 @@
+//===- VulkanDevice.h - A Vulkan physical device as a Kiln device ---------===//
+//
+// Memory: one VkBuffer and VkDeviceMemory per allocation, named by a
+// synthetic device address (a private, 64-byte aligned 64-bit range) that
+// the device maps back to (buffer, offset) for copies and launches, so that
+// addresses offset into an allocation (arena slices, views) work as on the
+// CPU. Where the device's memory is host visible and coherent (lavapipe,
+// integrated GPUs) it stays mapped and the host copies directly; otherwise
+// copies go through staging buffers.
+//
+// Work: launches and device-to-device copies are recorded into one command
+// buffer, a full memory barrier before each (a kernel sees the previous
+// kernel's writes), and submitted when the host needs the results: at
+// synchronize(), at a copy to or from the host, and before memory or
+// pipelines that queued work may use are freed. The device is one mutex:
+// Programs run from several threads share it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_VULKAN_VULKANDEVICE_H
+#define KILN_RUNTIME_VULKAN_VULKANDEVICE_H
+
+#include "VulkanInstance.h"
+#include "kiln/runtime/Device.h"
+
+#include <map>
+#include <mutex>
+
+namespace kiln::runtime::vulkan {
+
+class VulkanExecutable;
+
+class VulkanDevice final : public Device {
+public:
+  /// The device $KILN_VULKAN_DEVICE selects; StatusCode::Unavailable where
+  /// this machine has no Vulkan or no such device.
+  static StatusOr<std::unique_ptr<VulkanDevice>> create();
+  ~VulkanDevice() override;
+
+  std::string_view driverName() const override { return "vulkan"; }
+  std::string_view executableFormat() const override;
+  std::string describe() const override;
+
+  StatusOr<DeviceBuffer> allocate(size_t bytes) override;
+  Status copyHostToDevice(void *device, const void *host, size_t bytes) override;
+  Status copyDeviceToHost(void *host, const void *device, size_t bytes) override;
+  Status copyDeviceToDevice(void *target, const void *source, size_t bytes) override;
+
+  StatusOr<std::unique_ptr<Executable>>
+  loadExecutable(const ExecutableDesc &executable,
+                 const std::vector<KernelInfo> &kernels) override;
+  Status launch(const Executable &executable, uint32_t kernel,
+                const LaunchParams &params) override;
+  Status synchronize() override;
+
+  //===--- For VulkanExecutable ---------------------------------------===//
+
+  const DeviceApi &api() const { return api_; }
+  VkDevice handle() const { return device_; }
+  const VkPhysicalDeviceLimits &limits() const { return properties_.limits; }
+  /// Whether launches push their descriptors (VK_KHR_push_descriptor)
+  /// rather than allocating sets from a pool.
+  bool pushDescriptors() const { return pushDescriptors_; }
+  /// Runs the work queued so far to completion, before an executable
+  /// destroys pipelines it may use.
+  void drain() noexcept;
+
+protected:
+  void deallocate(void *address, size_t size, uint64_t handle) noexcept override;
+
+private:
+  struct Allocation {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkDeviceSize bufferSize = 0; // at least 64 bytes, even for size 0
+    size_t size = 0;             // as asked
+    uint8_t *mapped = nullptr;   // where the host sees it, if it does
+  };
+  /// An address resolved to the allocation it points into.
+  struct Resolved {
+    Allocation *allocation;
+    VkDeviceSize offset;
+  };
+
+  VulkanDevice() = default;
+  Status init(std::shared_ptr<Instance> instance, const PhysicalDevice &physical);
+
+  /// `bytes` bytes at `address` inside one allocation (`what` names the
+  /// access in the message otherwise).
+  StatusOr<Resolved> resolve(const void *address, size_t bytes, const std::string &what);
+  /// A buffer of `bytes` bytes; host visible (and mapped) when asked.
+  StatusOr<Allocation> createAllocation(VkDeviceSize bytes, bool hostVisible);
+  void destroyAllocation(const Allocation &allocation) noexcept;
+
+  /// Begins the command buffer if nothing is recorded yet, else records a
+  /// barrier after the commands before.
+  Status beginCommand();
+  /// Submits what is recorded and waits for it; resets the descriptor pool.
+  Status flush();
+  /// The descriptor set of a pool-path launch, flushing once if the pool is
+  /// spent.
+  StatusOr<VkDescriptorSet> allocateSet(VkDescriptorSetLayout layout, const std::string &kernel);
+  /// Copies within the device through the command buffer.
+  Status recordCopy(VkBuffer source, VkDeviceSize sourceOffset, VkBuffer target,
+                    VkDeviceSize targetOffset, VkDeviceSize bytes);
+  /// Host copies where the device memory is not mapped.
+  Status stagedUpload(const Resolved &target, const void *host, size_t bytes);
+  Status stagedDownload(void *host, const Resolved &source, size_t bytes);
+
+  std::mutex mutex_;
+  std::shared_ptr<Instance> instance_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceProperties properties_{};
+  VkPhysicalDeviceMemoryProperties memory_{};
+  DeviceApi api_;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool commandPool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptorPool_ = VK_NULL_HANDLE;
+  bool recording_ = false;
+  bool pushDescriptors_ = false;
+  bool hostAccess_ = false;          // allocations are mapped
+  VkDeviceSize largestHeap_ = 0;     // no allocation can be larger
+  std::map<uintptr_t, Allocation> allocations_; // by synthetic address
+  uintptr_t nextAddress_ = uintptr_t(1) << 40;
+};
+
+} // namespace kiln::runtime::vulkan
+
+#endif // KILN_RUNTIME_VULKAN_VULKANDEVICE_H
