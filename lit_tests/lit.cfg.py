@@ -15,3 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
 # The host's architecture, for tests of what another architecture's artifacts
 # do here (UNSUPPORTED: host-aarch64).
 config.available_features.add("host-" + platform.machine().lower())
+# SPIR-V validation of the Vulkan target's kernels (Debian's spirv-tools).
+import shutil
+if shutil.which("spirv-val"):
+    config.available_features.add("spirv-val")

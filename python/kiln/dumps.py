@@ -177,6 +177,6 @@ class Dump:
             self.write_text(f"{i:02d}-{_SAFE_NAME.sub('_', stage)}.mlir", text)
         for kernel, text in kernel_ir:
             name = _SAFE_NAME.sub("_", kernel)
-            if not name.endswith((".ll", ".s", ".ptx")):
+            if not name.endswith((".ll", ".s", ".ptx", ".mlir")):
                 name += ".ll"
             self.write_text(f"kernels/{name}", text)

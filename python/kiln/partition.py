@@ -252,9 +252,15 @@ class KilnSupport(OperatorSupportBase):
                 and not is_reproducible(value.shape, stride)):
             return (f"{what} has a self-overlapping layout size={list(value.shape)} "
                     f"stride={list(value.stride())} that Kiln cannot reproduce")
-        if value.device.type != self.target.split(":")[0]:
+        kind = self.target.split(":")[0]
+        if value.device.type != TENSOR_DEVICE.get(kind, kind):
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
+
+
+# The torch device of the tensors each target kind takes: Vulkan kernels
+# take CPU tensors, which the runtime bridge copies to the device and back.
+TENSOR_DEVICE = {"cpu": "cpu", "vulkan": "cpu"}
 
 
 # Integer arguments that Kiln's importer takes only as constants: pad widths,

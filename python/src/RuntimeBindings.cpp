@@ -8,6 +8,10 @@
 
 #include <torch/extension.h>
 
+#include <atomic>
+#include <map>
+#include <mutex>
+
 namespace py = pybind11;
 namespace rt = kiln::runtime;
 
@@ -196,6 +200,64 @@ rt::Device &device() {
   return *cpu;
 }
 
+/// The device an artifact's kernels run on: the CPU, or another device
+/// (Vulkan) whose memory the bridge copies tensors to and from. One device
+/// per driver for the process, created on first use.
+rt::Device &deviceFor(const rt::Artifact &artifact) {
+  const std::string &format = artifact.executables.empty() ? "" : artifact.executables[0].format;
+  if (format.rfind("cpu-", 0) == 0 || format.empty())
+    return device();
+  std::string driver = format.substr(0, format.find('-')); // "vulkan-spirv" -> "vulkan"
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<rt::Device>> devices;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<rt::Device> &made = devices[driver];
+  if (!made) {
+    auto created = rt::createDevice(driver);
+    if (!created.ok())
+      throw py::value_error("cannot run this " + format + " artifact: " +
+                            created.status().message());
+    made = std::move(*created);
+  }
+  return *made;
+}
+
+/// An output or intermediate in device memory, with its shape, so the
+/// bridge can copy it into a tensor.
+class DeviceTensorBuffer : public rt::Buffer {
+public:
+  DeviceTensorBuffer(rt::DeviceBuffer memory, rt::TensorDesc desc)
+      : memory(std::move(memory)), desc(std::move(desc)) {}
+  void *data() override { return memory.address(); }
+  rt::DeviceBuffer memory;
+  rt::TensorDesc desc;
+};
+
+class DeviceTensorAllocator : public rt::Allocator {
+public:
+  explicit DeviceTensorAllocator(rt::Device &device) : device_(device) {}
+  rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
+    rt::StatusOr<rt::DeviceBuffer> memory = device_.allocate((size_t)desc.byteSize());
+    if (!memory.ok())
+      return memory.status().withContext("allocating " + desc.str());
+    return std::shared_ptr<rt::Buffer>(
+        std::make_shared<DeviceTensorBuffer>(std::move(*memory), desc));
+  }
+
+private:
+  rt::Device &device_;
+};
+
+/// An input's copy in device memory, kept between calls: a tensor whose
+/// data pointer and version counter are unchanged (a parameter) is not
+/// copied again.
+struct ResidentInput {
+  rt::DeviceBuffer memory;
+  const void *host = nullptr;
+  int64_t version = -1;
+  size_t bytes = 0;
+};
+
 class Executable {
 public:
   Executable(const py::bytes &bytes, const std::optional<std::string> &graphName) {
@@ -207,7 +269,10 @@ public:
       throw py::value_error("invalid Kiln artifact: " + status.message());
     if (graphName)
       artifact.graphName = *graphName;
-    auto program = rt::Program::load(std::move(artifact), device());
+    rt::Device &target = deviceFor(artifact);
+    onHost_ = &target == &device();
+    device_ = &target;
+    auto program = rt::Program::load(std::move(artifact), target);
     if (!program.ok())
       throw py::value_error("cannot load Kiln artifact: " + program.status().message());
     program_ = std::move(*program);
@@ -229,7 +294,7 @@ public:
                                  std::string(c10::toString(arg.scalar_type())));
       if (arg.device().type() != c10::DeviceType::CPU)
         throw std::runtime_error("kiln: input " + std::to_string(i) + " is on " +
-                                 arg.device().str() + "; this artifact runs on the CPU");
+                                 arg.device().str() + "; Kiln takes CPU tensors");
       at::Tensor input = arg.is_contiguous() ? arg : arg.contiguous();
       pointers.push_back(input.data_ptr());
       descs.push_back({*dtype, input.sizes().vec()});
@@ -237,12 +302,21 @@ public:
     }
     rt::InputVersions versions = versionsOf(args);
     TorchAllocator allocator;
+    DeviceTensorAllocator deviceAllocator(*device_);
     std::vector<std::shared_ptr<rt::Buffer>> allocated;
     std::vector<rt::OutputRef> outputs;
     rt::Status status = [&] {
       py::gil_scoped_release release;
-      return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions);
+      if (onHost_)
+        return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions);
+      rt::Status uploaded = upload(args, inputs, pointers);
+      if (!uploaded.ok())
+        return uploaded;
+      return program_->run(pointers, descs, deviceAllocator, allocated, outputs, nullptr,
+                           &versions);
     }();
+    if (status.ok() && !onHost_)
+      status = download(inputs, allocated, outputs);
     // A failed kernel check is the user's error, raised as ATen raises it.
     if (status.code() == rt::StatusCode::IndexOutOfRange)
       throw py::index_error(status.message());
@@ -342,9 +416,90 @@ public:
   }
 
   const rt::Program &program() const { return *program_; }
+  std::string deviceDescription() const { return device_->describe(); }
+  int64_t bytesUploaded() const { return bytesUploaded_; }
+  int64_t bytesDownloaded() const { return bytesDownloaded_; }
 
 private:
+  /// Copies the inputs to device memory (those unchanged since the last
+  /// call stay), replacing `pointers` with their device addresses.
+  rt::Status upload(const std::vector<at::Tensor> &args, const std::vector<at::Tensor> &inputs,
+                    std::vector<void *> &pointers) const {
+    std::lock_guard<std::mutex> lock(residentMutex_);
+    resident_.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const at::Tensor &input = inputs[i];
+      size_t bytes = input.numel() * input.element_size();
+      ResidentInput &copy = resident_[i];
+      // Tracked: the caller's own tensor (not a contiguous copy made for
+      // this call) with a version counter.
+      bool tracked = input.is_same(args[i]) && !args[i].is_inference();
+      int64_t version = tracked ? (int64_t)args[i]._version() : -1;
+      if (copy.memory && copy.bytes == bytes && tracked && copy.host == input.data_ptr() &&
+          copy.version == version) {
+        pointers[i] = copy.memory.address();
+        continue;
+      }
+      if (!copy.memory || copy.bytes != bytes) {
+        rt::StatusOr<rt::DeviceBuffer> memory = device_->allocate(bytes);
+        if (!memory.ok())
+          return memory.status().withContext("input " + std::to_string(i));
+        copy.memory = std::move(*memory);
+        copy.bytes = bytes;
+      }
+      if (bytes)
+        KILN_RETURN_IF_ERROR(device_->copyHostToDevice(copy.memory.address(), input.data_ptr(), bytes)
+                                 .withContext("uploading input " + std::to_string(i)));
+      bytesUploaded_ += bytes;
+      copy.host = tracked ? input.data_ptr() : nullptr;
+      copy.version = version;
+      pointers[i] = copy.memory.address();
+    }
+    return rt::Status::OK();
+  }
+
+  /// Copies the outputs to tensors: each allocated buffer an output uses
+  /// becomes a CPU tensor in `allocated`, and an input the graph wrote in
+  /// place is copied back into the caller's tensor.
+  rt::Status download(const std::vector<at::Tensor> &inputs,
+                      std::vector<std::shared_ptr<rt::Buffer>> &allocated,
+                      const std::vector<rt::OutputRef> &outputs) const {
+    std::vector<bool> done(allocated.size()), inputDone(inputs.size());
+    for (const rt::OutputRef &out : outputs) {
+      if (out.buffer >= 0 && !done[out.buffer]) {
+        done[out.buffer] = true;
+        auto &memory = static_cast<DeviceTensorBuffer &>(*allocated[out.buffer]);
+        at::Tensor host = at::empty(memory.desc.shape,
+                                    at::TensorOptions().dtype(scalarTypeOf(memory.desc.dtype)));
+        size_t bytes = (size_t)memory.desc.byteSize();
+        if (bytes)
+          KILN_RETURN_IF_ERROR(device_->copyDeviceToHost(host.data_ptr(), memory.data(), bytes)
+                                   .withContext("downloading an output"));
+        bytesDownloaded_ += bytes;
+        allocated[out.buffer] = std::make_shared<TorchBuffer>(std::move(host));
+      } else if (out.buffer < 0 && !inputDone[out.input]) {
+        inputDone[out.input] = true;
+        const at::Tensor &input = inputs[out.input];
+        size_t bytes = input.numel() * input.element_size();
+        std::lock_guard<std::mutex> lock(residentMutex_);
+        ResidentInput &copy = resident_[out.input];
+        if (bytes)
+          KILN_RETURN_IF_ERROR(
+              device_->copyDeviceToHost(input.data_ptr(), copy.memory.address(), bytes)
+                  .withContext("downloading input " + std::to_string(out.input)));
+        bytesDownloaded_ += bytes;
+        copy.host = nullptr; // written here: upload it again next call
+      }
+    }
+    return rt::Status::OK();
+  }
+
   std::unique_ptr<rt::Program> program_;
+  rt::Device *device_ = nullptr;
+  bool onHost_ = true;
+  mutable std::mutex residentMutex_;
+  mutable std::vector<ResidentInput> resident_;
+  mutable std::atomic<int64_t> bytesUploaded_{0}, bytesDownloaded_{0};
   std::vector<std::optional<OutputLayout>> layouts_;
 };
 
@@ -392,6 +547,15 @@ void initRuntime(py::module_ m) {
                                return result;
                              },
                              "{output: input} for the outputs that are input buffers.")
+      .def_property_readonly("bytes_uploaded", &Executable::bytesUploaded,
+                             "Bytes copied to the device's memory so far (0 on the CPU): "
+                             "inputs, except unchanged ones (parameters) after the first call.")
+      .def_property_readonly("bytes_downloaded", &Executable::bytesDownloaded,
+                             "Bytes copied back from the device's memory so far: outputs, and "
+                             "inputs the graph wrote in place.")
+      .def_property_readonly("device",
+                             [](const Executable &e) { return e.deviceDescription(); },
+                             "The device the kernels run on, in words.")
       .def_property_readonly("metadata",
                              [](const Executable &e) { return e.program().artifact().metadata; });
   m.def("num_threads", [] { return device().threadPool()->activeThreads(); },

@@ -180,8 +180,11 @@ public:
       std::string header = " " + kernel.name + ": exported as " + kernel.symbol +
                            " (kernels with the same code share it)\n";
       if (!kernel.ir.empty()) {
-        std::string text = ";" + header + kernel.ir;
-        result_.llvmIR += text;
+        // A comment in the IR's own syntax: LLVM IR's, or MLIR's (SPIR-V).
+        bool mlir = llvm::StringRef(kernel.irExtension).ends_with("mlir");
+        std::string text = (mlir ? "//" : ";") + header + kernel.ir;
+        if (!mlir)
+          result_.llvmIR += text;
         result_.kernelFiles.push_back({kernel.name + "." + kernel.irExtension, std::move(text)});
       }
       if (!kernel.assembly.empty()) {
@@ -730,6 +733,17 @@ llvm::Error kiln::writeStages(const CompiledGraph &compiled, llvm::StringRef dir
   if (!compiled.llvmIR.empty())
     if (llvm::Error err = write("kernels.ll", compiled.llvmIR))
       return err;
+  // Each kernel's lowest IR and assembly on its own, as the Python dumps
+  // have them (kernels/kernel_0_add.ll, kernels/kernel_0_add.spirv.mlir).
+  if (!compiled.kernelFiles.empty()) {
+    llvm::SmallString<256> kernels(directory);
+    llvm::sys::path::append(kernels, "kernels");
+    if (std::error_code ec = llvm::sys::fs::create_directories(kernels))
+      return llvm::createStringError(ec, "cannot create " + kernels.str().str());
+    for (const auto &[name, text] : compiled.kernelFiles)
+      if (llvm::Error err = write("kernels/" + name, text))
+        return err;
+  }
   if (!compiled.assembly.empty())
     if (llvm::Error err = write("kernels.s", compiled.assembly))
       return err;

@@ -31,6 +31,7 @@
   X(vkGetPhysicalDeviceProperties)                                             \
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
+  X(vkGetPhysicalDeviceFeatures2)                                              \
   X(vkEnumerateDeviceExtensionProperties)                                      \
   X(vkCreateDevice)                                                            \
   X(vkGetDeviceProcAddr)

@@ -56,6 +56,42 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
     hasPushDescriptor |= std::strcmp(extension.extensionName, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) == 0;
   pushDescriptors_ = hasPushDescriptor && !envOff("KILN_VULKAN_PUSH_DESCRIPTORS");
 
+  // The SPIR-V capabilities Kiln's Vulkan target compiles for (its
+  // description's features): 64-bit integers and floats, and 8- and 16-bit
+  // storage for bool, half and bfloat16 tensors.
+  VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features has11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  has11.pNext = &has12;
+  VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  has.pNext = &has11;
+  if (properties_.apiVersion < VK_API_VERSION_1_2)
+    return Status::error(StatusCode::Unavailable,
+                  "the device supports Vulkan " + std::to_string(VK_API_VERSION_MAJOR(properties_.apiVersion)) +
+                      "." + std::to_string(VK_API_VERSION_MINOR(properties_.apiVersion)) +
+                      "; Kiln's kernels need Vulkan 1.2");
+  vk.vkGetPhysicalDeviceFeatures2(physical_, &has);
+  std::string missing;
+  auto need = [&](VkBool32 present, const char *name) {
+    if (!present)
+      missing += (missing.empty() ? "" : ", ") + std::string(name);
+    return VK_TRUE;
+  };
+  VkPhysicalDeviceVulkan12Features use12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  use12.shaderInt8 = need(has12.shaderInt8, "shaderInt8");
+  use12.shaderFloat16 = need(has12.shaderFloat16, "shaderFloat16");
+  use12.storageBuffer8BitAccess = need(has12.storageBuffer8BitAccess, "storageBuffer8BitAccess");
+  VkPhysicalDeviceVulkan11Features use11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  use11.storageBuffer16BitAccess = need(has11.storageBuffer16BitAccess, "storageBuffer16BitAccess");
+  use11.pNext = &use12;
+  VkPhysicalDeviceFeatures2 use{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  use.features.shaderInt64 = need(has.features.shaderInt64, "shaderInt64");
+  use.features.shaderInt16 = need(has.features.shaderInt16, "shaderInt16");
+  use.features.shaderFloat64 = need(has.features.shaderFloat64, "shaderFloat64");
+  use.pNext = &use11;
+  if (!missing.empty())
+    return Status::error(StatusCode::Unavailable,
+                  "the device lacks features Kiln's Vulkan kernels use: " + missing);
+
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queueInfo.queueFamilyIndex = physical.computeQueueFamily;
@@ -65,6 +101,7 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   deviceInfo.queueCreateInfoCount = 1;
   deviceInfo.pQueueCreateInfos = &queueInfo;
+  deviceInfo.pNext = &use;
   deviceInfo.enabledExtensionCount = pushDescriptors_ ? 1 : 0;
   deviceInfo.ppEnabledExtensionNames = enabled;
   KILN_RETURN_IF_ERROR(check(vk.vkCreateDevice(physical_, &deviceInfo, nullptr, &device_), "vkCreateDevice"));

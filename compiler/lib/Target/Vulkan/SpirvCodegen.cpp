@@ -1,26 +1,7 @@
 // SPIR-V modules, one per kernel, serialized into the runtime's container.
 #include "kiln/Target/Vulkan/VulkanTarget.h"
 
-// TEMPORARY until the runtime's SpirvContainer lands.
-#include <cstring>
-#include <string>
-#include <vector>
-namespace kiln::runtime {
-struct SpirvKernelBinary { std::string entryPoint; std::vector<uint32_t> words; };
-static std::vector<uint8_t> encodeSpirvContainer(const std::vector<SpirvKernelBinary> &kernels) {
-  std::vector<uint8_t> out;
-  auto u32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) out.push_back((v >> (8 * i)) & 0xff); };
-  u32(0x5650534B); u32(1); u32(kernels.size());
-  for (auto &k : kernels) {
-    u32(k.entryPoint.size());
-    out.insert(out.end(), k.entryPoint.begin(), k.entryPoint.end());
-    while (out.size() % 4) out.push_back(0);
-    u32(k.words.size());
-    for (uint32_t w : k.words) u32(w);
-  }
-  return out;
-}
-}
+#include "kiln/runtime/SpirvContainer.h"
 
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Target/SPIRV/Serialization.h"

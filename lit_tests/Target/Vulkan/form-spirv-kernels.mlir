@@ -1,0 +1,50 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels)' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,convert-math-to-spirv,canonicalize,cse),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,kiln-spirv-push-constants,spirv-update-vce))' \
+// RUN:   | FileCheck %s --check-prefix=SPIRV
+
+// A mapped kernel (as kiln-gpu-map-workgroups leaves it) becomes the one
+// gpu.func of its gpu.module: bindings as flat storage buffers, then one
+// push-constant array holding each binding's byte offset and the size
+// symbol; every access is on a flat buffer at its linear index.
+// CHECK: module attributes {gpu.container_module
+// CHECK: gpu.module @k attributes {spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64,
+// CHECK: gpu.func @k(%[[IN:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<?xf32>, %[[PC:.*]]: memref<3xi32, #spirv.storage_class<PushConstant>>) kernel
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>
+// CHECK-DAG: memref.load %[[PC]][%c2{{.*}}]
+// CHECK-DAG: %[[INOFF:.*]] = arith.divui %{{.*}}, %c4
+// CHECK: scf.for
+// CHECK: memref.load %[[IN]][%{{.*}}] : memref<?xf32>
+// CHECK: memref.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<?xf32>
+// CHECK: gpu.return
+// CHECK-NOT: memref.reinterpret_cast
+
+// The push-constant block has no descriptor binding (Vulkan forbids one).
+// SPIRV: spirv.GlobalVariable @k_arg_0 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
+// SPIRV: spirv.GlobalVariable @k_arg_1 bind(0, 1)
+// SPIRV: spirv.GlobalVariable @k_arg_2 : !spirv.ptr<!spirv.struct<(!spirv.array<3 x i32, stride=4> [0])>, PushConstant>
+// SPIRV: spirv.EntryPoint "GLCompute" @k
+// SPIRV: spirv.ExecutionMode @k "LocalSize", 128, 1, 1
+func.func @k(%id: index, %count: index, %in: memref<1xf32>, %out: memref<1xf32>, %n: index)
+    attributes {kiln_kernel.kernel = "k", kiln_kernel.num_symbols = 1 : i64,
+                kiln_kernel.workgroup_size = array<i64: 128, 1, 1>} {
+  %t = gpu.thread_id x
+  %c128 = arith.constant 128 : index
+  %a = memref.reinterpret_cast %in to offset: [0], sizes: [%n, 4], strides: [4, 1] : memref<1xf32> to memref<?x4xf32>
+  %b = memref.reinterpret_cast %out to offset: [0], sizes: [%n, 4], strides: [4, 1] : memref<1xf32> to memref<?x4xf32>
+  %e = memref.expand_shape %b [[0], [1, 2]] output_shape [%n, 2, 2] : memref<?x4xf32> into memref<?x2x2xf32>
+  %c4 = arith.constant 4 : index
+  %c2 = arith.constant 2 : index
+  %total = arith.muli %n, %c4 : index
+  scf.for %l = %t to %total step %c128 {
+    %i = arith.divui %l, %c4 : index
+    %j = arith.remui %l, %c4 : index
+    %j0 = arith.divui %j, %c2 : index
+    %j1 = arith.remui %j, %c2 : index
+    %x = memref.load %a[%i, %j] : memref<?x4xf32>
+    %y = math.exp %x : f32
+    memref.store %y, %e[%i, %j0, %j1] : memref<?x2x2xf32>
+  }
+  gpu.barrier
+  return
+}
