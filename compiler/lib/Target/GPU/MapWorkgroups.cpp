@@ -43,6 +43,8 @@ bool writesAnything(Operation *op) {
 /// the loops of a linalg op's outputs do. A scatter's stores, through
 /// computed indices, do not.
 bool iterationsWriteApart(scf::ParallelOp loop) {
+  if (loop->hasAttr(kiln::kernel::kWritesApartAttr))
+    return true; // a GPU lowering's loop, which says so
   bool apart = true;
   loop.getBody()->walk([&](Operation *op) {
     auto store = dyn_cast<memref::StoreOp>(op);
@@ -121,7 +123,8 @@ struct GpuMapWorkgroupsPass
     // their own, which this mapping does not provide yet.
     WalkResult kernelOps = func.walk([](Operation *op) {
       if (op->getDialect() && op->getDialect()->getNamespace() == "kiln_kernel") {
-        op->emitOpError("has no GPU lowering yet");
+        op->emitOpError("has no GPU lowering (kiln-gpu-lower-kernel-ops lowers convolution and "
+                       "attention)");
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -47,7 +47,7 @@ public:
         // exp, erf, tanh, ... as the CPU computes them (inline polynomials,
         // within a few ulp): SPIR-V's GLSL set has no erf, and its precision
         // for the rest is the device's.
-        {"gpu", "func.func(kiln-gpu-prepare-kernels,convert-linalg-to-parallel-loops,"
+        {"gpu", "func.func(kiln-gpu-lower-kernel-ops,kiln-gpu-prepare-kernels,convert-linalg-to-parallel-loops,"
                 "kiln-gpu-map-workgroups),kiln-approximate-math,canonicalize,cse"},
         {"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand{include-bf16=true},"
                       "convert-math-to-spirv,canonicalize,cse),"

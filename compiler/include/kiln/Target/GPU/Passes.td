@@ -3,6 +3,25 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GpuLowerKernelOpsPass : Pass<"kiln-gpu-lower-kernel-ops", "mlir::func::FuncOp"> {
+  let summary = "Lower kiln_kernel.conv2d and kiln_kernel.attention to parallel loops";
+  let description = [{
+    Runs on bufferized kernels. A convolution becomes a parallel loop over
+    its output elements, (n * OH + y, o, x), each reducing over its input
+    channels and taps, with the bias and epilogue applied before the store;
+    attention a parallel loop over its query rows, (b * H + h, i), each
+    running the online softmax over the keys (running max and sum, the
+    output row rescaled in place), so the [L, S] scores are never stored.
+    The first dimension is the kernel's rows, as kiln-gpu-map-workgroups
+    expects, and the loops are marked `kiln_kernel.writes_apart`. These are
+    the generic strategies: one thread per output element or row, no shared
+    memory.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 def GpuPrepareKernelsPass : Pass<"kiln-gpu-prepare-kernels", "mlir::func::FuncOp"> {
   let summary = "Shape bufferized kernels for the GPU mapping";
   let description = [{

@@ -239,6 +239,11 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttrib
                              << "[N, K]), not " << value;
     return success();
   }
+  if (name == kWritesApartAttr) {
+    if (op->getName().getStringRef() != "scf.parallel" || !isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' is a unit attribute of an scf.parallel";
+    return success();
+  }
   // The rest describe kernel functions (func.func, or llvm.func once lowered).
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name << "' belongs on a kernel function";

@@ -45,6 +45,10 @@ inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln_kernel.scratch_by
 inline constexpr llvm::StringLiteral kScratchBuffersAttr = "kiln_kernel.scratch_buffers";
 /// Set by GPU code generation: the threads of one workgroup, [x, y, z].
 inline constexpr llvm::StringLiteral kWorkgroupSizeAttr = "kiln_kernel.workgroup_size";
+/// On an scf.parallel a GPU lowering emits: its iterations write distinct
+/// elements (through indices computed from its induction variables), so the
+/// GPU mapping may spread them over threads.
+inline constexpr llvm::StringLiteral kWritesApartAttr = "kiln_kernel.writes_apart";
 /// Set by kiln-mark-in-place-operands: pairs of binding indices [input,
 /// output, ...] that one buffer may serve both (see the pass).
 inline constexpr llvm::StringLiteral kInPlaceOperandsAttr = "kiln_kernel.in_place_operands";

@@ -1,0 +1,48 @@
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-gpu-lower-kernel-ops))' | FileCheck %s
+
+// A convolution: one iteration per output element, (n * OH + y, o, x), the
+// kernel's rows first; the bias starts the sum over channels and taps, the
+// epilogue runs before the store.
+// CHECK-LABEL: func.func @conv
+// CHECK: scf.parallel (%[[R:.*]], %[[O:.*]], %[[X:.*]]) = (%c0, %c0, %c0) to (%{{.*}}, %c4, %c6{{.*}})
+// CHECK:   %[[N:.*]] = arith.divui %[[R]], %c6{{.*}}
+// CHECK:   %[[Y:.*]] = arith.remui %[[R]], %c6{{.*}}
+// CHECK:   %[[B:.*]] = memref.load %{{.*}}[%[[O]]] : memref<4xf32>
+// CHECK:   scf.for %{{.*}} iter_args(%{{.*}} = %[[B]])
+// CHECK:     scf.for
+// CHECK:       scf.for
+// CHECK:         arith.mulf
+// CHECK:   arith.maximumf
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%[[N]], %[[O]], %[[Y]], %[[X]]]
+// CHECK: } {kiln_kernel.writes_apart}
+// CHECK-NOT: kiln_kernel.conv2d
+func.func @conv(%id: index, %count: index, %in: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %bias: memref<4xf32>, %out: memref<2x4x6x6xf32>)
+    attributes {kiln_kernel.kernel = "conv"} {
+  %zero = arith.constant 0.0 : f32
+  kiln_kernel.conv2d %in, %w bias %bias into %out {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>} : memref<2x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32> into memref<2x4x6x6xf32> {
+  ^bb0(%x: f32):
+    %r = arith.maximumf %x, %zero : f32
+    kiln_kernel.epilogue_yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Attention: one iteration per query row, (b * H + h, i), with the online
+// softmax over the keys; the outputs are viewed as [B * H, L, ...].
+// CHECK-LABEL: func.func @attention
+// CHECK-DAG: %[[OUT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] : memref<2x3x5x8xf32> into memref<6x5x8xf32>
+// CHECK-DAG: %[[LSE:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x3x5xf32> into memref<6x5xf32>
+// CHECK: scf.parallel (%[[P:.*]], %[[I:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c5{{.*}})
+// CHECK:   scf.for %[[J:.*]] = %c0{{.*}} to %c7{{.*}} step %c1{{.*}} iter_args
+// CHECK:     arith.cmpi ugt, %[[J]], %[[I]]
+// CHECK:     math.exp
+// CHECK:   math.log
+// CHECK:   memref.store %{{.*}}, %[[LSE]][%[[P]], %[[I]]]
+// CHECK: } {kiln_kernel.writes_apart}
+func.func @attention(%id: index, %count: index, %q: memref<2x3x5x8xf32>, %k: memref<2x1x7x8xf32>, %v: memref<2x1x7x8xf32>, %mask: memref<1x1x5x7xf32>, %out: memref<2x3x5x8xf32>, %lse: memref<2x3x5xf32>)
+    attributes {kiln_kernel.kernel = "attention"} {
+  kiln_kernel.attention %q, %k, %v mask %mask into %out, %lse {scale = 0.35 : f64, is_causal = true} : memref<2x3x5x8xf32>, memref<2x1x7x8xf32>, memref<2x1x7x8xf32>, memref<1x1x5x7xf32> into memref<2x3x5x8xf32>, memref<2x3x5xf32>
+  return
+}
