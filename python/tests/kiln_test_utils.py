@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
@@ -75,3 +77,54 @@ def assert_kiln_ran(since: int = 0, *, strict: bool = False) -> list[kiln.Compil
     assert any(r.status in ("compiled", "partitioned") and r.kernel_count > 0
                for r in records), records
     return records
+
+
+def assert_ran_on_vulkan(since: int = 0) -> list[kiln.CompileRecord]:
+    """Every graph since record `since` was compiled for the Vulkan target,
+    with kernels, and an executable ran on the Vulkan device (its outputs
+    were downloaded from it)."""
+    import kiln.compiler
+
+    records = kiln.compile_records()[since:]
+    assert records and all(r.target == "vulkan" and r.status == "compiled" for r in records), records
+    assert sum(r.kernel_count for r in records) > 0
+    executables = kiln.compiler.executables()
+    assert any(e.device.startswith("vulkan") and e.bytes_downloaded > 0 for e in executables), \
+        [e.device for e in executables]
+    return records
+
+
+SPIRV_TOOLS = ("mlir-translate-22", "spirv-val")
+
+
+def spirv_tools_missing() -> str | None:
+    """Why the dumped SPIR-V kernels cannot be validated here, or None."""
+    missing = [t for t in SPIRV_TOOLS if shutil.which(t) is None]
+    return f"needs {', '.join(missing)} (spirv-tools, mlir-22-tools)" if missing else None
+
+
+def validate_spirv_kernels(dump_dir: Path) -> int:
+    """Serializes every SPIR-V kernel of a Kiln dump (kernels/*.spirv.mlir)
+    and checks it with spirv-val for Vulkan 1.2; returns how many."""
+    modules = sorted(Path(dump_dir).rglob("*.spirv.mlir"))
+    assert modules, f"no SPIR-V kernels under {dump_dir}"
+    for module in modules:
+        binary = module.with_suffix(".spv")
+        subprocess.run([SPIRV_TOOLS[0], "--no-implicit-module", "--serialize-spirv",
+                        str(module), "-o", str(binary)], check=True)
+        result = subprocess.run([SPIRV_TOOLS[1], "--target-env", "vulkan1.2", str(binary)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, f"{module}: {result.stdout}{result.stderr}"
+    return len(modules)
+
+
+def resized_inputs(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> tuple[torch.Tensor, ...]:
+    """The zoo inputs with `batch` rows (repeated as needed) and, for token
+    inputs, the first `seq` positions."""
+    out = []
+    for t in inputs:
+        t = t.repeat(-(-batch // t.shape[0]), *[1] * (t.dim() - 1))[:batch]
+        if seq is not None and t.dim() == 2 and not t.is_floating_point():
+            t = t.repeat(1, -(-seq // t.shape[1]))[:, :seq]
+        out.append(t.contiguous())
+    return tuple(out)

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch._dynamo.utils import counters
 
 import kiln
+from kiln_test_utils import resized_inputs
 from kiln.testing.models import MLP, TransformerBlock
 
 pytestmark = pytest.mark.e2e
@@ -273,18 +274,6 @@ def test_negative_index_into_a_symbolic_dim_runs_in_eager_with_a_reason():
     assert "negative index" in record.fallbacks[0]["reason"]
 
 
-def _resized(inputs: tuple[torch.Tensor, ...], batch: int, seq: int | None) -> tuple[torch.Tensor, ...]:
-    """The zoo inputs with `batch` rows (repeated as needed) and, for token
-    inputs, the first `seq` positions."""
-    out = []
-    for t in inputs:
-        t = t.repeat(-(-batch // t.shape[0]), *[1] * (t.dim() - 1))[:batch]
-        if seq is not None and t.dim() == 2 and not t.is_floating_point():
-            t = t.repeat(1, -(-seq // t.shape[1]))[:, :seq]
-        out.append(t.contiguous())
-    return tuple(out)
-
-
 @pytest.mark.parametrize("name, sizes, fallback", [
     # A transformer and a convolution net gate; the rest of the zoo runs nightly.
     ("gpt2", [(2, 24), (3, 24), (2, 17), (4, 40), (5, 9), (1, 63)], "error"),
@@ -307,7 +296,7 @@ def test_zoo_models_under_dynamic_sizes(name, sizes, fallback):
 
     model, make_inputs = build(name)
     template = make_inputs("large")
-    calls = [_resized(template, b, s) for b, s in sizes]
+    calls = [resized_inputs(template, b, s) for b, s in sizes]
     records = _sweep(model, calls, fallback=fallback)
     assert _dynamic_records(records), records
 

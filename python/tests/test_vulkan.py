@@ -8,15 +8,12 @@ Vulkan device, and the bridge copied tensors to it.
 
 from __future__ import annotations
 
-import pathlib
-import shutil
-import subprocess
-
 import pytest
 import torch
 
 import kiln
 import kiln.compiler
+from kiln_test_utils import assert_ran_on_vulkan, spirv_tools_missing, validate_spirv_kernels
 
 pytestmark = [pytest.mark.e2e, pytest.mark.device("vulkan")]
 
@@ -24,15 +21,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.device("vulkan")]
 def _compile(fn, dynamic=False, **options):
     return torch.compile(fn, backend="kiln", dynamic=dynamic,
                          options={"target": "vulkan", "fallback": "error", **options})
-
-
-def _assert_ran_on_vulkan(records_before: int = 0) -> None:
-    records = kiln.compile_records()[records_before:]
-    assert records and all(r.target == "vulkan" and r.status == "compiled" for r in records), records
-    assert sum(r.kernel_count for r in records) > 0
-    executables = kiln.compiler.executables()
-    assert any(e.device.startswith("vulkan") and e.bytes_downloaded > 0 for e in executables), \
-        [e.device for e in executables]
 
 
 class Block(torch.nn.Module):
@@ -54,7 +42,7 @@ def test_block_static_sizes(rows):
     x = torch.randn(rows, 64)
     with torch.no_grad():
         torch.testing.assert_close(_compile(model)(x), model(x), rtol=1e-4, atol=1e-5)
-    _assert_ran_on_vulkan()
+    assert_ran_on_vulkan()
 
 
 def test_block_dynamic_sizes():
@@ -66,7 +54,7 @@ def test_block_dynamic_sizes():
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     records = kiln.compile_records()
     assert any(r.symbols for r in records), records
-    _assert_ran_on_vulkan()
+    assert_ran_on_vulkan()
 
 
 def test_parameters_are_uploaded_once():
@@ -110,7 +98,7 @@ def test_op_families(name):
     fn, make_inputs = OPS[name]
     inputs = make_inputs()
     torch.testing.assert_close(_compile(fn)(*inputs), fn(*inputs), rtol=1e-4, atol=1e-5)
-    _assert_ran_on_vulkan()
+    assert_ran_on_vulkan()
 
 
 def test_half_precision():
@@ -118,21 +106,12 @@ def test_half_precision():
     x = torch.randn(6, 64).half()
     with torch.no_grad():
         torch.testing.assert_close(_compile(model)(x), model(x), rtol=1e-2, atol=1e-2)
-    _assert_ran_on_vulkan()
+    assert_ran_on_vulkan()
 
 
-@pytest.mark.skipif(shutil.which("spirv-val") is None or shutil.which("mlir-translate-22") is None,
-                    reason="needs spirv-val (spirv-tools) and mlir-translate-22")
+@pytest.mark.skipif(spirv_tools_missing() is not None, reason=str(spirv_tools_missing()))
 def test_kernels_pass_spirv_val(tmp_path):
     model = Block()
     with torch.no_grad():
         _compile(model, dump_dir=str(tmp_path))(torch.randn(4, 64))
-    modules = sorted(pathlib.Path(tmp_path).rglob("*.spirv.mlir"))
-    assert modules, list(pathlib.Path(tmp_path).rglob("*"))
-    for module in modules:
-        binary = module.with_suffix(".spv")
-        subprocess.run(["mlir-translate-22", "--no-implicit-module", "--serialize-spirv",
-                        str(module), "-o", str(binary)], check=True)
-        result = subprocess.run(["spirv-val", "--target-env", "vulkan1.2", str(binary)],
-                                capture_output=True, text=True)
-        assert result.returncode == 0, f"{module.name}: {result.stdout}{result.stderr}"
+    assert validate_spirv_kernels(tmp_path) > 0

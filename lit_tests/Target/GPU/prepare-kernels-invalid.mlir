@@ -14,15 +14,6 @@ func.func @alloc_in_loop(%id: index, %count: index, %out: memref<4xf32>)
 
 // -----
 
-func.func @symbolic_inner(%id: index, %count: index, %out: memref<1xf32>, %n: index)
-    attributes {kiln_kernel.kernel = "symbolic_inner", kiln_kernel.num_symbols = 1 : i64} {
-  // expected-error @+1 {{may have a symbolic size in their first dimension only}}
-  %t = memref.alloc(%n) : memref<4x?xf32>
-  return
-}
-
-// -----
-
 func.func @unknown_size(%id: index, %count: index, %out: memref<1xf32>, %n: index)
     attributes {kiln_kernel.kernel = "unknown_size", kiln_kernel.num_symbols = 1 : i64} {
   %m = arith.maxsi %n, %id : index

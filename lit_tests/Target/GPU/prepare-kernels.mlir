@@ -25,6 +25,22 @@ func.func @temporary(%id: index, %count: index, %in: memref<1xf32>, %out: memref
 
 // -----
 
+// A symbolic inner size: the outer stride is the product of the inner sizes.
+// CHECK-LABEL: func.func @symbolic_inner
+// CHECK-SAME: %[[N:[^:]*]]: index)
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [4, %[[N]]], strides: [%[[N]], 1]
+#extent1 = affine_map<()[s0] -> (s0)>
+func.func @symbolic_inner(%id: index, %count: index, %out: memref<1xf32>, %n: index)
+    attributes {kiln_kernel.kernel = "symbolic_inner", kiln_kernel.num_symbols = 1 : i64,
+                kiln_kernel.workgroup_extent = #extent1} {
+  %t = memref.alloc(%n) : memref<4x?xf32>
+  %f = arith.constant 1.0 : f32
+  linalg.fill ins(%f : f32) outs(%t : memref<4x?xf32>)
+  return
+}
+
+// -----
+
 // Reductions go inside the parallel loops.
 // CHECK-LABEL: func.func @column_sum
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels)' | FileCheck %s
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,convert-math-to-spirv,canonicalize,cse),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,kiln-spirv-push-constants,spirv-update-vce))' \
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand,convert-math-to-spirv,canonicalize,cse),kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,kiln-spirv-push-constants,spirv-update-vce))' \
 // RUN:   | FileCheck %s --check-prefix=SPIRV
 
 // A mapped kernel (as kiln-gpu-map-workgroups leaves it) becomes the one
@@ -46,5 +46,34 @@ func.func @k(%id: index, %count: index, %in: memref<1xf32>, %out: memref<1xf32>,
     memref.store %y, %e[%i, %j0, %j1] : memref<?x2x2xf32>
   }
   gpu.barrier
+  return
+}
+
+// -----
+
+// Views with symbolic sizes: a size asked of a collapsed view is the product
+// of its source's sizes, and what the alias folding asks of a view
+// (extract_strided_metadata) is answered from where the kernel made it.
+// CHECK-LABEL: gpu.func @collapsed
+// CHECK-NOT: memref.collapse_shape
+// CHECK-NOT: memref.extract_strided_metadata
+// CHECK-NOT: memref.dim
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<?xf32>
+func.func @collapsed(%id: index, %count: index, %in: memref<1xf32>, %out: memref<1xf32>, %n: index)
+    attributes {kiln_kernel.kernel = "collapsed", kiln_kernel.num_symbols = 1 : i64,
+                kiln_kernel.workgroup_size = array<i64: 64, 1, 1>} {
+  %t = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %s = arith.muli %n, %c16 : index
+  %a = memref.reinterpret_cast %in to offset: [0], sizes: [%n, 2, %n, 8], strides: [%s, %n, 8, 1] : memref<1xf32> to memref<?x2x?x8xf32>
+  %c = memref.collapse_shape %a [[0, 1], [2], [3]] : memref<?x2x?x8xf32> into memref<?x?x8xf32>
+  %rows = memref.dim %c, %c0 : memref<?x?x8xf32>
+  %o = memref.reinterpret_cast %out to offset: [0], sizes: [%rows], strides: [1] : memref<1xf32> to memref<?xf32>
+  scf.for %i = %t to %rows step %c16 {
+    %x = memref.load %c[%i, %c1, %c1] : memref<?x?x8xf32>
+    memref.store %x, %o[%i] : memref<?xf32>
+  }
   return
 }

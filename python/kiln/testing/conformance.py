@@ -574,7 +574,7 @@ class _Case:
         except Exception as err:  # noqa: BLE001 - eager refuses the sample: not a Kiln case
             return {**result, "skip": f"eager raises {_exception_text(err)}"}
         try:
-            actual, after, records, breaks = self.compiled("kiln", {"fallback": "error"})
+            actual, after, records, breaks = self.compiled("kiln", kiln_options())
         except Exception as err:  # noqa: BLE001 - classified below
             inner = _unwrap(err)
             if isinstance(inner, UnsupportedOpError):
@@ -667,6 +667,17 @@ DYNAMIC_ENV = "KILN_CONFORMANCE_DYNAMIC"
 
 def dynamic_mode() -> bool:
     return os.environ.get(DYNAMIC_ENV) == "1"
+
+
+# Set by --target (and inherited by the workers): Kiln's target for every
+# sample; unset, the default target (the CPU this runs on).
+TARGET_ENV = "KILN_CONFORMANCE_TARGET"
+
+
+def kiln_options() -> dict[str, str]:
+    """The options every sample is compiled with."""
+    target = os.environ.get(TARGET_ENV)
+    return {"fallback": "error", **({"target": target} if target else {})}
 
 
 def iter_pair(name: str, dtype: str, max_samples: int, compare_mode: str | None = None,
@@ -1279,7 +1290,7 @@ def render_report(results: list[PairResult], skipped: dict[str, str], known: dic
         f"{samples} samples run, {skipped_samples} skipped",
         f"- Samples: the first {max_samples} OpInfo sample inputs per (OpInfo, dtype) "
         f"(`--max-samples`; {capped} pairs reached that cap and may have more); each is "
-        "compiled with `torch.compile(fn, backend=\"kiln\", options={\"fallback\": \"error\"}, "
+        f"compiled with `torch.compile(fn, backend=\"kiln\", options={json.dumps(kiln_options())}, "
         f"dynamic={dynamic_mode()})` and compared with eager",
         f"- Selection: {len(core_ops)} OpInfos reach Core ATen (their ATen operator has an "
         f"overload tagged `torch.Tag.core`); {len(skipped)} other OpInfos of op_db were not run "
@@ -1407,6 +1418,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="compile with dynamic=True (symbolic sizes): ops without symbolic "
                         "lowerings fall back, and mismatches and crashes are what to look "
                         "for; the known failures are for static shapes and are not compared")
+    parser.add_argument("--target",
+                        help="compile for this Kiln target (vulkan, cpu:x86-64-v3...); the known "
+                        "failures are for the default target and are not compared")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -1429,11 +1443,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--update-known-failures records sample inputs; drop --reference-inputs")
     if args.dynamic and (args.update_known_failures or args.check):
         parser.error("the known failures are for static shapes; --dynamic does not use them")
+    if args.target and (args.update_known_failures or args.check):
+        parser.error("the known failures are for the default target; --target does not use them")
     if args.dynamic:
         os.environ[DYNAMIC_ENV] = "1"  # the workers inherit it
+    if args.target:
+        os.environ[TARGET_ENV] = args.target
     jobs = [Job(op, dtype, max_samples, args.reference_inputs)
             for op in selected for dtype in op.dtypes]
-    print(f"kiln OpInfo conformance{' (dynamic=True)' if args.dynamic else ''}: "
+    print(f"kiln OpInfo conformance{' (dynamic=True)' if args.dynamic else ''}"
+          f"{f' on target {args.target}' if args.target else ''}: "
           f"{len(selected)} OpInfos ({sum(s.core for s in selected)} "
           f"Core ATen), {len(jobs)} (OpInfo, dtype) pairs, up to {max_samples} samples each, "
           f"{args.jobs} worker(s), on {cpu_name()}", flush=True)
@@ -1462,7 +1481,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
 
     known = load_known(args.known_failures)
-    problems = [] if args.dynamic else check_known(results, known)
+    problems = [] if args.dynamic or args.target else check_known(results, known)
     core = [r for r in results if r.core]
     print()
     for line in _totals_table(core):

@@ -6,6 +6,7 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -156,19 +157,28 @@ struct GpuPrepareKernelsPass
         return failure();
       Value argument = func.getArgument(position++);
       OpBuilder b(alloc);
-      // Row-major strides, which the temporary's (identity) layout needs
-      // static: every dim but the first must be.
-      SmallVector<OpFoldResult> strides(type.getRank());
-      int64_t stride = 1;
-      for (int64_t i = type.getRank() - 1; i >= 0; --i) {
-        strides[i] = b.getIndexAttr(stride);
-        if (i > 0 && ShapedType::isDynamic(type.getDimSize(i)))
-          return alloc.emitOpError("a GPU kernel's temporaries may have a symbolic size in "
-                                   "their first dimension only, not ")
-                 << type;
-        stride *= i > 0 ? type.getDimSize(i) : 1;
-      }
+      // Row-major strides: a product of the inner sizes, symbolic ones
+      // included (an identity layout with a dynamic inner dim has dynamic
+      // strides).
       SmallVector<OpFoldResult> shape = alloc.getMixedSizes();
+      SmallVector<OpFoldResult> strides(type.getRank());
+      OpFoldResult stride = b.getIndexAttr(1);
+      for (int64_t i = type.getRank() - 1; i >= 0; --i) {
+        strides[i] = stride;
+        if (i == 0)
+          break;
+        auto constantStride = getConstantIntValue(stride);
+        auto constantSize = getConstantIntValue(shape[i]);
+        if (constantStride && constantSize)
+          stride = b.getIndexAttr(*constantStride * *constantSize);
+        else if (constantStride == 1)
+          stride = shape[i];
+        else
+          stride = arith::MulIOp::create(b, alloc.getLoc(),
+                                         getValueOrCreateConstantIndexOp(b, alloc.getLoc(), stride),
+                                         getValueOrCreateConstantIndexOp(b, alloc.getLoc(), shape[i]))
+                       .getResult();
+      }
       Value view = memref::ReinterpretCastOp::create(b, alloc.getLoc(), type, argument,
                                                      b.getIndexAttr(0), shape, strides);
       for (Operation *user : llvm::to_vector(alloc->getUsers()))

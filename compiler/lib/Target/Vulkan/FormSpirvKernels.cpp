@@ -9,6 +9,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Iterators.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln::vulkan {
@@ -71,6 +75,9 @@ struct FormSpirvKernelsPass
   }
 
   spirv::TargetEnvAttr targetEnv;
+
+  /// The largest non-splat constant a kernel keeps as a local array.
+  static constexpr int64_t kMaxKernelConstantBytes = 16384;
 
   /// The flat buffer of each binding, and its element size in bytes: its
   /// offset in elements is its push-constant word (the binding's index)
@@ -158,7 +165,91 @@ struct FormSpirvKernelsPass
       oldEntry.getArgument(i).replaceAllUsesWith(replacements[i]);
     newEntry.getOperations().splice(newEntry.end(), oldEntry.getOperations());
     func.erase();
-    return flattenAccesses(kernel, bindings);
+    if (failed(flattenAccesses(kernel, bindings)))
+      return failure();
+    return inlineConstants(kernel, module);
+  }
+
+  /// Constant tensors that bufferization turned into memref.globals live
+  /// outside the gpu.module, where SPIR-V cannot reach them. A splat's loads
+  /// become its value; any other constant becomes a constant array in the
+  /// kernel (kiln-spirv-convert makes it a function-local variable, so it is
+  /// kept small: registers or scratch on a GPU).
+  LogicalResult inlineConstants(gpu::GPUFuncOp kernel, ModuleOp module) {
+    SmallVector<memref::GetGlobalOp> uses;
+    kernel.walk([&](memref::GetGlobalOp use) { uses.push_back(use); });
+    DenseMap<Attribute, Value> arrays;
+    for (memref::GetGlobalOp use : uses) {
+      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+          module, use.getNameAttr());
+      auto value = global ? dyn_cast_or_null<DenseElementsAttr>(global.getConstantInitValue())
+                          : DenseElementsAttr();
+      if (!value)
+        return use.emitOpError("reads a global that is not a dense constant, which a GPU "
+                               "kernel cannot reach");
+      int64_t bytes = value.getNumElements() *
+                      llvm::divideCeil(value.getElementType().getIntOrFloatBitWidth(), 8);
+      if (!value.isSplat() && bytes > kMaxKernelConstantBytes)
+        return use.emitOpError("reads a constant of ")
+               << bytes << " bytes; constants in GPU kernels are limited to "
+               << kMaxKernelConstantBytes << " bytes";
+      for (Operation *user : llvm::to_vector(use->getUsers())) {
+        auto load = dyn_cast<memref::LoadOp>(user);
+        if (!load)
+          return user->emitOpError("uses the constant ")
+                 << use.getNameAttr() << " other than by loading from it";
+        OpBuilder b(load);
+        Value element;
+        if (value.isSplat()) {
+          element = arith::ConstantOp::create(b, load.getLoc(),
+                                              cast<TypedAttr>(value.getSplatValue<Attribute>()));
+        } else {
+          Value &array = arrays[value];
+          if (!array) {
+            OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
+            array = arith::ConstantOp::create(entry, use.getLoc(), value);
+          }
+          element = tensor::ExtractOp::create(b, load.getLoc(), array, load.getIndices());
+        }
+        load.replaceAllUsesWith(element);
+        load.erase();
+      }
+      use.erase();
+    }
+    return success();
+  }
+
+  /// Size `index` of `memref`, from the view operations that made it.
+  static FailureOr<OpFoldResult> sizeOf(OpBuilder &b, Location loc, Value memref, int64_t index) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.isDynamicDim(index))
+      return OpFoldResult(b.getIndexAttr(type.getDimSize(index)));
+    Operation *op = memref.getDefiningOp();
+    if (auto view = dyn_cast_or_null<memref::ReinterpretCastOp>(op))
+      return view.getMixedSizes()[index];
+    if (auto cast = dyn_cast_or_null<memref::CastOp>(op))
+      return sizeOf(b, loc, cast.getSource(), index);
+    if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(op))
+      return expand.getMixedOutputShape()[index];
+    if (auto subview = dyn_cast_or_null<memref::SubViewOp>(op)) {
+      llvm::SmallBitVector dropped = subview.getDroppedDims();
+      for (auto [dim, size] : llvm::enumerate(subview.getMixedSizes()))
+        if (!dropped.test(dim) && index-- == 0)
+          return size;
+      return failure();
+    }
+    if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(op)) {
+      Value product = arith::ConstantIndexOp::create(b, loc, 1);
+      for (int64_t dim : collapse.getReassociationIndices()[index]) {
+        FailureOr<OpFoldResult> size = sizeOf(b, loc, collapse.getSrc(), dim);
+        if (failed(size))
+          return failure();
+        product = arith::MulIOp::create(b, loc, product,
+                                        getValueOrCreateConstantIndexOp(b, loc, *size));
+      }
+      return OpFoldResult(product);
+    }
+    return failure();
   }
 
   /// Rewrites every load and store onto the flat buffers.
@@ -189,20 +280,36 @@ struct FormSpirvKernelsPass
     }
     SmallVector<Operation *> accesses;
     kernel.walk([&](Operation *op) {
-      if (isa<memref::LoadOp, memref::StoreOp, memref::DimOp>(op))
+      if (isa<memref::LoadOp, memref::StoreOp, memref::DimOp, memref::ExtractStridedMetadataOp>(op))
         accesses.push_back(op);
     });
     for (Operation *op : accesses) {
       OpBuilder b(op);
       Location loc = op->getLoc();
       if (auto dim = dyn_cast<memref::DimOp>(op)) {
-        auto view = dim.getSource().getDefiningOp<memref::ReinterpretCastOp>();
         auto index = getConstantIntValue(dim.getIndex());
-        if (!view || !index)
+        FailureOr<OpFoldResult> size =
+            index ? sizeOf(b, loc, dim.getSource(), *index) : FailureOr<OpFoldResult>(failure());
+        if (failed(size))
           return dim.emitOpError("asks a size the GPU kernel does not know");
-        dim.replaceAllUsesWith(
-            getValueOrCreateConstantIndexOp(b, loc, view.getMixedSizes()[*index]));
+        dim.replaceAllUsesWith(getValueOrCreateConstantIndexOp(b, loc, *size));
         dim.erase();
+        continue;
+      }
+      if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(op)) {
+        // What the alias folding asks of a view: its sizes, strides and
+        // offset, all known where the kernel made it.
+        auto view = metadata.getSource().getDefiningOp<memref::ReinterpretCastOp>();
+        if (!view || !metadata.getBaseBuffer().use_empty())
+          return metadata.emitOpError("asks the layout of a view the GPU kernel does not know");
+        auto replace = [&](ValueRange results, ArrayRef<OpFoldResult> values) {
+          for (auto [result, value] : llvm::zip(results, values))
+            result.replaceAllUsesWith(getValueOrCreateConstantIndexOp(b, loc, value));
+        };
+        replace(metadata.getSizes(), view.getMixedSizes());
+        replace(metadata.getStrides(), view.getMixedStrides());
+        replace(metadata.getOffset(), view.getMixedOffsets());
+        metadata.erase();
         continue;
       }
       auto load = dyn_cast<memref::LoadOp>(op);
@@ -236,12 +343,17 @@ struct FormSpirvKernelsPass
         memref::StoreOp::create(b, loc, store.getValueToStore(), root, ValueRange{linear});
       op->erase();
     }
-    // The views are dead now.
-    SmallVector<memref::ReinterpretCastOp> views;
-    kernel.walk([&](memref::ReinterpretCastOp view) { views.push_back(view); });
-    for (memref::ReinterpretCastOp view : llvm::reverse(views))
-      if (view->use_empty())
-        view.erase();
+    // The views are dead now, and what computed their shapes.
+    bool erased = true;
+    while (erased) {
+      erased = false;
+      kernel.walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *op) {
+        if (isOpTriviallyDead(op)) {
+          op->erase();
+          erased = true;
+        }
+      });
+    }
     WalkResult left = kernel.walk([](Operation *op) {
       for (Value operand : op->getOperands())
         if (operand.getDefiningOp<memref::ReinterpretCastOp>()) {

@@ -51,7 +51,7 @@ public:
                 "kiln-gpu-map-workgroups),kiln-approximate-math,canonicalize,cse"},
         {"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand{include-bf16=true},"
                       "convert-math-to-spirv,canonicalize,cse),"
-                      "convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,"
+                      "kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,"
                       "kiln-spirv-push-constants,spirv-update-vce)"},
     };
   }

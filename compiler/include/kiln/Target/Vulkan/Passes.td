@@ -22,7 +22,20 @@ def FormSpirvKernelsPass : Pass<"kiln-spirv-form-kernels", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::spirv::SPIRVDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
-                           "mlir::affine::AffineDialect"];
+                           "mlir::affine::AffineDialect", "mlir::tensor::TensorDialect"];
+}
+
+def ConvertToSpirvPass : Pass<"kiln-spirv-convert", "mlir::ModuleOp"> {
+  let summary = "Convert the kernels' gpu.modules to spirv.modules";
+  let description = [{
+    What upstream's convert-gpu-to-spirv does for Vulkan (memory spaces to
+    storage classes, then the gpu, scf, arith, memref and func patterns),
+    plus the tensor patterns: a `tensor.extract` from a constant array
+    (kiln-spirv-form-kernels makes one of each small constant a kernel
+    reads) becomes a load from a function-local variable initialized with
+    it. Each gpu.module keeps its place and gains a converted copy.
+  }];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
 }
 
 def SpirvPushConstantsPass : Pass<"kiln-spirv-push-constants", "mlir::spirv::ModuleOp"> {
