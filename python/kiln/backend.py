@@ -31,6 +31,7 @@ from kiln.compiler import (
     executables,
     failing_nodes,
     load_extension,
+    target_unsupported_reason,
 )
 from kiln.errors import KilnError, SerializeError, UnsupportedOpError
 from kiln.fx_serialize import (
@@ -310,6 +311,13 @@ class _GraphCompile:
             compiled = self.service.compile_graph(gm, record.name, record, self.dump)
         except self.service.compile_errors as err:
             if self.service.opts.fallback == "error":
+                refused = target_unsupported_reason(err)
+                failing = failing_nodes(err, gm)
+                if refused and failing:
+                    # Ops the target cannot run are unsupported ops, not a failed compile.
+                    raise UnsupportedOpError([
+                        Unsupported(node, op_name(node), f"target {record.target!r}: {refused}",
+                                    source_loc(node)) for node in failing]) from err
                 raise
             failing = failing_nodes(err, gm)
             _warn_compile_error(record, f"{record.name} ({record.kind})", err, failing)

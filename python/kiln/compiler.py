@@ -16,6 +16,7 @@ caught here: any other exception is a bug and propagates.
 from __future__ import annotations
 
 import itertools
+import re
 import time
 import weakref
 from collections import Counter
@@ -81,6 +82,21 @@ def failing_nodes(err: Exception, gm: torch.fx.GraphModule) -> list[torch.fx.Nod
     names = getattr(err, "nodes", None) or []
     nodes = [by_name[name] for name in names if name in by_name]
     return nodes if len(nodes) == len(names) else []
+
+
+# The words of the compiler's diagnostics for ops the target cannot run
+# (float64 exp on Vulkan, say): a missing capability, not a compiler bug.
+TARGET_UNSUPPORTED = "is not supported by the target"
+
+
+def target_unsupported_reason(err: Exception) -> str | None:
+    """The diagnostic, when a compile error is only the target refusing ops."""
+    text = str(err.__cause__ or err)
+    located = [line.strip() for line in text.splitlines() if line.startswith("loc(")]
+    if located and all(TARGET_UNSUPPORTED in line for line in located):
+        # Without the location (the record has the source line).
+        return re.sub(r"^loc\((?:[^()]|\([^()]*\))*\): ", "", located[0])
+    return None
 
 
 def compile_failure_reason(err: Exception, node_names: Sequence[str]) -> str:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import kiln
 import kiln.compiler
-from kiln_test_utils import assert_ran_on_vulkan, spirv_tools_missing, validate_spirv_kernels
+from kiln_test_utils import (assert_ran_on_vulkan, spirv_tools_missing, unwrap_backend_error,
+                             validate_spirv_kernels)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.device("vulkan")]
 
@@ -90,6 +92,28 @@ OPS = {
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),
     "index_add": (lambda x, idx, src: x.index_add(0, idx, src),
                   lambda: (torch.zeros(5, 3), torch.tensor([0, 2, 2, 4]), torch.randn(4, 3))),
+    # Without libm: log1p-based inverse hyperbolics, polynomial inverse trig,
+    # powf by exponent splitting (signs, zeros and infinities as in C).
+    "inverse_trig": (lambda x: torch.asin(x) + torch.acos(x) * torch.atanh(x) - torch.atan2(x, x + 2),
+                     lambda: (torch.rand(64) * 1.8 - 0.9,)),
+    "inverse_hyperbolic": (lambda x: torch.asinh(x * 30) + torch.acosh(x.abs() * 9 + 1),
+                           lambda: (torch.randn(64),)),
+    "pow": (torch.pow, lambda: (torch.tensor([-2.0, -0.5, 0.0, -0.0, 3.0, 7.5, 1e-40, float("inf")]),
+                                torch.tensor([3.0, -3.0, -1.0, 3.0, 0.5, 6.25, 0.5, -2.0]))),
+    # Vulkan leaves x / 0 undefined; PyTorch gives infinities and NaN.
+    "divide_by_zero": (lambda x: torch.cat([x / 0.0, x / -0.0, x[:0].mean().reshape(1), x.trunc()]),
+                       lambda: (torch.tensor([0.0, 1.5, -2.5, float("nan")]),)),
+    # Fused attention: a float mask, causal with grouped-query heads.
+    "attention_masked": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                         lambda: (torch.randn(2, 3, 9, 8), torch.randn(2, 3, 11, 8),
+                                  torch.randn(2, 3, 11, 8), torch.randn(2, 1, 9, 11))),
+    "attention_causal_gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                            enable_gqa=True),
+                             lambda: (torch.randn(1, 4, 7, 16), torch.randn(1, 2, 7, 16),
+                                      torch.randn(1, 2, 7, 16))),
+    # Convolution: strided, padded, grouped, with the epilogue fused.
+    "conv_grouped_strided": (lambda x, w, b: F.relu(F.conv2d(x, w, b, stride=2, padding=1, groups=2)),
+                             lambda: (torch.randn(2, 4, 9, 7), torch.randn(6, 2, 3, 3), torch.randn(6))),
 }
 
 
@@ -97,7 +121,8 @@ OPS = {
 def test_op_families(name):
     fn, make_inputs = OPS[name]
     inputs = make_inputs()
-    torch.testing.assert_close(_compile(fn)(*inputs), fn(*inputs), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(_compile(fn)(*inputs), fn(*inputs), rtol=1e-4, atol=1e-5,
+                               equal_nan=True)
     assert_ran_on_vulkan()
 
 
@@ -115,3 +140,23 @@ def test_kernels_pass_spirv_val(tmp_path):
     with torch.no_grad():
         _compile(model, dump_dir=str(tmp_path))(torch.randn(4, 64))
     assert validate_spirv_kernels(tmp_path) > 0
+
+
+def test_float64_math_the_device_lacks_is_an_unsupported_op():
+    """GLSL has no float64 exp: fallback="error" names the op and the line;
+    by default it runs in eager with that reason."""
+    def fn(x):
+        return torch.softmax(x, 0, dtype=torch.float64)  # float64 exp
+
+    x = torch.randn(6)
+    with pytest.raises(Exception) as caught:
+        _compile(fn)(x)
+    err = unwrap_backend_error(caught.value)
+    assert isinstance(err, kiln.UnsupportedOpError), err
+    assert err.op == "aten._softmax.default" and "float64" in err.reason
+    assert err.file == __file__
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="kiln", options={"target": "vulkan"})
+    torch.testing.assert_close(compiled(x), fn(x))
+    (record,) = kiln.compile_records()[-1:]
+    assert [f["op"] for f in record.fallbacks] == ["aten._softmax.default"], record.fallbacks

@@ -105,6 +105,9 @@ public:
   }
   FailureOr<Scalar> number(const json::Value *v, StringRef what) {
     if (v) {
+      // -0.0 is integral, but its sign matters (x / -0.0).
+      if (auto d = v->getAsNumber(); d && *d == 0 && std::signbit(*d))
+        return Scalar(*d);
       if (auto i = v->getAsInteger())
         return Scalar(*i);
       if (auto d = v->getAsNumber())

@@ -1,5 +1,5 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels)' | FileCheck %s
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand,convert-math-to-spirv,canonicalize,cse),kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,kiln-spirv-push-constants,spirv-update-vce))' \
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand,canonicalize,cse),kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,kiln-spirv-push-constants,spirv-update-vce))' \
 // RUN:   | FileCheck %s --check-prefix=SPIRV
 
 // A mapped kernel (as kiln-gpu-map-workgroups leaves it) becomes the one

@@ -5,14 +5,18 @@
 #include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
 #include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
 #include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
+#include "mlir/Conversion/MathToSPIRV/MathToSPIRV.h"
 #include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
 #include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
 #include "mlir/Conversion/TensorToSPIRV/TensorToSPIRV.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln::vulkan {
 #define GEN_PASS_DEF_CONVERTTOSPIRVPASS
@@ -27,18 +31,115 @@ namespace {
 /// kiln-spirv-form-kernels refuses larger ones with a message first.
 constexpr int64_t kLocalArrayBytes = 16384;
 
+/// trunc(x), which SPIR-V's GLSL set lacks: ceil below zero, floor above
+/// (both keep -0.0 and NaN).
+struct ExpandTrunc : OpRewritePattern<math::TruncOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::TruncOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getOperand();
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(x.getType()));
+    Value negative = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT, x, zero);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, negative, math::CeilOp::create(rewriter, loc, x),
+                                                 math::FloorOp::create(rewriter, loc, x));
+    return success();
+  }
+};
+
+/// x / c for a constant zero c as IEEE division gives it (an infinity of
+/// the product's sign, NaN for 0/0 and NaN/0): Vulkan leaves division by
+/// zero undefined, and drivers fold a constant one into garbage (lavapipe
+/// does). A zero that is only known at run time divides as IEEE does on the
+/// devices Kiln runs on.
+struct DivideByConstantZero : OpRewritePattern<arith::DivFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::DivFOp op, PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<FloatType>(op.getType());
+    FloatAttr divisor;
+    if (!type || !matchPattern(op.getRhs(), m_Constant(&divisor)) || !divisor.getValue().isZero())
+      return failure();
+    Location loc = op.getLoc();
+    Value x = op.getLhs();
+    auto constant = [&](APFloat value) -> Value {
+      return arith::ConstantOp::create(rewriter, loc, FloatAttr::get(type, value));
+    };
+    const llvm::fltSemantics &semantics = type.getFloatSemantics();
+    // copysign(inf, x), negated by a -0 divisor.
+    Value infinity = math::CopySignOp::create(rewriter, loc, constant(APFloat::getInf(semantics)), x);
+    if (divisor.getValue().isNegative())
+      infinity = arith::NegFOp::create(rewriter, loc, infinity);
+    Value zeroOrNaN = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::UEQ, x,
+                                            constant(APFloat::getZero(semantics)));
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, zeroOrNaN,
+                                                 constant(APFloat::getNaN(semantics)), infinity);
+    return success();
+  }
+};
+
+/// asinh(x) as asinh(|x|) with x's sign: GLSL's Asinh is
+/// log(x + sqrt(x^2 + 1)) in drivers, which cancels for negative x.
+struct SymmetricAsinh : OpRewritePattern<math::AsinhOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::AsinhOp op, PatternRewriter &rewriter) const override {
+    if (op.getOperand().getDefiningOp<math::AbsFOp>())
+      return failure(); // already symmetric
+    Location loc = op.getLoc();
+    Value magnitude = math::AsinhOp::create(rewriter, loc,
+                                            math::AbsFOp::create(rewriter, loc, op.getOperand()));
+    rewriter.replaceOpWithNewOp<math::CopySignOp>(op, magnitude, op.getOperand());
+    return success();
+  }
+};
+
+/// The math ops SPIR-V's GLSL.std.450 set has for 64-bit floats; the
+/// transcendental ones (exp, log, sin, pow, tanh...) take 16- and 32-bit
+/// floats only.
+bool hasFloat64Instruction(Operation *op) {
+  return isa<math::AbsFOp, math::CeilOp, math::FloorOp, math::FmaOp, math::SqrtOp, math::RsqrtOp,
+             math::RoundOp, math::RoundEvenOp, math::CopySignOp, math::IsNaNOp, math::IsInfOp,
+             math::IsFiniteOp>(op);
+}
+
 struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertToSpirvPass> {
   void runOnOperation() override {
     SmallVector<gpu::GPUModuleOp> originals(getOperation().getOps<gpu::GPUModuleOp>());
     for (gpu::GPUModuleOp original : originals) {
       // convert-gpu-to-spirv's contract: the launch side keeps the gpu.module
       // and the spirv.module is made from a copy placed before it.
+      if (failed(checkFloat64Math(original)) || failed(expandMissingInstructions(original)))
+        return signalPassFailure();
       OpBuilder b(original);
       Operation *copy = b.clone(*original);
       mapMemorySpaces(copy);
       if (failed(convert(copy)))
         return signalPassFailure();
     }
+  }
+
+  /// Float64 math the target has no instruction for is refused at the op,
+  /// with the words the Python side reads as "not supported by the target"
+  /// (so fallback="error" names the op, and the default runs it in eager).
+  static LogicalResult checkFloat64Math(gpu::GPUModuleOp module) {
+    WalkResult walk = module.walk([](Operation *op) {
+      if (op->getDialect()->getNamespace() != math::MathDialect::getDialectNamespace() ||
+          hasFloat64Instruction(op))
+        return WalkResult::advance();
+      auto isFloat64 = [](Type type) { return getElementTypeOrSelf(type).isF64(); };
+      if (llvm::any_of(op->getOperandTypes(), isFloat64) ||
+          llvm::any_of(op->getResultTypes(), isFloat64)) {
+        op->emitOpError("on float64 is not supported by the target: Vulkan's GLSL.std.450 "
+                        "math takes 16- and 32-bit floats");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  static LogicalResult expandMissingInstructions(gpu::GPUModuleOp module) {
+    RewritePatternSet patterns(module.getContext());
+    patterns.add<ExpandTrunc, SymmetricAsinh, DivideByConstantZero>(module.getContext());
+    return applyPatternsGreedily(module, std::move(patterns));
   }
 
   void mapMemorySpaces(Operation *gpuModule) {
@@ -57,6 +158,7 @@ struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertTo
     populateSCFToSPIRVPatterns(typeConverter, scfContext, patterns);
     arith::populateArithToSPIRVPatterns(typeConverter, patterns);
     populateMemRefToSPIRVPatterns(typeConverter, patterns);
+    populateMathToSPIRVPatterns(typeConverter, patterns);
     populateFuncToSPIRVPatterns(typeConverter, patterns);
     populateTensorToSPIRVPatterns(typeConverter, kLocalArrayBytes, patterns);
     return applyFullConversion(gpuModule, *target, std::move(patterns));

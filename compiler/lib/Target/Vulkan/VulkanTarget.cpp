@@ -48,9 +48,9 @@ public:
         // within a few ulp): SPIR-V's GLSL set has no erf, and its precision
         // for the rest is the device's.
         {"gpu", "func.func(kiln-gpu-lower-kernel-ops,kiln-gpu-prepare-kernels,convert-linalg-to-parallel-loops,"
-                "kiln-gpu-map-workgroups),kiln-approximate-math,canonicalize,cse"},
+                "kiln-gpu-map-workgroups),kiln-approximate-math{libm-calls=false},canonicalize,cse"},
         {"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand{include-bf16=true},"
-                      "convert-math-to-spirv,canonicalize,cse),"
+                      "canonicalize,cse),"
                       "kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,"
                       "kiln-spirv-push-constants,spirv-update-vce)"},
     };

@@ -14,6 +14,12 @@ def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   }];
   let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
                            "mlir::vector::VectorDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"libmCalls", "libm-calls", "bool", /*default=*/"true",
+           "Call the C library for the functions above (false where kernels cannot call "
+           "it, on GPUs: atan2 takes the polynomial, asinh, acosh and atanh go through "
+           "log1p, asin and acos stay math ops for the target's own instructions)">,
+  ];
 }
 
 def EmitKernelABIPass : Pass<"kiln-emit-kernel-abi", "mlir::ModuleOp"> {

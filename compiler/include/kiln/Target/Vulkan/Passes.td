@@ -30,12 +30,21 @@ def ConvertToSpirvPass : Pass<"kiln-spirv-convert", "mlir::ModuleOp"> {
   let description = [{
     What upstream's convert-gpu-to-spirv does for Vulkan (memory spaces to
     storage classes, then the gpu, scf, arith, memref and func patterns),
-    plus the tensor patterns: a `tensor.extract` from a constant array
-    (kiln-spirv-form-kernels makes one of each small constant a kernel
-    reads) becomes a load from a function-local variable initialized with
-    it. Each gpu.module keeps its place and gains a converted copy.
+    plus the math patterns and the tensor patterns: a `tensor.extract` from
+    a constant array (kiln-spirv-form-kernels makes one of each small
+    constant a kernel reads) becomes a load from a function-local variable
+    initialized with it. Each gpu.module keeps its place and gains a
+    converted copy.
+
+    First, float64 math that GLSL.std.450 has no instruction for (exp, log,
+    tanh...: its transcendental functions take 16- and 32-bit floats) is
+    refused at the op, "not supported by the target", and math.trunc, which
+    it lacks, becomes ceil or floor by sign; asinh is computed on |x| (drivers
+    take log(x + sqrt(x^2 + 1)), which cancels for negative x), and a division
+    by a constant zero gives its IEEE infinity or NaN (Vulkan leaves it
+    undefined, and lavapipe folds it into garbage).
   }];
-  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect", "mlir::math::MathDialect"];
 }
 
 def SpirvPushConstantsPass : Pass<"kiln-spirv-push-constants", "mlir::spirv::ModuleOp"> {

@@ -1,0 +1,27 @@
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-spirv-convert)' | FileCheck %s
+
+// What SPIR-V lacks or drivers get wrong: trunc by sign, a division by a
+// constant zero as IEEE infinities and NaN, asinh on |x|.
+// CHECK: spirv.module
+// CHECK-LABEL: spirv.func @k
+// CHECK-NOT: spirv.FDiv
+// CHECK: spirv.GL.Floor
+// CHECK: spirv.GL.Ceil
+// CHECK: spirv.Select
+// CHECK: spirv.GL.FAbs
+// CHECK: spirv.GL.Asinh
+module attributes {gpu.container_module} {
+  gpu.module @k attributes {spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Float64], []>, #spirv.resource_limits<>>} {
+    gpu.func @k(%out: memref<?xf32>, %pc: memref<1xi32, #spirv.storage_class<PushConstant>>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [1, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %out[%c0] : memref<?xf32>
+      %zero = arith.constant 0.0 : f32
+      %t = math.trunc %x : f32
+      %q = arith.divf %t, %zero : f32
+      %s = math.asinh %q : f32
+      memref.store %s, %out[%c0] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
