@@ -76,6 +76,10 @@ struct FormSpirvKernelsPass
 
   spirv::TargetEnvAttr targetEnv;
 
+  /// Vulkan's guaranteed maxPushConstantsSize (128 bytes), in words: every
+  /// device takes a kernel within it.
+  static constexpr unsigned kMaxPushConstantWords = 32;
+
   /// The largest non-splat constant a kernel keeps as a local array.
   static constexpr int64_t kMaxKernelConstantBytes = 16384;
 
@@ -93,6 +97,12 @@ struct FormSpirvKernelsPass
     auto numSymbolsAttr = func->getAttrOfType<IntegerAttr>(kiln::kernel::kNumSymbolsAttr);
     unsigned numSymbols = numSymbolsAttr ? numSymbolsAttr.getInt() : 0;
     unsigned numBindings = func.getNumArguments() - 2 - numSymbols;
+    if (numBindings + numSymbols > kMaxPushConstantWords)
+      return func.emitOpError("needs ")
+             << numBindings + numSymbols << " push-constant words (" << numBindings
+             << " bindings and " << numSymbols
+             << " size symbols), which is not supported by the target: Vulkan guarantees "
+             << kMaxPushConstantWords * 4 << " bytes";
     for (unsigned i : {0u, 1u})
       if (!func.getArgument(i).use_empty())
         return func.emitOpError("still uses its workgroup id or count arguments: map it to "
