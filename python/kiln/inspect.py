@@ -250,6 +250,9 @@ def format_graph(g: GraphDump) -> str:
         for i, loc in enumerate(k.get("locations") or []):
             text = code.get(loc, "")
             out.append(f"    {'from' if i == 0 else '    '}   {loc}" + (f"   {text}" if text else ""))
+        gpu = _gpu_kernel(g, k)
+        if gpu:
+            out.append(f"    gpu    {gpu}")
 
     fallbacks = s.get("fallbacks") or []
     out.append("")
@@ -286,6 +289,35 @@ def format_graph(g: GraphDump) -> str:
     width = max((len(str(p.relative_to(g.path))) for p in files), default=0)
     out.extend(f"  {str(p.relative_to(g.path)).ljust(width)}  {format_size(p.stat().st_size):>10}" for p in files)
     return "\n".join(out)
+
+
+def _gpu_kernel(g: GraphDump, kernel: dict[str, Any]) -> str | None:
+    """A GPU kernel's threads per workgroup, workgroup (shared) memory and
+    SPIR-V file, read from its dumped kernels/<name>.spirv.mlir."""
+    folder = g.path if kernel.get("partition") is None else g.path / f"partition_{kernel['partition']}"
+    path = folder / "kernels" / f"{kernel.get('name')}.spirv.mlir"
+    if not path.is_file():
+        return None
+    text = path.read_text()
+    size = re.search(r'"LocalSize", (\d+), (\d+), (\d+)', text)
+    threads = "x".join(size.groups()) if size else "?"
+    shared = sum(_array_bytes(m.group(1)) for m in re.finditer(r"!spirv\.ptr<(.*), Workgroup>", text))
+    lines = text.count("\n")
+    return (f"{threads} threads per workgroup, {format_size(shared)} workgroup memory, "
+            f"SPIR-V {path.relative_to(g.path)} ({lines} lines; spirv-dis after "
+            "mlir-translate-22 --serialize-spirv)")
+
+
+_SCALAR_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i1": 1}
+
+
+def _array_bytes(spirv_type: str) -> int:
+    """Bytes of a SPIR-V type like !spirv.array<256 x f32>, nested arrays included."""
+    count = 1
+    for n in re.findall(r"array<(\d+) x", spirv_type):
+        count *= int(n)
+    scalar = re.search(r"\b(f16|bf16|f32|f64|i8|i16|i32|i64|i1)\b", spirv_type)
+    return count * _SCALAR_BYTES[scalar.group(1)] if scalar else 0
 
 
 def _kernel_label(kernel: dict[str, Any]) -> str:

@@ -142,6 +142,17 @@ def test_kernels_pass_spirv_val(tmp_path):
     assert validate_spirv_kernels(tmp_path) > 0
 
 
+def test_inspect_shows_gpu_kernels(tmp_path):
+    from kiln.inspect import format_graph, load_dump
+
+    with torch.no_grad():
+        _compile(Block(), dump_dir=str(tmp_path))(torch.randn(4, 64))
+    (graph,) = load_dump(tmp_path)
+    text = format_graph(graph)
+    assert "target vulkan" in text
+    assert "gpu    128x1x1 threads per workgroup, 0 B workgroup memory, SPIR-V kernels/" in text, text
+
+
 def test_float64_math_the_device_lacks_is_an_unsupported_op():
     """GLSL has no float64 exp: fallback="error" names the op and the line;
     by default it runs in eager with that reason."""
