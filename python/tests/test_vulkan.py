@@ -87,6 +87,11 @@ OPS = {
     "sum_mean_max": (lambda x: x.sum(0) + x.mean(1, keepdim=True) + x.amax(-1, keepdim=True),
                      lambda: (torch.randn(12, 12),)),
     "full_reduction": (lambda x: (x * x).sum(), lambda: (torch.randn(1000),)),
+    # Reductions into one element spread over a workgroup's threads (partials
+    # in workgroup memory); fewer elements than threads leave some idle.
+    "reductions_to_one": (lambda x, y, i: torch.stack([
+        x.prod(), x.amin(), y.amax(), y.sum(), i.sum().float(), i.amax().float()]),
+        lambda: (torch.rand(50) * 0.2 + 0.9, torch.randn(3000), torch.randint(-50, 50, (999,)))),
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
     "int64_math": (lambda x: (x * 3 + 7) // 2 % 5, lambda: (torch.randint(-100, 100, (33,)),)),
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),

@@ -57,3 +57,57 @@ func.func @scatter(%id: index, %count: index, %index: memref<16xi64>, %src: memr
   }
   return
 }
+
+// -----
+
+// A reduction into one element spreads over the threads: each folds every
+// 128th element into a partial from the identity (-0.0 for a reassociable
+// sum), the partials meet in workgroup memory, thread 0 folds them into the
+// accumulator.
+// CHECK-LABEL: func.func @full_sum
+// CHECK-DAG: %[[T:.*]] = gpu.thread_id x
+// CHECK-DAG: %[[IDENTITY:.*]] = arith.constant -0.000000e+00 : f32
+// CHECK: %[[PARTIAL:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[P:.*]] = %[[IDENTITY]]) -> (f32)
+// CHECK:   arith.addf %[[P]], %{{.*}} fastmath<reassoc>
+// CHECK: %[[SHARED:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %[[PARTIAL]], %[[SHARED]][%[[T]]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK:   scf.for {{.*}} iter_args
+// CHECK:     memref.load %[[SHARED]]
+// CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+// CHECK: gpu.barrier
+func.func @full_sum(%id: index, %count: index, %in: memref<1000xf32>, %out: memref<f32>)
+    attributes {kiln_kernel.kernel = "full_sum", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1000 = arith.constant 1000 : index
+  scf.for %i = %c0 to %c1000 step %c1 {
+    %x = memref.load %in[%i] : memref<1000xf32>
+    %acc = memref.load %out[] : memref<f32>
+    %s = arith.addf %acc, %x fastmath<reassoc> : f32
+    memref.store %s, %out[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// Without reassoc a float sum keeps its order: thread 0 alone.
+// CHECK-LABEL: func.func @ordered_sum
+// CHECK-NOT: address_space<workgroup>
+// CHECK: scf.if
+// CHECK:   scf.for
+func.func @ordered_sum(%id: index, %count: index, %in: memref<1000xf32>, %out: memref<f32>)
+    attributes {kiln_kernel.kernel = "ordered_sum", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1000 = arith.constant 1000 : index
+  scf.for %i = %c0 to %c1000 step %c1 {
+    %x = memref.load %in[%i] : memref<1000xf32>
+    %acc = memref.load %out[] : memref<f32>
+    %s = arith.addf %acc, %x : f32
+    memref.store %s, %out[] : memref<f32>
+  }
+  return
+}

@@ -25,3 +25,30 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A loop with results that may run no iteration: its results are its
+// initial values then (the SPIR-V conversion leaves them undefined).
+// CHECK-LABEL: spirv.func @empty_loop
+// CHECK: spirv.mlir.loop
+// CHECK: spirv.SLessThan
+// CHECK: spirv.Select
+module attributes {gpu.container_module} {
+  gpu.module @empty_loop attributes {spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader], []>, #spirv.resource_limits<>>} {
+    gpu.func @empty_loop(%out: memref<?xf32>, %pc: memref<1xi32, #spirv.storage_class<PushConstant>>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [1, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %one = arith.constant 1.0 : f32
+      %t = gpu.thread_id x
+      %r = scf.for %i = %t to %c1 step %c1 iter_args(%p = %one) -> (f32) {
+        %x = memref.load %out[%i] : memref<?xf32>
+        %m = arith.mulf %p, %x : f32
+        scf.yield %m : f32
+      }
+      memref.store %r, %out[%c0] : memref<?xf32>
+      gpu.return
+    }
+  }
+}

@@ -6,6 +6,8 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln::gpu {
@@ -91,6 +93,121 @@ void sequentialize(scf::ParallelOp loop) {
   for (auto [from, to] : llvm::zip(loop.getInductionVars(), ivs))
     from.replaceAllUsesWith(to);
   loop.erase();
+}
+
+/// A reduction of a loop nest into one element, as a linalg reduction into a
+/// scalar becomes: a perfect nest of scf.for whose innermost body loads the
+/// accumulator (`out[indices]`, the same loop-invariant indices throughout),
+/// combines it with a value that does not depend on it, and stores the
+/// result back, writing nothing else.
+struct ScalarReduction {
+  SmallVector<scf::ForOp> nest; // outermost first
+  memref::LoadOp load;
+  memref::StoreOp store;
+  Operation *combine;
+  TypedAttr identity;
+};
+
+/// The identity of a combining op, when reordering it is allowed: float
+/// sums and products only with the reassoc flag (the CPU kernels reassociate
+/// them too); min, max and the bitwise ops always.
+TypedAttr reductionIdentity(Operation *combine, Type type) {
+  Builder b(combine->getContext());
+  if (auto fastmath = dyn_cast<arith::ArithFastMathInterface>(combine);
+      isa<arith::AddFOp, arith::MulFOp>(combine) &&
+      (!fastmath || !arith::bitEnumContainsAll(fastmath.getFastMathFlagsAttr().getValue(),
+                                               arith::FastMathFlags::reassoc)))
+    return {};
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    APFloat value = llvm::TypeSwitch<Operation *, APFloat>(combine)
+                        .Case([&](arith::AddFOp) { return APFloat::getZero(semantics, true); })
+                        .Case([&](arith::MulFOp) { return APFloat::getOne(semantics); })
+                        .Case([&](arith::MaximumFOp) { return APFloat::getInf(semantics, true); })
+                        .Case([&](arith::MinimumFOp) { return APFloat::getInf(semantics); })
+                        .Case<arith::MaxNumFOp, arith::MinNumFOp>(
+                            [&](Operation *) { return APFloat::getNaN(semantics); })
+                        .Default([&](Operation *) { return APFloat::getZero(semantics); });
+    if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+             arith::MinNumFOp>(combine))
+      return {};
+    return b.getFloatAttr(floatType, value);
+  }
+  auto intType = dyn_cast<IntegerType>(type);
+  if (!intType || intType.getWidth() < 8) // no booleans in workgroup memory
+    return {};
+  unsigned width = intType.getWidth();
+  std::optional<APInt> value =
+      llvm::TypeSwitch<Operation *, std::optional<APInt>>(combine)
+          .Case<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(
+              [&](Operation *) { return APInt::getZero(width); })
+          .Case([&](arith::MulIOp) { return APInt(width, 1); })
+          .Case<arith::AndIOp, arith::MinUIOp>([&](Operation *) { return APInt::getAllOnes(width); })
+          .Case([&](arith::MaxSIOp) { return APInt::getSignedMinValue(width); })
+          .Case([&](arith::MinSIOp) { return APInt::getSignedMaxValue(width); })
+          .Default([&](Operation *) { return std::nullopt; });
+  return value ? b.getIntegerAttr(intType, *value) : TypedAttr();
+}
+
+std::optional<ScalarReduction> matchScalarReduction(scf::ForOp outer) {
+  ScalarReduction reduction;
+  scf::ForOp loop = outer;
+  while (true) {
+    if (loop.getNumResults() != 0)
+      return std::nullopt;
+    reduction.nest.push_back(loop);
+    auto inner = llvm::to_vector(loop.getBody()->getOps<scf::ForOp>());
+    if (inner.empty())
+      break;
+    // A perfect nest: the inner loop is all (its bounds' arithmetic aside).
+    if (inner.size() != 1 || llvm::any_of(loop.getBody()->without_terminator(), [&](Operation &op) {
+          return &op != inner.front() && !isPure(&op);
+        }))
+      return std::nullopt;
+    loop = inner.front();
+  }
+  Block *body = loop.getBody();
+  for (Operation &op : body->without_terminator()) {
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (reduction.store)
+        return std::nullopt;
+      reduction.store = store;
+    } else if (isa<scf::ForOp, scf::IfOp, scf::WhileOp>(op) || writes(&op)) {
+      return std::nullopt;
+    }
+  }
+  memref::StoreOp store = reduction.store;
+  if (!store)
+    return std::nullopt;
+  // The accumulator's indices are invariant in the whole nest.
+  for (Value index : store.getIndices())
+    if (outer->isAncestor(index.getParentRegion()->getParentOp()))
+      return std::nullopt;
+  Operation *combine = store.getValueToStore().getDefiningOp();
+  if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2)
+    return std::nullopt;
+  for (unsigned i : {0u, 1u}) {
+    auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
+    if (load && load.getMemRef() == store.getMemRef() && load.getIndices() == store.getIndices() &&
+        load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
+      reduction.load = load;
+  }
+  if (!reduction.load)
+    return std::nullopt;
+  // No other read of the accumulator's buffer inside: the value combined
+  // must not depend on it.
+  bool readsOut = false;
+  outer.walk([&](memref::LoadOp other) {
+    if (other != reduction.load && other.getMemRef() == store.getMemRef())
+      readsOut = true;
+  });
+  if (readsOut)
+    return std::nullopt;
+  reduction.combine = combine;
+  reduction.identity = reductionIdentity(combine, store.getValueToStore().getType());
+  if (!reduction.identity)
+    return std::nullopt;
+  return reduction;
 }
 
 struct GpuMapWorkgroupsPass
@@ -197,6 +314,10 @@ struct GpuMapWorkgroupsPass
       auto loop = dyn_cast<scf::ParallelOp>(op);
       if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
         op = spreadOverThreads(loop, thread, threadCount, begin, end);
+      } else if (auto reduction = !splitRows && isa<scf::ForOp>(op)
+                                      ? matchScalarReduction(cast<scf::ForOp>(op))
+                                      : std::nullopt) {
+        op = reduceAcrossThreads(*reduction, thread, threadCount, isFirstThread, threads);
       } else {
         if (op->getNumResults() != 0 && !op->use_empty())
           return op->emitOpError("has results a GPU workgroup's threads would need to share");
@@ -220,6 +341,76 @@ struct GpuMapWorkgroupsPass
     for (scf::ParallelOp loop : llvm::reverse(nested))
       sequentialize(loop);
     return success();
+  }
+
+  /// A scalar reduction over all threads: each thread folds its share of the
+  /// outer loop (every threads-th iteration) into a partial starting at the
+  /// combine's identity, the partials meet in workgroup memory, and thread
+  /// 0 folds them into the accumulator. Returns the last op.
+  static Operation *reduceAcrossThreads(ScalarReduction &reduction, Value thread,
+                                        Value threadCount, Value isFirstThread, int64_t threads) {
+    scf::ForOp outer = reduction.nest.front();
+    OpBuilder b(outer);
+    Location loc = outer.getLoc();
+    Value identity = arith::ConstantOp::create(b, loc, reduction.identity);
+    // The nest again, carrying the partial.
+    IRMapping mapping;
+    std::function<Value(unsigned, Value)> rebuild = [&](unsigned level, Value partial) -> Value {
+      scf::ForOp old = reduction.nest[level];
+      Value lb = mapping.lookupOrDefault(old.getLowerBound());
+      Value ub = mapping.lookupOrDefault(old.getUpperBound());
+      Value step = mapping.lookupOrDefault(old.getStep());
+      if (level == 0) {
+        lb = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, thread, step));
+        step = arith::MulIOp::create(b, loc, step, threadCount);
+      }
+      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{partial});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      mapping.map(old.getInductionVar(), loop.getInductionVar());
+      Value carried = loop.getRegionIterArgs().front();
+      Value result;
+      if (level + 1 < reduction.nest.size()) {
+        for (Operation &op : old.getBody()->without_terminator())
+          if (&op != reduction.nest[level + 1].getOperation())
+            b.clone(op, mapping);
+        result = rebuild(level + 1, carried);
+      } else {
+        mapping.map(reduction.load.getResult(), carried);
+        for (Operation &op : old.getBody()->without_terminator())
+          if (&op != reduction.load.getOperation() && &op != reduction.store.getOperation())
+            b.clone(op, mapping);
+        result = mapping.lookup(reduction.combine->getResult(0));
+      }
+      scf::YieldOp::create(b, loc, result);
+      return loop.getResult(0);
+    };
+    Value partial = rebuild(0, identity);
+    Type type = partial.getType();
+    auto workgroupSpace = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
+                                                             ::mlir::gpu::AddressSpace::Workgroup);
+    auto partials = memref::AllocOp::create(
+        b, loc, MemRefType::get({threads}, type, MemRefLayoutAttrInterface(), workgroupSpace));
+    memref::StoreOp::create(b, loc, partial, partials, ValueRange{thread});
+    ::mlir::gpu::BarrierOp::create(b, loc);
+    auto first = scf::IfOp::create(b, loc, isFirstThread, /*withElse=*/false);
+    b.setInsertionPoint(first.thenBlock()->getTerminator());
+    IRMapping accumulator;
+    Value total = memref::LoadOp::create(b, loc, reduction.store.getMemRef(),
+                                         reduction.store.getIndices());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto fold = scf::ForOp::create(b, loc, zero, threadCount, one, ValueRange{total});
+    b.setInsertionPointToStart(fold.getBody());
+    Value next = memref::LoadOp::create(b, loc, partials, ValueRange{fold.getInductionVar()});
+    Operation *combined = b.clone(*reduction.combine);
+    combined->setOperands({fold.getRegionIterArgs().front(), next});
+    scf::YieldOp::create(b, loc, combined->getResult(0));
+    b.setInsertionPointAfter(fold);
+    memref::StoreOp::create(b, loc, fold.getResult(0), reduction.store.getMemRef(),
+                            reduction.store.getIndices());
+    outer.erase();
+    return first;
   }
 
   /// `for (l = thread; l < trips; l += threads)` over the loop's linearized

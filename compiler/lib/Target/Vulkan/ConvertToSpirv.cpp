@@ -11,6 +11,7 @@
 #include "mlir/Conversion/TensorToSPIRV/TensorToSPIRV.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
@@ -136,14 +137,50 @@ struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertTo
     return failure(walk.wasInterrupted());
   }
 
+  /// MLIR's scf.for to SPIR-V carries the loop's values in variables that
+  /// only its body stores: a loop that runs no iteration returns garbage
+  /// (seen as zeros on lavapipe) instead of its initial values. Each result
+  /// is taken from the initial value when the loop runs no iteration.
+  static void guardEmptyLoops(gpu::GPUModuleOp module) {
+    module.walk([](scf::ForOp loop) {
+      if (loop.getNumResults() == 0)
+        return;
+      OpBuilder b = OpBuilder::atBlockEnd(loop->getBlock());
+      b.setInsertionPointAfter(loop);
+      Location loc = loop.getLoc();
+      Value runs = arith::CmpIOp::create(
+          b, loc, loop.getUnsignedCmp() ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt,
+          loop.getLowerBound(), loop.getUpperBound());
+      for (auto [result, init] : llvm::zip(loop.getResults(), loop.getInitArgs())) {
+        Value guarded = arith::SelectOp::create(b, loc, runs, result, init);
+        result.replaceAllUsesExcept(guarded, guarded.getDefiningOp());
+      }
+    });
+  }
+
   static LogicalResult expandMissingInstructions(gpu::GPUModuleOp module) {
+    guardEmptyLoops(module);
     RewritePatternSet patterns(module.getContext());
     patterns.add<ExpandTrunc, SymmetricAsinh, DivideByConstantZero>(module.getContext());
     return applyPatternsGreedily(module, std::move(patterns));
   }
 
   void mapMemorySpaces(Operation *gpuModule) {
-    spirv::MemorySpaceToStorageClassConverter converter(spirv::mapMemorySpaceToVulkanStorageClass);
+    // The GPU layer's gpu.address_space values, then Vulkan's numeric ones.
+    auto storageClass = [](Attribute space) -> std::optional<spirv::StorageClass> {
+      if (auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(space)) {
+        switch (gpuSpace.getValue()) {
+        case gpu::AddressSpace::Workgroup:
+          return spirv::StorageClass::Workgroup;
+        case gpu::AddressSpace::Private:
+          return spirv::StorageClass::Function;
+        case gpu::AddressSpace::Global:
+          return spirv::StorageClass::StorageBuffer;
+        }
+      }
+      return spirv::mapMemorySpaceToVulkanStorageClass(space);
+    };
+    spirv::MemorySpaceToStorageClassConverter converter(storageClass);
     spirv::convertMemRefTypesAndAttrs(gpuModule, converter);
   }
 

@@ -58,6 +58,13 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
     - Each top-level scf.parallel becomes a loop over its linearized
       iteration space (the rows clamped to the chunk), thread t taking
       iterations t, t + T, ...; reductions run in each thread.
+    - A reduction into one element (a perfect scf.for nest that loads an
+      accumulator at loop-invariant indices, combines it and stores it back,
+      in a kernel that is not split into rows) spreads over the threads:
+      each folds every T-th iteration of the outer loop into a partial from
+      the combine's identity, the partials meet in workgroup memory, and
+      thread 0 folds them into the accumulator. Min, max, bitwise and
+      integer combines always; float sums and products only with `reassoc`.
     - A top-level loop nest whose iterations may write the same element (a
       scatter through computed indices), and any other top-level op that
       writes memory, runs on thread 0 alone: deterministic, and correct.
@@ -68,7 +75,7 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
     max_workgroup_size, at most 256).
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect"];
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
 #endif
