@@ -8,6 +8,8 @@ Vulkan device, and the bridge copied tensors to it.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -92,6 +94,14 @@ OPS = {
     "reductions_to_one": (lambda x, y, i: torch.stack([
         x.prod(), x.amin(), y.amax(), y.sum(), i.sum().float(), i.amax().float()]),
         lambda: (torch.rand(50) * 0.2 + 0.9, torch.randn(3000), torch.randint(-50, 50, (999,)))),
+    # A matmul fused with the row reductions after it: a workgroup per row,
+    # its threads sharing the matmul's columns and then each reduction
+    # (thread-per-row loops here ran past lavapipe's 65535 loop iterations
+    # per invocation, which silently cuts loops short).
+    "matmul_then_row_reductions": (
+        lambda x, w: torch.softmax(F.layer_norm(x @ w, (512,)), -1) + (x @ w).amax(-1, keepdim=True),
+        lambda: (torch.randn(64, 256), torch.randn(256, 512) * 0.1)),
+    "long_rows": (lambda x: torch.cat([x.sum(-1), x.amax(-1), x.var(-1)]), lambda: (torch.randn(3, 5000),)),
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
     "int64_math": (lambda x: (x * 3 + 7) // 2 % 5, lambda: (torch.randint(-100, 100, (33,)),)),
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),
@@ -155,7 +165,10 @@ def test_inspect_shows_gpu_kernels(tmp_path):
     (graph,) = load_dump(tmp_path)
     text = format_graph(graph)
     assert "target vulkan" in text
-    assert "gpu    128x1x1 threads per workgroup, 0 B workgroup memory, SPIR-V kernels/" in text, text
+    # The block's norm shares each row's statistics over the threads,
+    # through workgroup memory.
+    assert re.search(r"gpu    128x1x1 threads per workgroup, [1-9][\d.]* (B|KiB) workgroup memory, "
+                     r"SPIR-V kernels/", text), text
 
 
 def test_float64_math_the_device_lacks_is_an_unsupported_op():
@@ -176,3 +189,25 @@ def test_float64_math_the_device_lacks_is_an_unsupported_op():
     torch.testing.assert_close(compiled(x), fn(x))
     (record,) = kiln.compile_records()[-1:]
     assert [f["op"] for f in record.fallbacks] == ["aten._softmax.default"], record.fallbacks
+
+
+def test_loops_a_device_cuts_short_are_an_error_not_a_wrong_answer():
+    """A scan along 70000 elements runs 70000 iterations in one thread:
+    lavapipe stops an invocation's loops after 65535 iterations in all, and
+    the kernel's check (its loop stopped below its bound) makes that an
+    error naming the kernel. A device that runs loops to their end gives the
+    right answer."""
+    fn = lambda x: x.cumsum(-1)  # noqa: E731
+    x = torch.randn(2, 70000)
+    compiled = _compile(fn)
+    compiled(x[:, :100])  # compiles and loads; this size fits
+    devices = {e.device for e in kiln.compiler.executables() if e.device.startswith("vulkan")}
+    assert len(devices) == 1, devices
+    torch._dynamo.reset()
+    compiled = _compile(fn)
+    if "llvmpipe" not in devices.pop():
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-3)
+        return
+    with pytest.raises(RuntimeError, match=r"kernel '\w*cumsum\w*' ended a loop before its last "
+                                           r"iteration: the Vulkan device \(llvmpipe"):
+        compiled(x)

@@ -71,8 +71,8 @@ TEST(SpirvContainerTest, RejectsCorruptContainers) {
   bad[0] = 'X';
   EXPECT_NE(message(bad).find("magic"), std::string::npos) << message(bad);
   bad = good;
-  bad[4] = 2;
-  EXPECT_NE(message(bad).find("version 2"), std::string::npos) << message(bad);
+  bad[4] = 3;
+  EXPECT_NE(message(bad).find("version 3"), std::string::npos) << message(bad);
   bad = good;
   bad[8] = bad[9] = bad[10] = bad[11] = 0xFF; // 4 billion kernels
   EXPECT_NE(message(bad).find("cannot fit"), std::string::npos) << message(bad);

@@ -66,8 +66,9 @@ protected:
       {"store_values", 1, "kernel_store", /*numSymbols=*/2},
       {"record_workgroups", 2, "kernel_record"},
       {"double_f32", 1, "kernel_double"},
+      {"report_status", 1, "kernel_report"},
   };
-  static constexpr uint32_t kAdd = 0, kStore = 1, kRecord = 2, kDouble = 3;
+  static constexpr uint32_t kAdd = 0, kStore = 1, kRecord = 2, kDouble = 3, kReport = 4;
 
   void SetUp() override {
     if (!hasVulkanDriver())
@@ -213,6 +214,30 @@ TEST_F(VulkanTest, GridsAboveTheDeviceLimitAreErrors) {
                    "maxComputeWorkGroupCount");
   EXPECT_ERROR_HAS(launch(kRecord, {counts.address(), counts.address()}, {1, 1, int64_t(1) << 40}),
                    "kernel_record");
+}
+
+TEST_F(VulkanTest, KernelStatusIsAnErrorNamingTheKernel) {
+  DeviceBuffer x = upload({1, 2});
+  // A batch of launches: the one that reports is named, whichever slot.
+  ASSERT_TRUE(launch(kDouble, {x.address()}).ok());
+  ASSERT_TRUE(launch(kReport, {static_cast<float *>(x.address()) + 1}).ok());
+  Status status = device->synchronize();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("kernel 'kernel_report' ended a loop before its last iteration"),
+            std::string::npos)
+      << status.message();
+  // The batch ran; the next one starts with clean slots.
+  EXPECT_EQ(download(x.address(), 2), (std::vector<float>{2, 7}));
+  ASSERT_TRUE(launch(kDouble, {x.address()}).ok());
+  EXPECT_TRUE(device->synchronize().ok());
+  // A status found while freeing memory (which cannot report it) is the
+  // next call's error.
+  {
+    DeviceBuffer freed = upload({0});
+    ASSERT_TRUE(launch(kReport, {freed.address()}).ok());
+  }
+  EXPECT_FALSE(device->synchronize().ok());
+  EXPECT_TRUE(device->synchronize().ok());
 }
 
 TEST_F(VulkanTest, BadContainersAreErrors) {

@@ -62,21 +62,32 @@ func.func @scatter(%id: index, %count: index, %index: memref<16xi64>, %src: memr
 
 // A reduction into one element spreads over the threads: each folds every
 // 128th element into a partial from the identity (-0.0 for a reassociable
-// sum), the partials meet in workgroup memory, thread 0 folds them into the
-// accumulator.
+// sum), the partials meet in workgroup memory and fold in a tree (64, 32,
+// ..., 1 threads, a barrier after each round), and thread 0 folds the total
+// into the accumulator.
 // CHECK-LABEL: func.func @full_sum
 // CHECK-DAG: %[[T:.*]] = gpu.thread_id x
 // CHECK-DAG: %[[IDENTITY:.*]] = arith.constant -0.000000e+00 : f32
+// CHECK-DAG: %[[SHARED:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[PARTIAL:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[P:.*]] = %[[IDENTITY]]) -> (f32)
 // CHECK:   arith.addf %[[P]], %{{.*}} fastmath<reassoc>
-// CHECK: %[[SHARED:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
 // CHECK: memref.store %[[PARTIAL]], %[[SHARED]][%[[T]]]
 // CHECK: gpu.barrier
+// CHECK: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: %[[OTHER:.*]] = arith.addi %[[T]], %[[C64]]
 // CHECK: scf.if
-// CHECK:   scf.for {{.*}} iter_args
-// CHECK:     memref.load %[[SHARED]]
+// CHECK:   %[[MINE:.*]] = memref.load %[[SHARED]][%[[T]]]
+// CHECK:   %[[THEIRS:.*]] = memref.load %[[SHARED]][%[[OTHER]]]
+// CHECK:   %[[SUM:.*]] = arith.addf %[[MINE]], %[[THEIRS]] fastmath<reassoc>
+// CHECK:   memref.store %[[SUM]], %[[SHARED]][%[[T]]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-6: gpu.barrier
+// CHECK: scf.if
+// CHECK:   memref.load %{{.*}}[] : memref<f32>
+// CHECK:   memref.load %[[SHARED]][%{{.*}}]
 // CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32>
 // CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 func.func @full_sum(%id: index, %count: index, %in: memref<1000xf32>, %out: memref<f32>)
     attributes {kiln_kernel.kernel = "full_sum", kiln_kernel.workgroup_extent = 0 : i64} {
   %c0 = arith.constant 0 : index
@@ -108,6 +119,123 @@ func.func @ordered_sum(%id: index, %count: index, %in: memref<1000xf32>, %out: m
     %acc = memref.load %out[] : memref<f32>
     %s = arith.addf %acc, %x : f32
     memref.store %s, %out[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A loop over rows whose body reduces each row: a workgroup takes one row
+// (a row has 512 elements of work, more than the threads), and its threads
+// share each row's reduction, both accumulators (a norm's sum and sum of
+// squares) at once, through one workgroup array each.
+// CHECK-LABEL: func.func @row_statistics
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 1 : i64
+// CHECK-DAG: %[[T:.*]] = gpu.thread_id x
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: %[[SUMS:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[SQUARES:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   %[[STEP:.*]] = arith.muli %{{.*}}, %[[C128]]
+// CHECK:   %[[PARTIAL:.*]]:2 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[STEP]] iter_args
+// CHECK:     memref.load %{{.*}}[%[[ROW]], %{{.*}}] : memref<64x512xf32>
+// CHECK:   memref.store %[[PARTIAL]]#0, %[[SUMS]][%[[T]]]
+// CHECK:   memref.store %[[PARTIAL]]#1, %[[SQUARES]][%[[T]]]
+// CHECK:   gpu.barrier
+// CHECK-COUNT-7: gpu.barrier
+// CHECK:   scf.if
+// CHECK:     memref.load %{{.*}}[%[[ROW]]] : memref<64xf32>
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[ROW]]] : memref<64xf32>
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[ROW]]] : memref<64xf32>
+// CHECK: }
+// CHECK: gpu.barrier
+func.func @row_statistics(%id: index, %count: index, %in: memref<64x512xf32>, %sum: memref<64xf32>, %squares: memref<64xf32>)
+    attributes {kiln_kernel.kernel = "row_statistics", kiln_kernel.workgroup_extent = 64 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    scf.for %j = %c0 to %c512 step %c1 {
+      %x = memref.load %in[%i, %j] : memref<64x512xf32>
+      %s = memref.load %sum[%i] : memref<64xf32>
+      %q = memref.load %squares[%i] : memref<64xf32>
+      %xx = arith.mulf %x, %x : f32
+      %s2 = arith.addf %s, %x fastmath<reassoc> : f32
+      %q2 = arith.addf %q, %xx fastmath<reassoc> : f32
+      memref.store %s2, %sum[%i] : memref<64xf32>
+      memref.store %q2, %squares[%i] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Rows of 4 elements: a thread per row (32 rows to a workgroup), each
+// reducing its row alone, no workgroup memory.
+// CHECK-LABEL: func.func @short_rows
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 32 : i64
+// CHECK-NOT: address_space<workgroup>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
+// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c4 step %c1
+func.func @short_rows(%id: index, %count: index, %in: memref<1000x4xf32>, %out: memref<1000xf32>)
+    attributes {kiln_kernel.kernel = "short_rows", kiln_kernel.workgroup_extent = 1000 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c1000 = arith.constant 1000 : index
+  scf.parallel (%i) = (%c0) to (%c1000) step (%c1) {
+    scf.for %j = %c0 to %c4 step %c1 {
+      %x = memref.load %in[%i, %j] : memref<1000x4xf32>
+      %s = memref.load %out[%i] : memref<1000xf32>
+      %s2 = arith.addf %s, %x fastmath<reassoc> : f32
+      memref.store %s2, %out[%i] : memref<1000xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A matmul's loop (512 columns of 256 products per row) sets the rows per
+// workgroup: one, its columns spread over the threads, each output's
+// reduction in one thread; the row reduction after it (a fused sum) shares
+// each row over the threads.
+// CHECK-LABEL: func.func @matmul_then_row_sum
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 1 : i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
+// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c256 step %c1
+// CHECK: gpu.barrier
+// CHECK: memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+func.func @matmul_then_row_sum(%id: index, %count: index, %a: memref<64x256xf32>, %b: memref<256x512xf32>, %c: memref<64x512xf32>, %out: memref<64xf32>)
+    attributes {kiln_kernel.kernel = "matmul_then_row_sum", kiln_kernel.workgroup_extent = 64 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c512) step (%c1, %c1) {
+    scf.for %k = %c0 to %c256 step %c1 {
+      %x = memref.load %a[%i, %k] : memref<64x256xf32>
+      %y = memref.load %b[%k, %j] : memref<256x512xf32>
+      %acc = memref.load %c[%i, %j] : memref<64x512xf32>
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p fastmath<reassoc> : f32
+      memref.store %s, %c[%i, %j] : memref<64x512xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    scf.for %j = %c0 to %c512 step %c1 {
+      %x = memref.load %c[%i, %j] : memref<64x512xf32>
+      %s = memref.load %out[%i] : memref<64xf32>
+      %s2 = arith.addf %s, %x fastmath<reassoc> : f32
+      memref.store %s2, %out[%i] : memref<64xf32>
+    }
+    scf.reduce
   }
   return
 }

@@ -52,3 +52,22 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A barrier orders storage buffers as well as workgroup memory: a kernel's
+// steps pass values through global buffers.
+// CHECK-LABEL: spirv.func @barrier
+// CHECK: spirv.ControlBarrier <Workgroup>, <Workgroup>, <AcquireRelease|UniformMemory|WorkgroupMemory>
+module attributes {gpu.container_module} {
+  gpu.module @barrier attributes {spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader], []>, #spirv.resource_limits<>>} {
+    gpu.func @barrier(%out: memref<?xf32>, %pc: memref<1xi32, #spirv.storage_class<PushConstant>>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [2, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%c0] : memref<?xf32>
+      gpu.barrier
+      gpu.return
+    }
+  }
+}

@@ -3,26 +3,40 @@
 // RUN:   | FileCheck %s --check-prefix=SPIRV
 
 // A mapped kernel (as kiln-gpu-map-workgroups leaves it) becomes the one
-// gpu.func of its gpu.module: bindings as flat storage buffers, then one
-// push-constant array holding each binding's byte offset and the size
-// symbol; every access is on a flat buffer at its linear index.
+// gpu.func of its gpu.module: bindings as flat storage buffers, the
+// runtime's status buffer, then one push-constant array holding each
+// binding's byte offset, the size symbol and the launch's status slot;
+// every access is on a flat buffer at its linear index. Each loop also
+// carries its next induction value: one that stopped below its bound (a
+// device cut it short) writes 1 to the status slot.
 // CHECK: module attributes {gpu.container_module
 // CHECK: gpu.module @k attributes {spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64,
-// CHECK: gpu.func @k(%[[IN:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<?xf32>, %[[PC:.*]]: memref<3xi32, #spirv.storage_class<PushConstant>>) kernel
+// CHECK: gpu.func @k(%[[IN:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<?xf32>, %[[STATUS:.*]]: memref<?xi32>, %[[PC:.*]]: memref<4xi32, #spirv.storage_class<PushConstant>>) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>
+// CHECK-DAG: %[[SLOTWORD:.*]] = memref.load %[[PC]][%c3{{.*}}]
+// CHECK-DAG: %[[SLOT:.*]] = arith.index_castui %[[SLOTWORD]]
+// CHECK-DAG: %[[CUT:.*]] = arith.constant 1 : i32
 // CHECK-DAG: memref.load %[[PC]][%c2{{.*}}]
 // CHECK-DAG: %[[INOFF:.*]] = arith.divui %{{.*}}, %c4
-// CHECK: scf.for
-// CHECK: memref.load %[[IN]][%{{.*}}] : memref<?xf32>
-// CHECK: memref.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<?xf32>
+// CHECK: %[[NEXT:.*]] = scf.for %[[IV:.*]] = %[[LB:.*]] to %[[UB:.*]] step %[[STEP:.*]] iter_args(%{{.*}} = %[[LB]]) -> (index)
+// CHECK:   memref.load %[[IN]][%{{.*}}] : memref<?xf32>
+// CHECK:   memref.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<?xf32>
+// CHECK:   %[[INC:.*]] = arith.addi %[[IV]], %[[STEP]]
+// CHECK:   scf.yield %[[INC]]
+// CHECK: %[[RAN:.*]] = arith.cmpi slt, %[[LB]], %[[UB]]
+// CHECK: %[[SHORT:.*]] = arith.cmpi slt, %[[NEXT]], %[[UB]]
+// CHECK: %[[BOTH:.*]] = arith.andi %[[RAN]], %[[SHORT]]
+// CHECK: scf.if %[[BOTH]] {
+// CHECK:   memref.store %[[CUT]], %[[STATUS]][%[[SLOT]]] : memref<?xi32>
 // CHECK: gpu.return
 // CHECK-NOT: memref.reinterpret_cast
 
 // The push-constant block has no descriptor binding (Vulkan forbids one).
 // SPIRV: spirv.GlobalVariable @k_arg_0 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
 // SPIRV: spirv.GlobalVariable @k_arg_1 bind(0, 1)
-// SPIRV: spirv.GlobalVariable @k_arg_2 : !spirv.ptr<!spirv.struct<(!spirv.array<3 x i32, stride=4> [0])>, PushConstant>
+// SPIRV: spirv.GlobalVariable @k_arg_2 bind(0, 2) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<i32, stride=4> [0])>, StorageBuffer>
+// SPIRV: spirv.GlobalVariable @k_arg_3 : !spirv.ptr<!spirv.struct<(!spirv.array<4 x i32, stride=4> [0])>, PushConstant>
 // SPIRV: spirv.EntryPoint "GLCompute" @k
 // SPIRV: spirv.ExecutionMode @k "LocalSize", 128, 1, 1
 func.func @k(%id: index, %count: index, %in: memref<1xf32>, %out: memref<1xf32>, %n: index)

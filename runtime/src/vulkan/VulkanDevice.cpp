@@ -14,6 +14,11 @@ namespace kiln::runtime::vulkan {
 /// submitted, and storage-buffer descriptors among them.
 static constexpr uint32_t kSetsPerBatch = 256;
 static constexpr uint32_t kDescriptorsPerBatch = kSetsPerBatch * 16;
+/// Launches per batch, each with a status word: a batch this long is
+/// submitted before the next launch.
+static constexpr uint32_t kStatusSlots = 4096;
+/// The status codes kernels write (kiln-spirv-form-kernels's).
+static constexpr uint32_t kLoopCutShort = 1;
 /// Between allocations' synthetic addresses, so that an address one past an
 /// allocation's end is in no other allocation.
 static constexpr uintptr_t kAddressGap = 1 << 16;
@@ -160,6 +165,12 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   }
   hostAccess_ = largestMapped > 0 && largestMapped >= largestLocal &&
                 !envOff("KILN_VULKAN_HOST_VISIBLE");
+
+  StatusOr<Allocation> status = createAllocation(kStatusSlots * 4, /*hostVisible=*/true);
+  if (!status.ok())
+    return status.status().withContext("the kernels' status buffer");
+  status_ = *status;
+  std::memset(status_.mapped, 0, kStatusSlots * 4);
   return Status::OK();
 }
 
@@ -170,6 +181,7 @@ VulkanDevice::~VulkanDevice() {
   (void)api_.vkDeviceWaitIdle(device_);
   for (const auto &[address, allocation] : allocations_)
     destroyAllocation(allocation);
+  destroyAllocation(status_);
   if (descriptorPool_)
     api_.vkDestroyDescriptorPool(device_, descriptorPool_, nullptr);
   if (fence_)
@@ -302,7 +314,7 @@ void VulkanDevice::deallocate(void *address, size_t, uint64_t) noexcept {
   // Queued work may use it: run that first. A failure here is the queued
   // work's; the device reports a lost device again at the next call.
   if (recording_)
-    (void)flush();
+    (void)flush(/*report=*/false);
   destroyAllocation(found->second);
   allocations_.erase(found);
 }
@@ -344,9 +356,14 @@ Status VulkanDevice::beginCommand() {
   return Status::OK();
 }
 
-Status VulkanDevice::flush() {
+Status VulkanDevice::flush(bool report) {
+  auto reported = [&](Status status) {
+    if (status.ok() && report && !unreported_.ok())
+      std::swap(status, unreported_);
+    return status;
+  };
   if (!recording_)
-    return Status::OK();
+    return reported(Status::OK());
   recording_ = false;
   // The host reads what the commands wrote once the fence signals.
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -367,16 +384,42 @@ Status VulkanDevice::flush() {
       (void)api_.vkResetFences(device_, 1, &fence_);
     }
   }
+  Status kernels = takeKernelStatus();
+  if (!kernels.ok() && unreported_.ok())
+    unreported_ = kernels;
   // Whatever happened, the next batch starts afresh.
   (void)api_.vkResetCommandPool(device_, commandPool_, 0);
   if (descriptorPool_)
     (void)api_.vkResetDescriptorPool(device_, descriptorPool_, 0);
+  return reported(status);
+}
+
+Status VulkanDevice::takeKernelStatus() {
+  auto *words = reinterpret_cast<uint32_t *>(status_.mapped);
+  Status status;
+  for (size_t slot = 0; slot < statusSlots_.size() && status.ok(); ++slot) {
+    if (words[slot] == 0)
+      continue;
+    std::string kernel = "kernel '" + statusSlots_[slot] + "'";
+    if (words[slot] == kLoopCutShort)
+      status = Status::error(
+          kernel + " ended a loop before its last iteration: the Vulkan device (" +
+          std::string(properties_.deviceName) +
+          ") cut it short, so its results are wrong. Mesa's lavapipe stops a kernel "
+          "invocation's loops after 65535 iterations in all; run this graph on a GPU or on "
+          "Kiln's CPU target");
+    else
+      status = Status::error(kernel + " reported status " + std::to_string(words[slot]));
+  }
+  std::memset(words, 0, statusSlots_.size() * 4);
+  statusSlots_.clear();
   return status;
 }
 
+
 void VulkanDevice::drain() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  (void)flush();
+  (void)flush(/*report=*/false);
 }
 
 Status VulkanDevice::synchronize() {
@@ -549,8 +592,8 @@ Status VulkanDevice::launch(const Executable &executable, uint32_t kernel,
                            std::to_string(properties_.limits.maxComputeWorkGroupCount[d]));
 
   // The push constants: each binding's offset within what is bound for it,
-  // then the values as int32.
-  std::vector<uint32_t> words(size_t(params.numBindings) + params.numValues);
+  // then the values as int32, then the launch's status slot.
+  std::vector<uint32_t> words(size_t(params.numBindings) + params.numValues + 1);
   if (words.size() * 4 > properties_.limits.maxPushConstantsSize)
     return Status::error("kernel '" + info.name + "' needs " + std::to_string(words.size() * 4) +
                          " bytes of push constants, above this device's maxPushConstantsSize of " +
@@ -574,7 +617,10 @@ Status VulkanDevice::launch(const Executable &executable, uint32_t kernel,
   const VkDeviceSize alignment = properties_.limits.minStorageBufferOffsetAlignment
                                      ? properties_.limits.minStorageBufferOffsetAlignment
                                      : 1;
-  std::vector<VkDescriptorBufferInfo> buffers(params.numBindings);
+  // A batch as long as the status buffer runs before this launch joins.
+  if (statusSlots_.size() == kStatusSlots)
+    KILN_RETURN_IF_ERROR(flush());
+  std::vector<VkDescriptorBufferInfo> buffers(params.numBindings + 1);
   for (uint32_t i = 0; i < params.numBindings; ++i) {
     StatusOr<Resolved> binding =
         resolve(params.bindings[i], 0, "kernel '" + info.name + "', binding " + std::to_string(i));
@@ -586,8 +632,10 @@ Status VulkanDevice::launch(const Executable &executable, uint32_t kernel,
     buffers[i] = {binding->allocation->buffer, bound, VK_WHOLE_SIZE};
     words[i] = static_cast<uint32_t>(binding->offset - bound);
   }
-  std::vector<VkWriteDescriptorSet> writes(params.numBindings);
-  for (uint32_t i = 0; i < params.numBindings; ++i) {
+  buffers[params.numBindings] = {status_.buffer, 0, VK_WHOLE_SIZE};
+  const uint32_t numDescriptors = params.numBindings + 1;
+  std::vector<VkWriteDescriptorSet> writes(numDescriptors);
+  for (uint32_t i = 0; i < numDescriptors; ++i) {
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstBinding = i;
     writes[i].descriptorCount = 1;
@@ -596,23 +644,25 @@ Status VulkanDevice::launch(const Executable &executable, uint32_t kernel,
   }
 
   VkDescriptorSet set = VK_NULL_HANDLE;
-  if (!compiled.pushDescriptors && params.numBindings) {
+  if (!compiled.pushDescriptors) {
     StatusOr<VkDescriptorSet> allocated = allocateSet(compiled.setLayout, info.name);
     if (!allocated.ok())
       return allocated.status();
     set = *allocated;
     for (VkWriteDescriptorSet &write : writes)
       write.dstSet = set;
-    api_.vkUpdateDescriptorSets(device_, params.numBindings, writes.data(), 0, nullptr);
+    api_.vkUpdateDescriptorSets(device_, numDescriptors, writes.data(), 0, nullptr);
   }
   KILN_RETURN_IF_ERROR(beginCommand());
   api_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, compiled.pipeline);
-  if (compiled.pushDescriptors && params.numBindings)
+  if (compiled.pushDescriptors)
     api_.vkCmdPushDescriptorSetKHR(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, compiled.layout, 0,
-                                   params.numBindings, writes.data());
+                                   numDescriptors, writes.data());
   else if (set)
     api_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, compiled.layout, 0, 1,
                                  &set, 0, nullptr);
+  words.back() = static_cast<uint32_t>(statusSlots_.size());
+  statusSlots_.push_back(info.name);
   if (!words.empty())
     api_.vkCmdPushConstants(commands_, compiled.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                             static_cast<uint32_t>(words.size() * 4), words.data());

@@ -15,6 +15,13 @@
 // pipelines that queued work may use are freed. The device is one mutex:
 // Programs run from several threads share it.
 //
+// Status: every kernel takes one more storage buffer after its bindings,
+// the device's status buffer, and one more push-constant word after its
+// values, its launch's slot there. A kernel writes a nonzero code to its
+// slot when it went wrong (a loop the device cut short); the device reads
+// the slots of a batch when the batch completes and reports the first as
+// an error naming the kernel.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_VULKAN_VULKANDEVICE_H
@@ -96,7 +103,12 @@ private:
   /// barrier after the commands before.
   Status beginCommand();
   /// Submits what is recorded and waits for it; resets the descriptor pool.
-  Status flush();
+  /// A kernel's status error is returned here, or, where `report` is false
+  /// (the caller cannot pass it on), by the next flush that reports.
+  Status flush(bool report = true);
+  /// The first nonzero status slot of the batch that completed, as an
+  /// error; clears the batch's slots.
+  Status takeKernelStatus();
   /// The descriptor set of a pool-path launch, flushing once if the pool is
   /// spent.
   StatusOr<VkDescriptorSet> allocateSet(VkDescriptorSetLayout layout, const std::string &kernel);
@@ -120,6 +132,9 @@ private:
   VkFence fence_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptorPool_ = VK_NULL_HANDLE;
   bool recording_ = false;
+  Allocation status_;                    // the kernels' status words, mapped
+  std::vector<std::string> statusSlots_; // the kernel launched at each slot
+  Status unreported_;                    // a status error no caller took yet
   bool pushDescriptors_ = false;
   bool hostAccess_ = false;          // allocations are mapped
   VkDeviceSize largestHeap_ = 0;     // no allocation can be larger

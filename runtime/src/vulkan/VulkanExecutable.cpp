@@ -58,13 +58,14 @@ VulkanExecutable::load(VulkanDevice &device, const ExecutableDesc &executable,
         threads > limits.maxComputeWorkGroupInvocations)
       return Status::error(which + ": its workgroup of " + blockText(*local) +
                            " threads exceeds this device's limits");
-    uint64_t pushBytes = (uint64_t(info.numBindings) + info.numSymbols) * 4;
+    // The status buffer and its slot's word come after the kernel's own.
+    uint64_t pushBytes = (uint64_t(info.numBindings) + info.numSymbols + 1) * 4;
     if (pushBytes > limits.maxPushConstantsSize)
       return Status::error(which + " needs " + std::to_string(pushBytes) +
                            " bytes of push constants, above this device's maxPushConstantsSize of " +
                            std::to_string(limits.maxPushConstantsSize));
-    if (info.numBindings > limits.maxPerStageDescriptorStorageBuffers)
-      return Status::error(which + " takes " + std::to_string(info.numBindings) +
+    if (info.numBindings + 1 > limits.maxPerStageDescriptorStorageBuffers)
+      return Status::error(which + " takes " + std::to_string(info.numBindings + 1) +
                            " buffers, above this device's maxPerStageDescriptorStorageBuffers of " +
                            std::to_string(limits.maxPerStageDescriptorStorageBuffers));
     blockSizes[i] = *local;
@@ -90,19 +91,21 @@ Status VulkanExecutable::createKernel(const KernelInfo &info, const std::vector<
   KILN_RETURN_IF_ERROR(
       check(vk.vkCreateShaderModule(device, &moduleInfo, nullptr, &out.module), "vkCreateShaderModule" + call));
 
-  out.pushDescriptors = vulkan_.pushDescriptors() && info.numBindings <= kMinMaxPushDescriptors;
-  std::vector<VkDescriptorSetLayoutBinding> bindings(info.numBindings);
-  for (uint32_t i = 0; i < info.numBindings; ++i)
+  // The kernel's bindings, then the device's status buffer.
+  const uint32_t numDescriptors = info.numBindings + 1;
+  out.pushDescriptors = vulkan_.pushDescriptors() && numDescriptors <= kMinMaxPushDescriptors;
+  std::vector<VkDescriptorSetLayoutBinding> bindings(numDescriptors);
+  for (uint32_t i = 0; i < numDescriptors; ++i)
     bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   setInfo.flags = out.pushDescriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
-  setInfo.bindingCount = info.numBindings;
+  setInfo.bindingCount = numDescriptors;
   setInfo.pBindings = bindings.data();
   KILN_RETURN_IF_ERROR(check(vk.vkCreateDescriptorSetLayout(device, &setInfo, nullptr, &out.setLayout),
                              "vkCreateDescriptorSetLayout" + call));
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                            (info.numBindings + info.numSymbols) * 4};
+                            (info.numBindings + info.numSymbols + 1) * 4};
   VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   layoutInfo.setLayoutCount = 1;
   layoutInfo.pSetLayouts = &out.setLayout;

@@ -95,17 +95,21 @@ void sequentialize(scf::ParallelOp loop) {
   loop.erase();
 }
 
-/// A reduction of a loop nest into one element, as a linalg reduction into a
-/// scalar becomes: a perfect nest of scf.for whose innermost body loads the
-/// accumulator (`out[indices]`, the same loop-invariant indices throughout),
-/// combines it with a value that does not depend on it, and stores the
-/// result back, writing nothing else.
-struct ScalarReduction {
-  SmallVector<scf::ForOp> nest; // outermost first
+/// A reduction of a loop nest into accumulators, as a linalg reduction
+/// becomes: a perfect nest of scf.for whose innermost body, for each
+/// accumulator, loads it (`out[indices]`, the same indices throughout the
+/// nest), combines it with a value that does not depend on it, and stores
+/// the result back, writing nothing else. A layer norm's statistics have
+/// two accumulators (the sum and the sum of squares); a sum, one.
+struct Accumulator {
   memref::LoadOp load;
   memref::StoreOp store;
   Operation *combine;
   TypedAttr identity;
+};
+struct Reduction {
+  SmallVector<scf::ForOp> nest; // outermost first
+  SmallVector<Accumulator> accumulators;
 };
 
 /// The identity of a combining op, when reordering it is allowed: float
@@ -149,8 +153,8 @@ TypedAttr reductionIdentity(Operation *combine, Type type) {
   return value ? b.getIntegerAttr(intType, *value) : TypedAttr();
 }
 
-std::optional<ScalarReduction> matchScalarReduction(scf::ForOp outer) {
-  ScalarReduction reduction;
+std::optional<Reduction> matchReduction(scf::ForOp outer) {
+  Reduction reduction;
   scf::ForOp loop = outer;
   while (true) {
     if (loop.getNumResults() != 0)
@@ -167,48 +171,108 @@ std::optional<ScalarReduction> matchScalarReduction(scf::ForOp outer) {
     loop = inner.front();
   }
   Block *body = loop.getBody();
+  SmallVector<memref::StoreOp> stores;
   for (Operation &op : body->without_terminator()) {
-    if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      if (reduction.store)
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      stores.push_back(store);
+    else if (isa<scf::ForOp, scf::IfOp, scf::WhileOp>(op) || writes(&op))
+      return std::nullopt;
+  }
+  if (stores.empty())
+    return std::nullopt;
+  for (memref::StoreOp store : stores) {
+    // Each accumulator is a buffer of its own, at indices invariant in the
+    // whole nest.
+    if (llvm::any_of(reduction.accumulators, [&](Accumulator &other) {
+          return other.store.getMemRef() == store.getMemRef();
+        }))
+      return std::nullopt;
+    for (Value index : store.getIndices())
+      if (outer->isAncestor(index.getParentRegion()->getParentOp()))
         return std::nullopt;
-      reduction.store = store;
-    } else if (isa<scf::ForOp, scf::IfOp, scf::WhileOp>(op) || writes(&op)) {
+    Accumulator accumulator;
+    accumulator.store = store;
+    Operation *combine = store.getValueToStore().getDefiningOp();
+    if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2 ||
+        combine->getNumResults() != 1 || !combine->getResult(0).hasOneUse())
       return std::nullopt;
+    for (unsigned i : {0u, 1u}) {
+      auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
+      if (load && load.getMemRef() == store.getMemRef() && load.getIndices() == store.getIndices() &&
+          load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
+        accumulator.load = load;
     }
-  }
-  memref::StoreOp store = reduction.store;
-  if (!store)
-    return std::nullopt;
-  // The accumulator's indices are invariant in the whole nest.
-  for (Value index : store.getIndices())
-    if (outer->isAncestor(index.getParentRegion()->getParentOp()))
+    if (!accumulator.load)
       return std::nullopt;
-  Operation *combine = store.getValueToStore().getDefiningOp();
-  if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2)
-    return std::nullopt;
-  for (unsigned i : {0u, 1u}) {
-    auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
-    if (load && load.getMemRef() == store.getMemRef() && load.getIndices() == store.getIndices() &&
-        load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
-      reduction.load = load;
+    accumulator.combine = combine;
+    accumulator.identity = reductionIdentity(combine, store.getValueToStore().getType());
+    if (!accumulator.identity)
+      return std::nullopt;
+    reduction.accumulators.push_back(accumulator);
   }
-  if (!reduction.load)
-    return std::nullopt;
-  // No other read of the accumulator's buffer inside: the value combined
-  // must not depend on it.
-  bool readsOut = false;
+  // No other read of an accumulator's buffer inside: the values combined
+  // must not depend on them.
+  bool readsAccumulator = false;
   outer.walk([&](memref::LoadOp other) {
-    if (other != reduction.load && other.getMemRef() == store.getMemRef())
-      readsOut = true;
+    for (Accumulator &accumulator : reduction.accumulators)
+      if (other != accumulator.load && other.getMemRef() == accumulator.store.getMemRef())
+        readsAccumulator = true;
   });
-  if (readsOut)
-    return std::nullopt;
-  reduction.combine = combine;
-  reduction.identity = reductionIdentity(combine, store.getValueToStore().getType());
-  if (!reduction.identity)
+  if (readsAccumulator)
     return std::nullopt;
   return reduction;
 }
+
+/// A loop over rows that reduces each (a softmax's max and sum, a norm's
+/// statistics): a top-level scf.parallel whose body is index arithmetic and
+/// one reduction nest, its accumulators indexed by the rows.
+std::optional<Reduction> matchRowReduction(scf::ParallelOp loop) {
+  if (loop.getNumResults() != 0)
+    return std::nullopt;
+  scf::ForOp nest;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto inner = dyn_cast<scf::ForOp>(op); inner && !nest)
+      nest = inner;
+    else if (!isPure(&op))
+      return std::nullopt;
+  }
+  return nest ? matchReduction(nest) : std::nullopt;
+}
+
+/// a * b for non-negative a and b, at most INT64_MAX.
+int64_t saturatingMultiply(int64_t a, int64_t b) {
+  return b > 0 && a > std::numeric_limits<int64_t>::max() / b
+             ? std::numeric_limits<int64_t>::max()
+             : a * b;
+}
+
+/// The trips of a loop with constant bounds.
+std::optional<int64_t> constantTrips(OpFoldResult lb, OpFoldResult ub, OpFoldResult step) {
+  auto l = getConstantIntValue(lb), u = getConstantIntValue(ub), s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return llvm::divideCeil(std::max<int64_t>(*u - *l, 0), *s);
+}
+
+/// The iterations of a reduction's nest, when its bounds are constants.
+std::optional<int64_t> constantTrips(const Reduction &reduction) {
+  int64_t trips = 1;
+  for (scf::ForOp loop : reduction.nest) {
+    auto count = constantTrips(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+    if (!count)
+      return std::nullopt;
+    trips *= *count;
+  }
+  return trips;
+}
+
+/// What every thread of a workgroup computes once at its start.
+struct ThreadValues {
+  Value thread;        // gpu.thread_id x
+  Value threadCount;   // the workgroup size, a constant
+  Value isFirstThread; // thread == 0
+  int64_t threads;
+};
 
 struct GpuMapWorkgroupsPass
     : kiln::gpu::impl::GpuMapWorkgroupsPassBase<GpuMapWorkgroupsPass> {
@@ -222,19 +286,76 @@ struct GpuMapWorkgroupsPass
     int64_t threads = kMaxThreads;
     if (int64_t max = (*target).getMaxWorkgroupSize(); max > 0)
       threads = std::min(threads, max);
+    int64_t sharedBytes = (*target).getSharedMemoryBytes();
     if (func.getNumArguments() < 2 || !func.getArgument(0).getType().isIndex() ||
         !func.getArgument(1).getType().isIndex()) {
       func.emitOpError("kernel must start with (index workgroup_id, index workgroup_count)");
       return signalPassFailure();
     }
-    if (failed(map(func, threads)))
+    if (failed(map(func, threads, sharedBytes > 0 ? sharedBytes : kDefaultSharedBytes)))
       return signalPassFailure();
     MLIRContext *context = func.getContext();
     func->setAttr(kiln::kernel::kWorkgroupSizeAttr,
                   DenseI64ArrayAttr::get(context, {threads, 1, 1}));
   }
 
-  LogicalResult map(func::FuncOp func, int64_t threads) {
+  /// Vulkan's guaranteed workgroup memory, for a target that names none.
+  static constexpr int64_t kDefaultSharedBytes = 16384;
+  /// A row reduction spreads over the threads when a workgroup has fewer
+  /// rows than threads / kRowsPerCooperativeFraction and each row at least
+  /// kMinCooperativeTrips elements (or a symbolic count): otherwise a
+  /// thread per row keeps every thread busy with less synchronization.
+  static constexpr int64_t kRowsPerCooperativeFraction = 4;
+  static constexpr int64_t kMinCooperativeTrips = 32;
+
+  /// The work of one row (one iteration of the first dimension) of a
+  /// top-level loop: its inner parallel iterations times the trips of the
+  /// reduction it holds; `threads` stands for what is not constant.
+  static int64_t workPerRow(scf::ParallelOp loop, int64_t threads) {
+    int64_t work = 1;
+    for (auto [lb, ub, step] : llvm::drop_begin(
+             llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))) {
+      auto trips = constantTrips(lb, ub, step);
+      work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
+    }
+    if (auto reduction = matchRowReduction(loop)) {
+      auto trips = constantTrips(*reduction);
+      work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
+    }
+    return work;
+  }
+
+  /// The iterations of `loop` one workgroup runs: `rows` of the first
+  /// dimension when the kernel is split into rows, else all of them;
+  /// nullopt when not a constant.
+  static std::optional<int64_t> iterationsPerWorkgroup(scf::ParallelOp loop, bool splitRows,
+                                                       int64_t rows) {
+    int64_t iterations = 1;
+    for (auto [i, bounds] : llvm::enumerate(
+             llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))) {
+      auto [lb, ub, step] = bounds;
+      if (i == 0 && splitRows) {
+        iterations *= rows;
+        continue;
+      }
+      auto trips = constantTrips(lb, ub, step);
+      if (!trips)
+        return std::nullopt;
+      iterations *= *trips;
+    }
+    return iterations;
+  }
+
+  /// Bytes of workgroup memory a cooperative reduction's partials take.
+  static int64_t partialBytes(const Reduction &reduction, int64_t threads) {
+    int64_t bytes = 0;
+    for (const Accumulator &accumulator : reduction.accumulators)
+      bytes += threads *
+               llvm::divideCeil(accumulator.identity.getType().getIntOrFloatBitWidth(), 8);
+    return bytes;
+  }
+
+  LogicalResult map(func::FuncOp func, int64_t threads, int64_t sharedBytes) {
     Block &entry = func.getBody().front();
     // Kiln's own kernel ops (attention, convolution) need a GPU strategy of
     // their own, which this mapping does not provide yet.
@@ -256,23 +377,18 @@ struct GpuMapWorkgroupsPass
     for (Operation &op : entry.without_terminator())
       topLevel.push_back(&op);
 
-    // Rows per workgroup: about one element of work per thread.
+    // Rows per workgroup: enough for the heaviest loop nest to give every
+    // thread work (a row of a matmul, a softmax or a norm is a workgroup's;
+    // rows of 8 elements go 16 to a workgroup). Lighter nests leave threads
+    // idle, which costs less than a workgroup whose threads each loop over
+    // whole rows of a heavy one.
     int64_t rows = 1;
     if (splitRows) {
-      int64_t perRow = threads;
+      int64_t perRow = 1;
       for (Operation *op : topLevel)
-        if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-          int64_t inner = 1;
-          for (auto [lb, ub, step] : llvm::drop_begin(llvm::zip(
-                   loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))) {
-            auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
-                 s = getConstantIntValue(step);
-            inner = l && u && s && *s > 0 ? inner * llvm::divideCeil(std::max<int64_t>(*u - *l, 0), *s)
-                                          : threads;
-          }
-          perRow = std::min(perRow, std::max<int64_t>(inner, 1));
-        }
-      rows = llvm::divideCeil(threads, perRow);
+        if (auto loop = dyn_cast<scf::ParallelOp>(op))
+          perRow = std::max(perRow, workPerRow(loop, threads));
+      rows = llvm::divideCeil(threads, std::min(perRow, threads));
     }
     MLIRContext *context = func.getContext();
     func->setAttr(kiln::kernel::kAlignmentAttr,
@@ -280,15 +396,17 @@ struct GpuMapWorkgroupsPass
 
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
-    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value threadCount = arith::ConstantIndexOp::create(b, loc, threads);
+    ThreadValues values;
+    values.threads = threads;
+    values.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    values.threadCount = arith::ConstantIndexOp::create(b, loc, threads);
     Value workgroup = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value workgroupCount = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
     func.getArgument(0).replaceAllUsesWith(workgroup);
     func.getArgument(1).replaceAllUsesWith(workgroupCount);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value isFirstThread =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero);
+    values.isFirstThread =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, values.thread, zero);
     // The chunk of rows, as kiln::kernel::workgroupChunk computes it (and
     // the plan, which sizes the grid from the alignment).
     Value begin, end;
@@ -307,17 +425,27 @@ struct GpuMapWorkgroupsPass
       end = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, begin, chunk), extent);
     }
 
+    // Workgroup memory the cooperative reductions may still take.
+    int64_t sharedLeft = sharedBytes;
     for (Operation *op : topLevel) {
       // What only reads (views, a scalar's load) every thread does itself.
       if (!writesAnything(op))
         continue;
       auto loop = dyn_cast<scf::ParallelOp>(op);
-      if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
-        op = spreadOverThreads(loop, thread, threadCount, begin, end);
-      } else if (auto reduction = !splitRows && isa<scf::ForOp>(op)
-                                      ? matchScalarReduction(cast<scf::ForOp>(op))
-                                      : std::nullopt) {
-        op = reduceAcrossThreads(*reduction, thread, threadCount, isFirstThread, threads);
+      std::optional<Reduction> rowReduction =
+          loop ? cooperativeRowReduction(loop, splitRows, rows, threads, sharedLeft) : std::nullopt;
+      std::optional<Reduction> scalar =
+          !splitRows && isa<scf::ForOp>(op) ? matchReduction(cast<scf::ForOp>(op)) : std::nullopt;
+      if (scalar && partialBytes(*scalar, threads) > sharedLeft)
+        scalar.reset();
+      if (rowReduction) {
+        sharedLeft -= partialBytes(*rowReduction, threads);
+        op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);
+      } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
+        op = spreadOverThreads(loop, values.thread, values.threadCount, begin, end);
+      } else if (scalar) {
+        sharedLeft -= partialBytes(*scalar, threads);
+        op = reduceAcrossThreads(*scalar, values);
       } else {
         if (op->getNumResults() != 0 && !op->use_empty())
           return op->emitOpError("has results a GPU workgroup's threads would need to share");
@@ -328,7 +456,7 @@ struct GpuMapWorkgroupsPass
             clamp(loop, begin, end);
         }
         b.setInsertionPoint(op);
-        auto guard = scf::IfOp::create(b, op->getLoc(), isFirstThread, /*withElse=*/false);
+        auto guard = scf::IfOp::create(b, op->getLoc(), values.isFirstThread, /*withElse=*/false);
         op->moveBefore(guard.thenBlock()->getTerminator());
         op = guard;
       }
@@ -343,74 +471,184 @@ struct GpuMapWorkgroupsPass
     return success();
   }
 
-  /// A scalar reduction over all threads: each thread folds its share of the
-  /// outer loop (every threads-th iteration) into a partial starting at the
-  /// combine's identity, the partials meet in workgroup memory, and thread
-  /// 0 folds them into the accumulator. Returns the last op.
-  static Operation *reduceAcrossThreads(ScalarReduction &reduction, Value thread,
-                                        Value threadCount, Value isFirstThread, int64_t threads) {
-    scf::ForOp outer = reduction.nest.front();
-    OpBuilder b(outer);
-    Location loc = outer.getLoc();
-    Value identity = arith::ConstantOp::create(b, loc, reduction.identity);
-    // The nest again, carrying the partial.
-    IRMapping mapping;
-    std::function<Value(unsigned, Value)> rebuild = [&](unsigned level, Value partial) -> Value {
+  /// The row reduction `loop` is, when a workgroup's threads should share
+  /// each row's reduction: few rows per workgroup, long rows, a combine
+  /// that may be reordered, and workgroup memory for the partials.
+  static std::optional<Reduction> cooperativeRowReduction(scf::ParallelOp loop, bool splitRows,
+                                                          int64_t rows, int64_t threads,
+                                                          int64_t sharedLeft) {
+    std::optional<Reduction> reduction = matchRowReduction(loop);
+    if (!reduction || !iterationsWriteApart(loop))
+      return std::nullopt;
+    auto iterations = iterationsPerWorkgroup(loop, splitRows, rows);
+    if (!iterations || *iterations * kRowsPerCooperativeFraction > threads)
+      return std::nullopt;
+    auto trips = constantTrips(*reduction);
+    if (trips && *trips < kMinCooperativeTrips)
+      return std::nullopt;
+    if (partialBytes(*reduction, threads) > sharedLeft)
+      return std::nullopt;
+    return reduction;
+  }
+
+  /// The reduction nest again at `b`, each thread folding every T-th
+  /// iteration of its outer loop into partials that start at the combines'
+  /// identities; `mapping` gives the values the nest uses from outside.
+  /// Returns the partials, one per accumulator.
+  static SmallVector<Value> foldThreadShare(OpBuilder &b, Location loc, Reduction &reduction,
+                                            IRMapping &mapping, const ThreadValues &values) {
+    SmallVector<Value> identities;
+    for (Accumulator &accumulator : reduction.accumulators)
+      identities.push_back(arith::ConstantOp::create(b, loc, accumulator.identity));
+    std::function<SmallVector<Value>(unsigned, ValueRange)> rebuild =
+        [&](unsigned level, ValueRange partials) -> SmallVector<Value> {
       scf::ForOp old = reduction.nest[level];
       Value lb = mapping.lookupOrDefault(old.getLowerBound());
       Value ub = mapping.lookupOrDefault(old.getUpperBound());
       Value step = mapping.lookupOrDefault(old.getStep());
       if (level == 0) {
-        lb = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, thread, step));
-        step = arith::MulIOp::create(b, loc, step, threadCount);
+        lb = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, values.thread, step));
+        step = arith::MulIOp::create(b, loc, step, values.threadCount);
       }
-      auto loop = scf::ForOp::create(b, loc, lb, ub, step, ValueRange{partial});
+      auto loop = scf::ForOp::create(b, loc, lb, ub, step, partials);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       mapping.map(old.getInductionVar(), loop.getInductionVar());
-      Value carried = loop.getRegionIterArgs().front();
-      Value result;
+      ValueRange carried = loop.getRegionIterArgs();
+      SmallVector<Value> results;
       if (level + 1 < reduction.nest.size()) {
         for (Operation &op : old.getBody()->without_terminator())
           if (&op != reduction.nest[level + 1].getOperation())
             b.clone(op, mapping);
-        result = rebuild(level + 1, carried);
+        results = rebuild(level + 1, carried);
       } else {
-        mapping.map(reduction.load.getResult(), carried);
-        for (Operation &op : old.getBody()->without_terminator())
-          if (&op != reduction.load.getOperation() && &op != reduction.store.getOperation())
+        for (auto [accumulator, value] : llvm::zip(reduction.accumulators, carried))
+          mapping.map(accumulator.load.getResult(), value);
+        for (Operation &op : old.getBody()->without_terminator()) {
+          bool accumulatorAccess = llvm::any_of(reduction.accumulators, [&](Accumulator &a) {
+            return &op == a.load.getOperation() || &op == a.store.getOperation();
+          });
+          if (!accumulatorAccess)
             b.clone(op, mapping);
-        result = mapping.lookup(reduction.combine->getResult(0));
+        }
+        for (Accumulator &accumulator : reduction.accumulators)
+          results.push_back(mapping.lookup(accumulator.combine->getResult(0)));
       }
-      scf::YieldOp::create(b, loc, result);
-      return loop.getResult(0);
+      scf::YieldOp::create(b, loc, results);
+      return SmallVector<Value>(loop.getResults());
     };
-    Value partial = rebuild(0, identity);
-    Type type = partial.getType();
+    return rebuild(0, identities);
+  }
+
+  /// `combine(lhs, rhs)`, cloned from an accumulator's combining op.
+  static Value combine(OpBuilder &b, const Accumulator &accumulator, Value lhs, Value rhs) {
+    Operation *combined = b.clone(*accumulator.combine);
+    combined->setOperands({lhs, rhs});
+    return combined->getResult(0);
+  }
+
+  /// Workgroup arrays for the partials, one element per thread.
+  static SmallVector<Value> allocatePartials(OpBuilder &b, Location loc,
+                                             const Reduction &reduction, int64_t threads) {
     auto workgroupSpace = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
                                                              ::mlir::gpu::AddressSpace::Workgroup);
-    auto partials = memref::AllocOp::create(
-        b, loc, MemRefType::get({threads}, type, MemRefLayoutAttrInterface(), workgroupSpace));
-    memref::StoreOp::create(b, loc, partial, partials, ValueRange{thread});
+    SmallVector<Value> buffers;
+    for (const Accumulator &accumulator : reduction.accumulators)
+      buffers.push_back(memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({threads}, accumulator.identity.getType(), MemRefLayoutAttrInterface(),
+                          workgroupSpace)));
+    return buffers;
+  }
+
+  /// Each thread's partials into workgroup memory, a tree over the threads
+  /// (log2 T rounds, each halving the live partials), and thread 0 folding
+  /// the total into each accumulator, at its indices through `mapping`.
+  static void combineAcrossThreads(OpBuilder &b, Location loc, Reduction &reduction,
+                                   ArrayRef<Value> partials, ArrayRef<Value> buffers,
+                                   IRMapping &mapping, const ThreadValues &values) {
+    for (auto [partial, buffer] : llvm::zip(partials, buffers))
+      memref::StoreOp::create(b, loc, partial, buffer, ValueRange{values.thread});
     ::mlir::gpu::BarrierOp::create(b, loc);
-    auto first = scf::IfOp::create(b, loc, isFirstThread, /*withElse=*/false);
+    // Rounds unrolled (T is a constant): thread t < s folds in t + s.
+    for (int64_t half = int64_t(llvm::PowerOf2Ceil(values.threads)) / 2; half >= 1; half /= 2) {
+      Value halfValue = arith::ConstantIndexOp::create(b, loc, half);
+      Value other = arith::AddIOp::create(b, loc, values.thread, halfValue);
+      Value folds = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, values.thread, halfValue),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, other, values.threadCount));
+      auto round = scf::IfOp::create(b, loc, folds, /*withElse=*/false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(round.thenBlock()->getTerminator());
+        for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers)) {
+          Value mine = memref::LoadOp::create(b, loc, buffer, ValueRange{values.thread});
+          Value theirs = memref::LoadOp::create(b, loc, buffer, ValueRange{other});
+          memref::StoreOp::create(b, loc, combine(b, accumulator, mine, theirs), buffer,
+                                  ValueRange{values.thread});
+        }
+      }
+      ::mlir::gpu::BarrierOp::create(b, loc);
+    }
+    auto first = scf::IfOp::create(b, loc, values.isFirstThread, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(first.thenBlock()->getTerminator());
-    IRMapping accumulator;
-    Value total = memref::LoadOp::create(b, loc, reduction.store.getMemRef(),
-                                         reduction.store.getIndices());
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto fold = scf::ForOp::create(b, loc, zero, threadCount, one, ValueRange{total});
-    b.setInsertionPointToStart(fold.getBody());
-    Value next = memref::LoadOp::create(b, loc, partials, ValueRange{fold.getInductionVar()});
-    Operation *combined = b.clone(*reduction.combine);
-    combined->setOperands({fold.getRegionIterArgs().front(), next});
-    scf::YieldOp::create(b, loc, combined->getResult(0));
-    b.setInsertionPointAfter(fold);
-    memref::StoreOp::create(b, loc, fold.getResult(0), reduction.store.getMemRef(),
-                            reduction.store.getIndices());
+    for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers)) {
+      SmallVector<Value> indices;
+      for (Value index : accumulator.store.getIndices())
+        indices.push_back(mapping.lookupOrDefault(index));
+      Value memref = accumulator.store.getMemRef();
+      Value total = memref::LoadOp::create(b, loc, memref, indices);
+      Value all = memref::LoadOp::create(b, loc, buffer, ValueRange{zero});
+      memref::StoreOp::create(b, loc, combine(b, accumulator, total, all), memref, indices);
+    }
+  }
+
+  /// A reduction into one element over all threads. Returns the last op.
+  static Operation *reduceAcrossThreads(Reduction &reduction, const ThreadValues &values) {
+    scf::ForOp outer = reduction.nest.front();
+    OpBuilder b(outer);
+    Location loc = outer.getLoc();
+    IRMapping mapping;
+    SmallVector<Value> buffers = allocatePartials(b, loc, reduction, values.threads);
+    SmallVector<Value> partials = foldThreadShare(b, loc, reduction, mapping, values);
+    combineAcrossThreads(b, loc, reduction, partials, buffers, mapping, values);
+    Operation *last = &*std::prev(b.getInsertionPoint());
     outer.erase();
-    return first;
+    return last;
+  }
+
+  /// A row reduction whose rows the workgroup's threads take one at a
+  /// time, all of them sharing each row's reduction (the rows clamped to
+  /// the workgroup's chunk when set). Returns the loop over the rows.
+  static Operation *reduceRowsAcrossThreads(scf::ParallelOp loop, Reduction &reduction,
+                                            const ThreadValues &values, Value begin, Value end) {
+    if (begin)
+      clamp(loop, begin, end);
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    SmallVector<Value> buffers = allocatePartials(b, loc, reduction, values.threads);
+    IRMapping mapping;
+    Operation *outermost = nullptr;
+    for (auto [iv, lb, ub, step] : llvm::zip(loop.getInductionVars(), loop.getLowerBound(),
+                                             loop.getUpperBound(), loop.getStep())) {
+      auto row = scf::ForOp::create(b, loc, lb, ub, step);
+      if (!outermost)
+        outermost = row;
+      mapping.map(iv, row.getInductionVar());
+      b.setInsertionPoint(row.getBody()->getTerminator());
+    }
+    scf::ForOp nest = reduction.nest.front();
+    for (Operation &op : loop.getBody()->without_terminator())
+      if (&op != nest.getOperation())
+        b.clone(op, mapping);
+    SmallVector<Value> partials = foldThreadShare(b, loc, reduction, mapping, values);
+    combineAcrossThreads(b, loc, reduction, partials, buffers, mapping, values);
+    // The next row's partials overwrite only what thread 0 no longer reads.
+    loop.erase();
+    return outermost;
   }
 
   /// `for (l = thread; l < trips; l += threads)` over the loop's linearized

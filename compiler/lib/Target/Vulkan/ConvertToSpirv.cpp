@@ -101,6 +101,25 @@ bool hasFloat64Instruction(Operation *op) {
              math::IsFiniteOp>(op);
 }
 
+/// gpu.barrier as a workgroup barrier that also orders storage-buffer
+/// memory: Kiln's kernels pass values between their steps through global
+/// buffers (a fused matmul's result read by the layer norm after it), and
+/// upstream's conversion orders workgroup memory only, which lets a driver
+/// keep a buffer's loads from before the barrier (lavapipe does, on large
+/// enough loops).
+struct BarrierOrdersBuffers : OpConversionPattern<gpu::BarrierOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(gpu::BarrierOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto semantics = spirv::MemorySemantics::AcquireRelease |
+                     spirv::MemorySemantics::WorkgroupMemory |
+                     spirv::MemorySemantics::UniformMemory;
+    rewriter.replaceOpWithNewOp<spirv::ControlBarrierOp>(op, spirv::Scope::Workgroup,
+                                                         spirv::Scope::Workgroup, semantics);
+    return success();
+  }
+};
+
 struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertToSpirvPass> {
   void runOnOperation() override {
     SmallVector<gpu::GPUModuleOp> originals(getOperation().getOps<gpu::GPUModuleOp>());
@@ -190,6 +209,7 @@ struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertTo
     std::unique_ptr<ConversionTarget> target = SPIRVConversionTarget::get(environment);
     SPIRVTypeConverter typeConverter(environment);
     RewritePatternSet patterns(context);
+    patterns.add<BarrierOrdersBuffers>(typeConverter, context, /*benefit=*/2);
     populateGPUToSPIRVPatterns(typeConverter, patterns);
     ScfToSPIRVContext scfContext;
     populateSCFToSPIRVPatterns(typeConverter, scfContext, patterns);

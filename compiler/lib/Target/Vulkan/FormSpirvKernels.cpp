@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Iterators.h"
@@ -97,11 +98,14 @@ struct FormSpirvKernelsPass
     auto numSymbolsAttr = func->getAttrOfType<IntegerAttr>(kiln::kernel::kNumSymbolsAttr);
     unsigned numSymbols = numSymbolsAttr ? numSymbolsAttr.getInt() : 0;
     unsigned numBindings = func.getNumArguments() - 2 - numSymbols;
-    if (numBindings + numSymbols > kMaxPushConstantWords)
+    // The words: each binding's offset, the size symbols, the status slot.
+    unsigned numWords = numBindings + numSymbols + 1;
+    if (numWords > kMaxPushConstantWords)
       return func.emitOpError("needs ")
-             << numBindings + numSymbols << " push-constant words (" << numBindings
-             << " bindings and " << numSymbols
-             << " size symbols), which is not supported by the target: Vulkan guarantees "
+             << numWords << " push-constant words (" << numBindings << " bindings, "
+             << numSymbols
+             << " size symbols and the status slot), which is not supported by the target: "
+                "Vulkan guarantees "
              << kMaxPushConstantWords * 4 << " bytes";
     for (unsigned i : {0u, 1u})
       if (!func.getArgument(i).use_empty())
@@ -119,9 +123,11 @@ struct FormSpirvKernelsPass
         return func.emitOpError("binding ") << i << " is not a dense memref of static shape";
       argumentTypes.push_back(MemRefType::get({ShapedType::kDynamic}, type.getElementType()));
     }
+    // The runtime's status buffer, after the bindings.
+    argumentTypes.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(context, 32)));
     auto pushConstantSpace = spirv::StorageClassAttr::get(context, spirv::StorageClass::PushConstant);
     auto pushConstantType =
-        MemRefType::get({std::max<int64_t>(1, numBindings + numSymbols)},
+        MemRefType::get({numWords},
                         IntegerType::get(context, 32), MemRefLayoutAttrInterface(),
                         pushConstantSpace);
     argumentTypes.push_back(pushConstantType);
@@ -140,7 +146,8 @@ struct FormSpirvKernelsPass
     Block &oldEntry = func.getBody().front();
     b.setInsertionPointToStart(&newEntry);
     Location loc = func.getLoc();
-    Value pushConstants = newEntry.getArgument(numBindings);
+    Value status = newEntry.getArgument(numBindings);
+    Value pushConstants = newEntry.getArgument(numBindings + 1);
     auto word = [&](unsigned index) -> Value {
       Value at = arith::ConstantIndexOp::create(b, loc, index);
       Value value = memref::LoadOp::create(b, loc, pushConstants, at);
@@ -177,7 +184,59 @@ struct FormSpirvKernelsPass
     func.erase();
     if (failed(flattenAccesses(kernel, bindings)))
       return failure();
+    reportLoopsCutShort(kernel, status, pushConstants, numBindings + numSymbols);
     return inlineConstants(kernel, module);
+  }
+
+  /// Status code a kernel writes to its slot of the runtime's status buffer
+  /// when a loop ended before its upper bound: the device cut it short
+  /// (lavapipe ends an invocation's loops after 65535 iterations in all),
+  /// so the kernel's results are wrong. Matches the runtime's.
+  static constexpr int32_t kLoopCutShort = 1;
+
+  /// Each scf.for also carries its next induction value; after the loop,
+  /// one that ran but stopped below its upper bound writes kLoopCutShort to
+  /// the status word at the slot the push constants give. A device that
+  /// runs every loop to its end never writes it; the check costs a
+  /// comparison per loop exit, not per iteration.
+  static void reportLoopsCutShort(gpu::GPUFuncOp kernel, Value status, Value pushConstants,
+                                  unsigned slotWord) {
+    SmallVector<scf::ForOp> loops;
+    kernel.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    if (loops.empty())
+      return;
+    OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
+    Location loc = kernel.getLoc();
+    Value slot = arith::IndexCastUIOp::create(
+        entry, loc, entry.getIndexType(),
+        memref::LoadOp::create(entry, loc, pushConstants,
+                               ValueRange{arith::ConstantIndexOp::create(entry, loc, slotWord)}));
+    Value code = arith::ConstantIntOp::create(entry, loc, kLoopCutShort, 32);
+    IRRewriter rewriter(kernel.getContext());
+    for (scf::ForOp loop : loops) {
+      rewriter.setInsertionPoint(loop);
+      Value lb = loop.getLowerBound(), ub = loop.getUpperBound();
+      auto newYields = [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument>) {
+        scf::ForOp current = cast<scf::ForOp>(b.getInsertionBlock()->getParentOp());
+        return SmallVector<Value>{arith::AddIOp::create(b, yieldLoc, current.getInductionVar(),
+                                                        current.getStep())};
+      };
+      FailureOr<LoopLikeOpInterface> extended = cast<LoopLikeOpInterface>(*loop).replaceWithAdditionalYields(
+          rewriter, ValueRange{lb}, /*replaceInitOperandUsesInLoop=*/false, newYields);
+      if (failed(extended))
+        continue;
+      auto widened = cast<scf::ForOp>(extended->getOperation());
+      Value next = widened.getResults().back();
+      rewriter.setInsertionPointAfter(widened);
+      Location at = widened.getLoc();
+      auto below = widened.getUnsignedCmp() ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+      Value ran = arith::CmpIOp::create(rewriter, at, below, lb, ub);
+      Value stopped = arith::CmpIOp::create(rewriter, at, below, next, ub);
+      auto cutShort = scf::IfOp::create(rewriter, at, arith::AndIOp::create(rewriter, at, ran, stopped),
+                                        /*withElse=*/false);
+      rewriter.setInsertionPoint(cutShort.thenBlock()->getTerminator());
+      memref::StoreOp::create(rewriter, at, code, status, ValueRange{slot});
+    }
   }
 
   /// Constant tensors that bufferization turned into memref.globals live
@@ -280,6 +339,8 @@ struct FormSpirvKernelsPass
       Location loc = kernel.getLoc();
       Value pushConstants = entry.getArguments().back();
       for (Value flat : entry.getArguments().drop_back()) {
+        if (!bindings.count(flat))
+          continue; // the status buffer, indexed by its slot
         auto binding = bindings.lookup(flat);
         Value at = arith::ConstantIndexOp::create(b, loc, binding.first);
         Value word = memref::LoadOp::create(b, loc, pushConstants, at);

@@ -5,10 +5,15 @@
 // compiler encodes them, the Vulkan driver and the artifact verifier decode
 // them. Little-endian:
 //
-//   u32 magic kSpirvContainerMagic ("KSPV"), u32 version (1), u32 kernelCount,
+//   u32 magic kSpirvContainerMagic ("KSPV"), u32 version (2), u32 kernelCount,
 //   kernelCount x { u32 nameBytes, name bytes (no NUL; the kernel's symbol
 //                   and its module's OpEntryPoint name), zero padding to a
 //                   multiple of 4 bytes, u32 wordCount, wordCount x u32 }
+//
+// The kernels' interface (version 2): storage buffers at set 0, bindings
+// 0..n-1 the kernel's n bindings, binding n the device's status buffer
+// (u32 words); push-constant words 0..n-1 the bindings' byte offsets in what
+// is bound, then the size symbols' values, then the launch's status slot.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +34,7 @@ namespace kiln::runtime {
 /// Device::executableFormat() of the Vulkan driver.
 inline constexpr char kVulkanSpirvFormat[] = "vulkan-spirv";
 inline constexpr uint32_t kSpirvContainerMagic = 0x5650534B; // "KSPV"
-inline constexpr uint32_t kSpirvContainerVersion = 1;
+inline constexpr uint32_t kSpirvContainerVersion = 2;
 /// The first word of every SPIR-V module.
 inline constexpr uint32_t kSpirvMagic = 0x07230203;
 

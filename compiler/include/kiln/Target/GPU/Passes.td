@@ -53,18 +53,26 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
     - A workgroup handles a chunk of the kernel's rows (its leading extent),
       computed as kiln-distribute-workgroups does on the CPU, from the block
       id and the grid size; the chunk's alignment (rows per workgroup, chosen
-      so that a workgroup has about one element per thread) is recorded as
+      so that the heaviest loop nest, counting the reduction a row loop
+      holds, has about one element per thread) is recorded as
       `kiln_kernel.workgroup_alignment`, from which the plan sizes the grid.
     - Each top-level scf.parallel becomes a loop over its linearized
       iteration space (the rows clamped to the chunk), thread t taking
       iterations t, t + T, ...; reductions run in each thread.
-    - A reduction into one element (a perfect scf.for nest that loads an
-      accumulator at loop-invariant indices, combines it and stores it back,
-      in a kernel that is not split into rows) spreads over the threads:
-      each folds every T-th iteration of the outer loop into a partial from
-      the combine's identity, the partials meet in workgroup memory, and
-      thread 0 folds them into the accumulator. Min, max, bitwise and
-      integer combines always; float sums and products only with `reassoc`.
+    - A reduction (a perfect scf.for nest whose innermost body, for each of
+      its accumulators, loads it at loop-invariant indices, combines it and
+      stores it back) spreads over the threads: each folds every T-th
+      iteration of the outer loop into partials from the combines'
+      identities, the partials meet in workgroup memory and fold in a tree
+      (T/2, T/4, ... threads, a barrier after each round), and thread 0
+      folds the totals into the accumulators. That is done for a reduction
+      into one element in a kernel not split into rows, and for a row
+      reduction (a top-level scf.parallel whose body is index arithmetic
+      and such a nest, indexed by the rows) when a workgroup has fewer
+      than T/4 of its iterations and each reduces at least 32 elements (or
+      a symbolic count): the rows then run one after another, all threads
+      on each. Min, max, bitwise and integer combines always; float sums
+      and products only with `reassoc`; while workgroup memory lasts.
     - A top-level loop nest whose iterations may write the same element (a
       scatter through computed indices), and any other top-level op that
       writes memory, runs on thread 0 alone: deterministic, and correct.

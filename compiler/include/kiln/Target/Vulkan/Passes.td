@@ -11,9 +11,16 @@ def FormSpirvKernelsPass : Pass<"kiln-spirv-form-kernels", "mlir::ModuleOp"> {
 
     - binding i (the kernel's memref arguments, its temporaries included) as
       `memref<?xT>`: a storage buffer at descriptor set 0, binding i;
+    - after them, the runtime's status buffer (`memref<?xi32>`);
     - one push-constant array of i32: word i is binding i's byte offset in
       the range the runtime bound (the runtime binds at an aligned offset
-      below the address), then the size symbols' values.
+      below the address), then the size symbols' values, then the launch's
+      slot in the status buffer.
+
+    Each scf.for also carries its next induction value; one that ran and
+    stopped below its upper bound writes 1 to the status slot. Lavapipe ends
+    an invocation's loops after 65535 iterations in all, silently; this
+    makes it an error the runtime reports, not a wrong result.
 
     Every load and store is rewritten onto the flat buffer with its linear
     index (views folded into their accesses first), since SPIR-V storage
@@ -22,7 +29,8 @@ def FormSpirvKernelsPass : Pass<"kiln-spirv-form-kernels", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::spirv::SPIRVDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
-                           "mlir::affine::AffineDialect", "mlir::tensor::TensorDialect"];
+                           "mlir::affine::AffineDialect", "mlir::tensor::TensorDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def ConvertToSpirvPass : Pass<"kiln-spirv-convert", "mlir::ModuleOp"> {
