@@ -200,14 +200,34 @@ func.func @short_rows(%id: index, %count: index, %in: memref<1000x4xf32>, %out: 
 
 // -----
 
-// A matmul's loop (512 columns of 256 products per row) sets the rows per
-// workgroup: one, its columns spread over the threads, each output's
-// reduction in one thread; the row reduction after it (a fused sum) shares
-// each row over the threads.
+// A matmul goes by 32 x 64 tiles of outputs (a workgroup takes 32 rows):
+// each 16-deep stage of A [32 x 16] and B [16 x 64] is loaded into
+// workgroup memory by all threads, then each thread combines its 4 x 4
+// outputs, carried from their initial values in k order, from there. The
+// row reduction after it shares each of the workgroup's rows over the
+// threads.
 // CHECK-LABEL: func.func @matmul_then_row_sum
-// CHECK-SAME: kiln_kernel.workgroup_alignment = 1 : i64
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
-// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c256 step %c1
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 32 : i64
+// CHECK: %[[A:.*]] = memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.*]] = memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   scf.for %[[J0:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-COUNT-16: scf.if %{{.*}} -> (f32)
+// CHECK:     %[[OUT:.*]]:16 = scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
+// CHECK:         memref.load %{{.*}} : memref<64x256xf32>
+// CHECK:         memref.store %{{.*}}, %[[A]]
+// CHECK:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
+// CHECK:         memref.load %{{.*}} : memref<256x512xf32>
+// CHECK:         memref.store %{{.*}}, %[[B]]
+// CHECK:       gpu.barrier
+// CHECK:       scf.for %{{.*}} iter_args
+// CHECK-COUNT-4: memref.load %[[A]]
+// CHECK-COUNT-4: memref.load %[[B]]
+// CHECK:         arith.mulf
+// CHECK:         arith.addf
+// CHECK:       gpu.barrier
+// CHECK-COUNT-16: memref.store %[[OUT]]#{{[0-9]+}}, %{{.*}} : memref<64x512xf32>
 // CHECK: gpu.barrier
 // CHECK: memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
 func.func @matmul_then_row_sum(%id: index, %count: index, %a: memref<64x256xf32>, %b: memref<256x512xf32>, %c: memref<64x512xf32>, %out: memref<64xf32>)
@@ -234,6 +254,68 @@ func.func @matmul_then_row_sum(%id: index, %count: index, %a: memref<64x256xf32>
       %s = memref.load %out[%i] : memref<64xf32>
       %s2 = arith.addf %s, %x fastmath<reassoc> : f32
       memref.store %s2, %out[%i] : memref<64xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A batched matmul with B transposed (B[b, j, k]) and a depth that is not a
+// multiple of 16: the batches run one after another, each by tiles.
+// CHECK-LABEL: func.func @batched_transposed
+// CHECK: memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %[[BATCH:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   scf.for
+// CHECK:     scf.for
+// CHECK:       memref.load %{{.*}}[%[[BATCH]], %{{.*}}, %{{.*}}] : memref<4x40x100xf32>
+// CHECK:       arith.minui %{{.*}}, %c16
+func.func @batched_transposed(%id: index, %count: index, %a: memref<4x48x100xf32>, %b: memref<4x40x100xf32>, %c: memref<4x48x40xf32>)
+    attributes {kiln_kernel.kernel = "batched_transposed", kiln_kernel.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c40 = arith.constant 40 : index
+  %c48 = arith.constant 48 : index
+  %c100 = arith.constant 100 : index
+  scf.parallel (%n, %i, %j) = (%c0, %c0, %c0) to (%c4, %c48, %c40) step (%c1, %c1, %c1) {
+    scf.for %k = %c0 to %c100 step %c1 {
+      %x = memref.load %a[%n, %i, %k] : memref<4x48x100xf32>
+      %y = memref.load %b[%n, %j, %k] : memref<4x40x100xf32>
+      %acc = memref.load %c[%n, %i, %j] : memref<4x48x40xf32>
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %c[%n, %i, %j] : memref<4x48x40xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Four columns do not fill a tile: a thread per output.
+// CHECK-LABEL: func.func @narrow_matmul
+// CHECK-NOT: address_space<workgroup>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
+// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c64 step %c1
+func.func @narrow_matmul(%id: index, %count: index, %a: memref<256x64xf32>, %b: memref<64x4xf32>, %c: memref<256x4xf32>)
+    attributes {kiln_kernel.kernel = "narrow_matmul", kiln_kernel.workgroup_extent = 256 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c256, %c4) step (%c1, %c1) {
+    scf.for %k = %c0 to %c64 step %c1 {
+      %x = memref.load %a[%i, %k] : memref<256x64xf32>
+      %y = memref.load %b[%k, %j] : memref<64x4xf32>
+      %acc = memref.load %c[%i, %j] : memref<256x4xf32>
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %c[%i, %j] : memref<256x4xf32>
     }
     scf.reduce
   }

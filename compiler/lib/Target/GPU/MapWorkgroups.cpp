@@ -2,6 +2,8 @@
 // mapping layer every GPU target shares (see Passes.td).
 #include "kiln/Target/GPU/Passes.h"
 
+#include "Mapping.h"
+
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
@@ -16,63 +18,11 @@ namespace kiln::gpu {
 } // namespace kiln::gpu
 
 using namespace mlir;
+using namespace kiln::gpu;
 
 namespace {
 
 constexpr int64_t kMaxThreads = 256;
-
-/// Whether `op` (itself; not what it holds) may write memory.
-bool writes(Operation *op) {
-  if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-    return false;
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effects)
-    return true;
-  return effects.hasEffect<MemoryEffects::Write>() || effects.hasEffect<MemoryEffects::Free>();
-}
-
-/// Whether `op` or anything inside it may write memory.
-bool writesAnything(Operation *op) {
-  return op->walk([](Operation *inner) {
-               return writes(inner) ? WalkResult::interrupt() : WalkResult::advance();
-             })
-      .wasInterrupted();
-}
-
-/// Whether distinct iterations of `loop` write distinct elements: every
-/// store inside indexes with all of the loop's induction variables directly
-/// (the other indices being loop-invariant or inner loops' variables), as
-/// the loops of a linalg op's outputs do. A scatter's stores, through
-/// computed indices, do not.
-bool iterationsWriteApart(scf::ParallelOp loop) {
-  if (loop->hasAttr(kiln::kernel::kWritesApartAttr))
-    return true; // a GPU lowering's loop, which says so
-  bool apart = true;
-  loop.getBody()->walk([&](Operation *op) {
-    auto store = dyn_cast<memref::StoreOp>(op);
-    if (!store) {
-      // Any other writer (an atomic, a copy) is not a linalg op's output.
-      if (writes(op))
-        apart = false;
-      return;
-    }
-    for (Value iv : loop.getInductionVars())
-      if (!llvm::is_contained(store.getIndices(), iv))
-        apart = false;
-    for (Value index : store.getIndices()) {
-      bool direct = llvm::is_contained(loop.getInductionVars(), index) ||
-                    !loop->isAncestor(index.getParentRegion()->getParentOp()) ||
-                    matchPattern(index, m_Constant());
-      if (!direct && isa<BlockArgument>(index)) {
-        // An inner (reduction) loop's induction variable.
-        direct = isa<scf::ForOp>(index.getParentRegion()->getParentOp());
-      }
-      if (!direct)
-        apart = false;
-    }
-  });
-  return apart;
-}
 
 /// Rewrites an scf.parallel into nested scf.for loops (a parallel loop
 /// inside a thread's share of the work runs sequentially).
@@ -94,185 +44,6 @@ void sequentialize(scf::ParallelOp loop) {
     from.replaceAllUsesWith(to);
   loop.erase();
 }
-
-/// A reduction of a loop nest into accumulators, as a linalg reduction
-/// becomes: a perfect nest of scf.for whose innermost body, for each
-/// accumulator, loads it (`out[indices]`, the same indices throughout the
-/// nest), combines it with a value that does not depend on it, and stores
-/// the result back, writing nothing else. A layer norm's statistics have
-/// two accumulators (the sum and the sum of squares); a sum, one.
-struct Accumulator {
-  memref::LoadOp load;
-  memref::StoreOp store;
-  Operation *combine;
-  TypedAttr identity;
-};
-struct Reduction {
-  SmallVector<scf::ForOp> nest; // outermost first
-  SmallVector<Accumulator> accumulators;
-};
-
-/// The identity of a combining op, when reordering it is allowed: float
-/// sums and products only with the reassoc flag (the CPU kernels reassociate
-/// them too); min, max and the bitwise ops always.
-TypedAttr reductionIdentity(Operation *combine, Type type) {
-  Builder b(combine->getContext());
-  if (auto fastmath = dyn_cast<arith::ArithFastMathInterface>(combine);
-      isa<arith::AddFOp, arith::MulFOp>(combine) &&
-      (!fastmath || !arith::bitEnumContainsAll(fastmath.getFastMathFlagsAttr().getValue(),
-                                               arith::FastMathFlags::reassoc)))
-    return {};
-  if (auto floatType = dyn_cast<FloatType>(type)) {
-    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
-    APFloat value = llvm::TypeSwitch<Operation *, APFloat>(combine)
-                        .Case([&](arith::AddFOp) { return APFloat::getZero(semantics, true); })
-                        .Case([&](arith::MulFOp) { return APFloat::getOne(semantics); })
-                        .Case([&](arith::MaximumFOp) { return APFloat::getInf(semantics, true); })
-                        .Case([&](arith::MinimumFOp) { return APFloat::getInf(semantics); })
-                        .Case<arith::MaxNumFOp, arith::MinNumFOp>(
-                            [&](Operation *) { return APFloat::getNaN(semantics); })
-                        .Default([&](Operation *) { return APFloat::getZero(semantics); });
-    if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-             arith::MinNumFOp>(combine))
-      return {};
-    return b.getFloatAttr(floatType, value);
-  }
-  auto intType = dyn_cast<IntegerType>(type);
-  if (!intType || intType.getWidth() < 8) // no booleans in workgroup memory
-    return {};
-  unsigned width = intType.getWidth();
-  std::optional<APInt> value =
-      llvm::TypeSwitch<Operation *, std::optional<APInt>>(combine)
-          .Case<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(
-              [&](Operation *) { return APInt::getZero(width); })
-          .Case([&](arith::MulIOp) { return APInt(width, 1); })
-          .Case<arith::AndIOp, arith::MinUIOp>([&](Operation *) { return APInt::getAllOnes(width); })
-          .Case([&](arith::MaxSIOp) { return APInt::getSignedMinValue(width); })
-          .Case([&](arith::MinSIOp) { return APInt::getSignedMaxValue(width); })
-          .Default([&](Operation *) { return std::nullopt; });
-  return value ? b.getIntegerAttr(intType, *value) : TypedAttr();
-}
-
-std::optional<Reduction> matchReduction(scf::ForOp outer) {
-  Reduction reduction;
-  scf::ForOp loop = outer;
-  while (true) {
-    if (loop.getNumResults() != 0)
-      return std::nullopt;
-    reduction.nest.push_back(loop);
-    auto inner = llvm::to_vector(loop.getBody()->getOps<scf::ForOp>());
-    if (inner.empty())
-      break;
-    // A perfect nest: the inner loop is all (its bounds' arithmetic aside).
-    if (inner.size() != 1 || llvm::any_of(loop.getBody()->without_terminator(), [&](Operation &op) {
-          return &op != inner.front() && !isPure(&op);
-        }))
-      return std::nullopt;
-    loop = inner.front();
-  }
-  Block *body = loop.getBody();
-  SmallVector<memref::StoreOp> stores;
-  for (Operation &op : body->without_terminator()) {
-    if (auto store = dyn_cast<memref::StoreOp>(op))
-      stores.push_back(store);
-    else if (isa<scf::ForOp, scf::IfOp, scf::WhileOp>(op) || writes(&op))
-      return std::nullopt;
-  }
-  if (stores.empty())
-    return std::nullopt;
-  for (memref::StoreOp store : stores) {
-    // Each accumulator is a buffer of its own, at indices invariant in the
-    // whole nest.
-    if (llvm::any_of(reduction.accumulators, [&](Accumulator &other) {
-          return other.store.getMemRef() == store.getMemRef();
-        }))
-      return std::nullopt;
-    for (Value index : store.getIndices())
-      if (outer->isAncestor(index.getParentRegion()->getParentOp()))
-        return std::nullopt;
-    Accumulator accumulator;
-    accumulator.store = store;
-    Operation *combine = store.getValueToStore().getDefiningOp();
-    if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2 ||
-        combine->getNumResults() != 1 || !combine->getResult(0).hasOneUse())
-      return std::nullopt;
-    for (unsigned i : {0u, 1u}) {
-      auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
-      if (load && load.getMemRef() == store.getMemRef() && load.getIndices() == store.getIndices() &&
-          load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
-        accumulator.load = load;
-    }
-    if (!accumulator.load)
-      return std::nullopt;
-    accumulator.combine = combine;
-    accumulator.identity = reductionIdentity(combine, store.getValueToStore().getType());
-    if (!accumulator.identity)
-      return std::nullopt;
-    reduction.accumulators.push_back(accumulator);
-  }
-  // No other read of an accumulator's buffer inside: the values combined
-  // must not depend on them.
-  bool readsAccumulator = false;
-  outer.walk([&](memref::LoadOp other) {
-    for (Accumulator &accumulator : reduction.accumulators)
-      if (other != accumulator.load && other.getMemRef() == accumulator.store.getMemRef())
-        readsAccumulator = true;
-  });
-  if (readsAccumulator)
-    return std::nullopt;
-  return reduction;
-}
-
-/// A loop over rows that reduces each (a softmax's max and sum, a norm's
-/// statistics): a top-level scf.parallel whose body is index arithmetic and
-/// one reduction nest, its accumulators indexed by the rows.
-std::optional<Reduction> matchRowReduction(scf::ParallelOp loop) {
-  if (loop.getNumResults() != 0)
-    return std::nullopt;
-  scf::ForOp nest;
-  for (Operation &op : loop.getBody()->without_terminator()) {
-    if (auto inner = dyn_cast<scf::ForOp>(op); inner && !nest)
-      nest = inner;
-    else if (!isPure(&op))
-      return std::nullopt;
-  }
-  return nest ? matchReduction(nest) : std::nullopt;
-}
-
-/// a * b for non-negative a and b, at most INT64_MAX.
-int64_t saturatingMultiply(int64_t a, int64_t b) {
-  return b > 0 && a > std::numeric_limits<int64_t>::max() / b
-             ? std::numeric_limits<int64_t>::max()
-             : a * b;
-}
-
-/// The trips of a loop with constant bounds.
-std::optional<int64_t> constantTrips(OpFoldResult lb, OpFoldResult ub, OpFoldResult step) {
-  auto l = getConstantIntValue(lb), u = getConstantIntValue(ub), s = getConstantIntValue(step);
-  if (!l || !u || !s || *s <= 0)
-    return std::nullopt;
-  return llvm::divideCeil(std::max<int64_t>(*u - *l, 0), *s);
-}
-
-/// The iterations of a reduction's nest, when its bounds are constants.
-std::optional<int64_t> constantTrips(const Reduction &reduction) {
-  int64_t trips = 1;
-  for (scf::ForOp loop : reduction.nest) {
-    auto count = constantTrips(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
-    if (!count)
-      return std::nullopt;
-    trips *= *count;
-  }
-  return trips;
-}
-
-/// What every thread of a workgroup computes once at its start.
-struct ThreadValues {
-  Value thread;        // gpu.thread_id x
-  Value threadCount;   // the workgroup size, a constant
-  Value isFirstThread; // thread == 0
-  int64_t threads;
-};
 
 struct GpuMapWorkgroupsPass
     : kiln::gpu::impl::GpuMapWorkgroupsPassBase<GpuMapWorkgroupsPass> {
@@ -383,12 +154,23 @@ struct GpuMapWorkgroupsPass
     // idle, which costs less than a workgroup whose threads each loop over
     // whole rows of a heavy one.
     int64_t rows = 1;
+    // Matmuls go by tiles of outputs; a 2-D one's tiles are whole rows of
+    // workgroups' chunks.
+    std::optional<MatmulTileShape> tileShape = matmulTileShape(threads);
+    DenseMap<Operation *, TiledMatmul> matmuls;
+    for (Operation *op : topLevel)
+      if (auto loop = dyn_cast<scf::ParallelOp>(op))
+        if (auto matmul = matchTiledMatmul(loop, threads, sharedBytes))
+          matmuls.try_emplace(op, std::move(*matmul));
     if (splitRows) {
       int64_t perRow = 1;
       for (Operation *op : topLevel)
         if (auto loop = dyn_cast<scf::ParallelOp>(op))
           perRow = std::max(perRow, workPerRow(loop, threads));
       rows = llvm::divideCeil(threads, std::min(perRow, threads));
+      for (auto &[op, matmul] : matmuls)
+        if (matmul.loop.getNumLoops() == 2)
+          rows = std::max(rows, tileShape->rows);
     }
     MLIRContext *context = func.getContext();
     func->setAttr(kiln::kernel::kAlignmentAttr,
@@ -436,9 +218,13 @@ struct GpuMapWorkgroupsPass
           loop ? cooperativeRowReduction(loop, splitRows, rows, threads, sharedLeft) : std::nullopt;
       std::optional<Reduction> scalar =
           !splitRows && isa<scf::ForOp>(op) ? matchReduction(cast<scf::ForOp>(op)) : std::nullopt;
-      if (scalar && partialBytes(*scalar, threads) > sharedLeft)
+      if (scalar && (!scalar->reorderable() || partialBytes(*scalar, threads) > sharedLeft))
         scalar.reset();
-      if (rowReduction) {
+      auto matmul = matmuls.find(op);
+      if (matmul != matmuls.end() && tileBytes(matmul->second, *tileShape) <= sharedLeft) {
+        sharedLeft -= tileBytes(matmul->second, *tileShape);
+        op = tileMatmul(matmul->second, *tileShape, values, begin, end);
+      } else if (rowReduction) {
         sharedLeft -= partialBytes(*rowReduction, threads);
         op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);
       } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
@@ -478,7 +264,7 @@ struct GpuMapWorkgroupsPass
                                                           int64_t rows, int64_t threads,
                                                           int64_t sharedLeft) {
     std::optional<Reduction> reduction = matchRowReduction(loop);
-    if (!reduction || !iterationsWriteApart(loop))
+    if (!reduction || !reduction->reorderable() || !iterationsWriteApart(loop))
       return std::nullopt;
     auto iterations = iterationsPerWorkgroup(loop, splitRows, rows);
     if (!iterations || *iterations * kRowsPerCooperativeFraction > threads)

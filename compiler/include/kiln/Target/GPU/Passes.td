@@ -56,7 +56,16 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       so that the heaviest loop nest, counting the reduction a row loop
       holds, has about one element per thread) is recorded as
       `kiln_kernel.workgroup_alignment`, from which the plan sizes the grid.
-    - Each top-level scf.parallel becomes a loop over its linearized
+    - A matmul-like top-level loop (its last two dimensions i and j, a body
+      that is one scf.for over k combining into C[.., i, j] values computed
+      from loads indexed by i and k, loads indexed by j and k, and loads
+      indexed by neither) goes by tiles of outputs (32 x 64 for 128
+      threads; a 2-D loop's tiles make the chunk's alignment): for each
+      16-deep stage, all threads load the A and B tiles into workgroup
+      memory, then each thread combines its 4 x 4 outputs over the stage
+      from there, carrying them from their initial values in k order.
+      Narrow ones (under 8 rows or 16 columns) are not tiled.
+    - Each other top-level scf.parallel becomes a loop over its linearized
       iteration space (the rows clamped to the chunk), thread t taking
       iterations t, t + T, ...; reductions run in each thread.
     - A reduction (a perfect scf.for nest whose innermost body, for each of

@@ -1,0 +1,219 @@
+// What the GPU mapping recognizes in a kernel's loop nests: writers,
+// loops whose iterations write apart, reductions (see Mapping.h).
+#include "Mapping.h"
+
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace kiln::gpu;
+
+bool kiln::gpu::writes(Operation *op) {
+  if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+    return false;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return true;
+  return effects.hasEffect<MemoryEffects::Write>() || effects.hasEffect<MemoryEffects::Free>();
+}
+
+bool kiln::gpu::writesAnything(Operation *op) {
+  return op->walk([](Operation *inner) {
+               return writes(inner) ? WalkResult::interrupt() : WalkResult::advance();
+             })
+      .wasInterrupted();
+}
+
+bool kiln::gpu::iterationsWriteApart(scf::ParallelOp loop) {
+  if (loop->hasAttr(kiln::kernel::kWritesApartAttr))
+    return true; // a GPU lowering's loop, which says so
+  bool apart = true;
+  loop.getBody()->walk([&](Operation *op) {
+    auto store = dyn_cast<memref::StoreOp>(op);
+    if (!store) {
+      // Any other writer (an atomic, a copy) is not a linalg op's output.
+      if (writes(op))
+        apart = false;
+      return;
+    }
+    for (Value iv : loop.getInductionVars())
+      if (!llvm::is_contained(store.getIndices(), iv))
+        apart = false;
+    for (Value index : store.getIndices()) {
+      bool direct = llvm::is_contained(loop.getInductionVars(), index) ||
+                    !loop->isAncestor(index.getParentRegion()->getParentOp()) ||
+                    matchPattern(index, m_Constant());
+      if (!direct && isa<BlockArgument>(index)) {
+        // An inner (reduction) loop's induction variable.
+        direct = isa<scf::ForOp>(index.getParentRegion()->getParentOp());
+      }
+      if (!direct)
+        apart = false;
+    }
+  });
+  return apart;
+}
+
+/// The identity of a combining op, when reordering it is allowed: float
+/// sums and products only with the reassoc flag (the CPU kernels reassociate
+/// them too); min, max and the bitwise ops always.
+static TypedAttr reductionIdentity(Operation *combine, Type type) {
+  Builder b(combine->getContext());
+  if (auto fastmath = dyn_cast<arith::ArithFastMathInterface>(combine);
+      isa<arith::AddFOp, arith::MulFOp>(combine) &&
+      (!fastmath || !arith::bitEnumContainsAll(fastmath.getFastMathFlagsAttr().getValue(),
+                                               arith::FastMathFlags::reassoc)))
+    return {};
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    APFloat value = llvm::TypeSwitch<Operation *, APFloat>(combine)
+                        .Case([&](arith::AddFOp) { return APFloat::getZero(semantics, true); })
+                        .Case([&](arith::MulFOp) { return APFloat::getOne(semantics); })
+                        .Case([&](arith::MaximumFOp) { return APFloat::getInf(semantics, true); })
+                        .Case([&](arith::MinimumFOp) { return APFloat::getInf(semantics); })
+                        .Case<arith::MaxNumFOp, arith::MinNumFOp>(
+                            [&](Operation *) { return APFloat::getNaN(semantics); })
+                        .Default([&](Operation *) { return APFloat::getZero(semantics); });
+    if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+             arith::MinNumFOp>(combine))
+      return {};
+    return b.getFloatAttr(floatType, value);
+  }
+  auto intType = dyn_cast<IntegerType>(type);
+  if (!intType || intType.getWidth() < 8) // no booleans in workgroup memory
+    return {};
+  unsigned width = intType.getWidth();
+  std::optional<APInt> value =
+      llvm::TypeSwitch<Operation *, std::optional<APInt>>(combine)
+          .Case<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(
+              [&](Operation *) { return APInt::getZero(width); })
+          .Case([&](arith::MulIOp) { return APInt(width, 1); })
+          .Case<arith::AndIOp, arith::MinUIOp>([&](Operation *) { return APInt::getAllOnes(width); })
+          .Case([&](arith::MaxSIOp) { return APInt::getSignedMinValue(width); })
+          .Case([&](arith::MinSIOp) { return APInt::getSignedMaxValue(width); })
+          .Default([&](Operation *) { return std::nullopt; });
+  return value ? b.getIntegerAttr(intType, *value) : TypedAttr();
+}
+
+std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
+  Reduction reduction;
+  scf::ForOp loop = outer;
+  while (true) {
+    if (loop.getNumResults() != 0)
+      return std::nullopt;
+    reduction.nest.push_back(loop);
+    auto inner = llvm::to_vector(loop.getBody()->getOps<scf::ForOp>());
+    if (inner.empty())
+      break;
+    // A perfect nest: the inner loop is all (its bounds' arithmetic aside).
+    if (inner.size() != 1 || llvm::any_of(loop.getBody()->without_terminator(), [&](Operation &op) {
+          return &op != inner.front() && !isPure(&op);
+        }))
+      return std::nullopt;
+    loop = inner.front();
+  }
+  Block *body = loop.getBody();
+  SmallVector<memref::StoreOp> stores;
+  for (Operation &op : body->without_terminator()) {
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      stores.push_back(store);
+    else if (isa<scf::ForOp, scf::IfOp, scf::WhileOp>(op) || writes(&op))
+      return std::nullopt;
+  }
+  if (stores.empty())
+    return std::nullopt;
+  for (memref::StoreOp store : stores) {
+    // Each accumulator is a buffer of its own, at indices invariant in the
+    // whole nest.
+    if (llvm::any_of(reduction.accumulators, [&](Accumulator &other) {
+          return other.store.getMemRef() == store.getMemRef();
+        }))
+      return std::nullopt;
+    for (Value index : store.getIndices())
+      if (outer->isAncestor(index.getParentRegion()->getParentOp()))
+        return std::nullopt;
+    Accumulator accumulator;
+    accumulator.store = store;
+    Operation *combine = store.getValueToStore().getDefiningOp();
+    if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2 ||
+        combine->getNumResults() != 1 || !combine->getResult(0).hasOneUse())
+      return std::nullopt;
+    for (unsigned i : {0u, 1u}) {
+      auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
+      if (load && load.getMemRef() == store.getMemRef() && load.getIndices() == store.getIndices() &&
+          load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
+        accumulator.load = load;
+    }
+    if (!accumulator.load)
+      return std::nullopt;
+    accumulator.combine = combine;
+    accumulator.identity = reductionIdentity(combine, store.getValueToStore().getType());
+    reduction.accumulators.push_back(accumulator);
+  }
+  // No other read of an accumulator's buffer inside: the values combined
+  // must not depend on them.
+  bool readsAccumulator = false;
+  outer.walk([&](memref::LoadOp other) {
+    for (Accumulator &accumulator : reduction.accumulators)
+      if (other != accumulator.load && other.getMemRef() == accumulator.store.getMemRef())
+        readsAccumulator = true;
+  });
+  if (readsAccumulator)
+    return std::nullopt;
+  return reduction;
+}
+
+std::optional<Reduction> kiln::gpu::matchRowReduction(scf::ParallelOp loop) {
+  if (loop.getNumResults() != 0)
+    return std::nullopt;
+  scf::ForOp nest;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto inner = dyn_cast<scf::ForOp>(op); inner && !nest)
+      nest = inner;
+    else if (!isPure(&op))
+      return std::nullopt;
+  }
+  return nest ? matchReduction(nest) : std::nullopt;
+}
+
+int64_t kiln::gpu::saturatingMultiply(int64_t a, int64_t b) {
+  return b > 0 && a > std::numeric_limits<int64_t>::max() / b
+             ? std::numeric_limits<int64_t>::max()
+             : a * b;
+}
+
+std::optional<int64_t> kiln::gpu::constantTrips(OpFoldResult lb, OpFoldResult ub, OpFoldResult step) {
+  auto l = getConstantIntValue(lb), u = getConstantIntValue(ub), s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return llvm::divideCeil(std::max<int64_t>(*u - *l, 0), *s);
+}
+
+std::optional<int64_t> kiln::gpu::constantTrips(const Reduction &reduction) {
+  int64_t trips = 1;
+  for (scf::ForOp loop : reduction.nest) {
+    auto count = constantTrips(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+    if (!count)
+      return std::nullopt;
+    trips *= *count;
+  }
+  return trips;
+}
+
+bool Reduction::reorderable() const {
+  return llvm::all_of(accumulators, [](const Accumulator &a) { return bool(a.identity); });
+}
+
+void kiln::gpu::clampFirstDim(scf::ParallelOp loop, Value begin, Value end) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  loop.getLowerBoundMutable()[0].assign(
+      arith::MaxUIOp::create(b, loc, loop.getLowerBound()[0], begin).getResult());
+  loop.getUpperBoundMutable()[0].assign(
+      arith::MinUIOp::create(b, loc, loop.getUpperBound()[0], end).getResult());
+}

@@ -1,0 +1,117 @@
+// What the GPU mapping (kiln-gpu-map-workgroups) recognizes in a kernel's
+// loop nests and how its strategies share a workgroup's threads: internal
+// to compiler/lib/Target/GPU.
+#ifndef KILN_TARGET_GPU_MAPPING_H
+#define KILN_TARGET_GPU_MAPPING_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <optional>
+
+namespace kiln::gpu {
+
+/// What every thread of a workgroup computes once at its start.
+struct ThreadValues {
+  mlir::Value thread;        // gpu.thread_id x
+  mlir::Value threadCount;   // the workgroup size, a constant
+  mlir::Value isFirstThread; // thread == 0
+  int64_t threads;
+};
+
+/// Whether `op` (itself; not what it holds) may write memory.
+bool writes(mlir::Operation *op);
+
+/// Whether `op` or anything inside it may write memory.
+bool writesAnything(mlir::Operation *op);
+
+/// Whether distinct iterations of `loop` write distinct elements: every
+/// store inside indexes with all of the loop's induction variables directly
+/// (the other indices being loop-invariant or inner loops' variables), as
+/// the loops of a linalg op's outputs do. A scatter's stores, through
+/// computed indices, do not.
+bool iterationsWriteApart(mlir::scf::ParallelOp loop);
+
+/// A reduction of a loop nest into accumulators, as a linalg reduction
+/// becomes: a perfect nest of scf.for whose innermost body, for each
+/// accumulator, loads it (`out[indices]`, the same indices throughout the
+/// nest), combines it with a value that does not depend on it, and stores
+/// the result back, writing nothing else. A layer norm's statistics have
+/// two accumulators (the sum and the sum of squares); a sum, one.
+struct Accumulator {
+  mlir::memref::LoadOp load;
+  mlir::memref::StoreOp store;
+  mlir::Operation *combine;
+  /// The combine's identity where reordering it is allowed, else null.
+  mlir::TypedAttr identity;
+};
+struct Reduction {
+  llvm::SmallVector<mlir::scf::ForOp> nest; // outermost first
+  llvm::SmallVector<Accumulator> accumulators;
+
+  /// Whether the accumulators' combines may be reordered (each has an
+  /// identity): what spreading the reduction over threads needs.
+  bool reorderable() const;
+};
+
+std::optional<Reduction> matchReduction(mlir::scf::ForOp outer);
+
+/// A loop over rows that reduces each (a softmax's max and sum, a norm's
+/// statistics, a matmul's dot products): a top-level scf.parallel whose
+/// body is index arithmetic and one reduction nest, its accumulators
+/// indexed by the rows.
+std::optional<Reduction> matchRowReduction(mlir::scf::ParallelOp loop);
+
+/// a * b for non-negative a and b, at most INT64_MAX.
+int64_t saturatingMultiply(int64_t a, int64_t b);
+
+/// The trips of a loop with constant bounds.
+std::optional<int64_t> constantTrips(mlir::OpFoldResult lb, mlir::OpFoldResult ub,
+                                     mlir::OpFoldResult step);
+
+/// The iterations of a reduction's nest, when its bounds are constants.
+std::optional<int64_t> constantTrips(const Reduction &reduction);
+
+/// Narrows the first dimension of `loop` to [lb, ub) ∩ [begin, end).
+void clampFirstDim(mlir::scf::ParallelOp loop, mlir::Value begin, mlir::Value end);
+
+/// A matmul-like row reduction (C[.., i, j] combined over k with values
+/// from A-like loads indexed by i and k and B-like loads indexed by j and
+/// k) that kiln-gpu-map-workgroups computes by tiles through workgroup
+/// memory.
+struct TiledMatmul {
+  mlir::scf::ParallelOp loop;
+  Reduction reduction;
+  llvm::SmallVector<mlir::memref::LoadOp> rowLoads;    // A-like: i and k
+  llvm::SmallVector<mlir::memref::LoadOp> columnLoads; // B-like: j and k
+};
+
+/// The tile shape for `threads` threads: rows x columns of outputs per
+/// tile, k steps per stage, and outputs per thread in each direction.
+struct MatmulTileShape {
+  int64_t rows, columns, depth, threadRows, threadColumns;
+};
+std::optional<MatmulTileShape> matmulTileShape(int64_t threads);
+
+/// `loop` as a TiledMatmul, when its shape is one (each output reduces
+/// over one k loop, at least one A-like and one B-like load) and its tiles
+/// fit in `sharedBytes` of workgroup memory.
+std::optional<TiledMatmul> matchTiledMatmul(mlir::scf::ParallelOp loop, int64_t threads,
+                                            int64_t sharedBytes);
+
+/// Bytes of workgroup memory the matmul's tiles take.
+int64_t tileBytes(const TiledMatmul &matmul, const MatmulTileShape &shape);
+
+/// Computes the matmul by tiles (its first dimension clamped to [begin,
+/// end) when set): for each tile of outputs, stages of A and B tiles are
+/// loaded into workgroup memory by all threads, then each thread combines
+/// its outputs over the stage from there; each output's values are
+/// combined in k order, from its initial value, as the loop did. Returns
+/// the outermost loop.
+mlir::Operation *tileMatmul(TiledMatmul &matmul, const MatmulTileShape &shape,
+                            const ThreadValues &values, mlir::Value begin, mlir::Value end);
+
+} // namespace kiln::gpu
+
+#endif // KILN_TARGET_GPU_MAPPING_H

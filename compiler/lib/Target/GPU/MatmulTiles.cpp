@@ -1,0 +1,337 @@
+// A matmul-like row reduction computed by tiles through workgroup memory:
+// the GPU mapping's strategy for matmuls and batched matmuls, their
+// epilogues fused after them (see Mapping.h and Passes.td).
+#include "Mapping.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace kiln::gpu;
+
+namespace {
+
+/// Whether `value` is defined outside `op` (an argument, or computed before).
+bool definedOutside(Value value, Operation *op) {
+  return !op->isAncestor(value.getParentRegion()->getParentOp());
+}
+
+/// Threads per row of the thread grid (each takes threadColumns outputs of
+/// a tile row, strided by this much so that neighbours touch neighbours).
+constexpr int64_t kThreadColumns = 16;
+
+} // namespace
+
+std::optional<MatmulTileShape> kiln::gpu::matmulTileShape(int64_t threads) {
+  if (threads < 2 * kThreadColumns || threads % kThreadColumns != 0)
+    return std::nullopt;
+  // 4 x 4 outputs per thread: 128 threads take a 32 x 64 tile, each stage
+  // 16 deep (2 KiB of A and 4 KiB of B in float32).
+  MatmulTileShape shape;
+  shape.threadRows = 4;
+  shape.threadColumns = 4;
+  shape.rows = shape.threadRows * (threads / kThreadColumns);
+  shape.columns = shape.threadColumns * kThreadColumns;
+  shape.depth = 16;
+  return shape;
+}
+
+int64_t kiln::gpu::tileBytes(const TiledMatmul &matmul, const MatmulTileShape &shape) {
+  auto bytes = [](memref::LoadOp load) {
+    return llvm::divideCeil(load.getType().getIntOrFloatBitWidth(), 8);
+  };
+  int64_t total = 0;
+  for (memref::LoadOp load : matmul.rowLoads)
+    total += shape.rows * shape.depth * bytes(load);
+  for (memref::LoadOp load : matmul.columnLoads)
+    total += shape.depth * shape.columns * bytes(load);
+  return total;
+}
+
+std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int64_t threads,
+                                                       int64_t sharedBytes) {
+  auto shape = matmulTileShape(threads);
+  unsigned numLoops = loop.getNumLoops();
+  if (!shape || numLoops < 2)
+    return std::nullopt;
+  std::optional<Reduction> reduction = matchRowReduction(loop);
+  if (!reduction || reduction->nest.size() != 1 || reduction->accumulators.size() != 1 ||
+      !iterationsWriteApart(loop))
+    return std::nullopt;
+  scf::ForOp nest = reduction->nest.front();
+  // The loop holds the nest alone, whose bounds do not vary with it.
+  if (loop.getBody()->getOperations().size() != 2 ||
+      llvm::any_of(ValueRange{nest.getLowerBound(), nest.getUpperBound(), nest.getStep()},
+                   [&](Value bound) { return !definedOutside(bound, loop); }))
+    return std::nullopt;
+  // Too few rows or columns to fill a tile: a thread per output is better.
+  auto trips = [&](unsigned d) {
+    return constantTrips(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
+  };
+  auto rowTrips = trips(numLoops - 2), columnTrips = trips(numLoops - 1);
+  if ((rowTrips && *rowTrips < shape->rows / 4) ||
+      (columnTrips && *columnTrips < shape->columns / 4))
+    return std::nullopt;
+
+  TiledMatmul matmul{loop, *reduction, {}, {}};
+  Value row = loop.getInductionVars()[numLoops - 2];
+  Value column = loop.getInductionVars()[numLoops - 1];
+  Value k = nest.getInductionVar();
+  Accumulator &accumulator = reduction->accumulators.front();
+  for (memref::LoadOp load : nest.getBody()->getOps<memref::LoadOp>()) {
+    if (load == accumulator.load)
+      continue;
+    if (!definedOutside(load.getMemRef(), loop))
+      return std::nullopt;
+    bool byRow = false, byColumn = false;
+    for (Value index : load.getIndices()) {
+      byRow |= index == row;
+      byColumn |= index == column;
+      // Indices are the loops' variables or invariant: a tile element's
+      // address is the load's with the tile's row, column and k.
+      bool direct = index == k || llvm::is_contained(loop.getInductionVars(), index) ||
+                    definedOutside(index, loop);
+      if (!direct)
+        return std::nullopt;
+    }
+    if (byRow && byColumn)
+      return std::nullopt;
+    if (byRow)
+      matmul.rowLoads.push_back(load);
+    else if (byColumn)
+      matmul.columnLoads.push_back(load);
+  }
+  if (matmul.rowLoads.empty() || matmul.columnLoads.empty() ||
+      tileBytes(matmul, *shape) > sharedBytes)
+    return std::nullopt;
+  return matmul;
+}
+
+Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &shape,
+                                 const ThreadValues &values, Value begin, Value end) {
+  scf::ParallelOp loop = matmul.loop;
+  if (begin)
+    clampFirstDim(loop, begin, end);
+  unsigned numLoops = loop.getNumLoops();
+  scf::ForOp nest = matmul.reduction.nest.front();
+  Accumulator &accumulator = matmul.reduction.accumulators.front();
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+
+  // The tiles in workgroup memory, row-major: A-like [rows x depth], B-like
+  // [depth x columns].
+  auto workgroupSpace = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
+                                                           ::mlir::gpu::AddressSpace::Workgroup);
+  auto tile = [&](memref::LoadOp load, int64_t elements) -> Value {
+    return memref::AllocOp::create(b, loc, MemRefType::get({elements}, load.getType(),
+                                                           MemRefLayoutAttrInterface(),
+                                                           workgroupSpace));
+  };
+  SmallVector<Value> rowTiles, columnTiles;
+  for (memref::LoadOp load : matmul.rowLoads)
+    rowTiles.push_back(tile(load, shape.rows * shape.depth));
+  for (memref::LoadOp load : matmul.columnLoads)
+    columnTiles.push_back(tile(load, shape.depth * shape.columns));
+
+  // The thread's place in the grid of kThreadColumns x (threads /
+  // kThreadColumns): its outputs are rows ty + TY * r, columns tx + TX * c.
+  int64_t gridColumns = shape.columns / shape.threadColumns;
+  int64_t gridRows = shape.rows / shape.threadRows;
+  Value tx = arith::RemUIOp::create(b, loc, values.thread, index(gridColumns));
+  Value ty = arith::DivUIOp::create(b, loc, values.thread, index(gridColumns));
+
+  // The batch dimensions, one after another.
+  IRMapping outer;
+  Operation *outermost = nullptr;
+  auto sequential = [&](Value lb, Value ub, Value step) {
+    auto serial = scf::ForOp::create(b, loc, lb, ub, step);
+    if (!outermost)
+      outermost = serial;
+    b.setInsertionPoint(serial.getBody()->getTerminator());
+    return serial.getInductionVar();
+  };
+  for (unsigned d = 0; d + 2 < numLoops; ++d)
+    outer.map(loop.getInductionVars()[d], sequential(loop.getLowerBound()[d],
+                                                     loop.getUpperBound()[d], loop.getStep()[d]));
+  Value rowEnd = loop.getUpperBound()[numLoops - 2];
+  Value rowStep = loop.getStep()[numLoops - 2];
+  Value columnEnd = loop.getUpperBound()[numLoops - 1];
+  Value columnStep = loop.getStep()[numLoops - 1];
+  Value row0 = sequential(loop.getLowerBound()[numLoops - 2], rowEnd,
+                          arith::MulIOp::create(b, loc, rowStep, index(shape.rows)));
+  Value column0 = sequential(loop.getLowerBound()[numLoops - 1], columnEnd,
+                             arith::MulIOp::create(b, loc, columnStep, index(shape.columns)));
+  Value rowIv = loop.getInductionVars()[numLoops - 2];
+  Value columnIv = loop.getInductionVars()[numLoops - 1];
+
+  // This thread's outputs and whether each is inside the loop's bounds.
+  SmallVector<Value> rows, columns, rowInside, columnInside;
+  auto below = [&](Value value, Value bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, value, bound).getResult();
+  };
+  for (int64_t r = 0; r < shape.threadRows; ++r) {
+    Value offset = arith::AddIOp::create(b, loc, ty, index(gridRows * r));
+    rows.push_back(arith::AddIOp::create(b, loc, row0,
+                                         arith::MulIOp::create(b, loc, offset, rowStep)));
+    rowInside.push_back(below(rows.back(), rowEnd));
+  }
+  for (int64_t c = 0; c < shape.threadColumns; ++c) {
+    Value offset = arith::AddIOp::create(b, loc, tx, index(gridColumns * c));
+    columns.push_back(arith::AddIOp::create(b, loc, column0,
+                                            arith::MulIOp::create(b, loc, offset, columnStep)));
+    columnInside.push_back(below(columns.back(), columnEnd));
+  }
+  auto outputIndices = [&](int64_t r, int64_t c) {
+    IRMapping at = outer;
+    at.map(rowIv, rows[r]);
+    at.map(columnIv, columns[c]);
+    SmallVector<Value> indices;
+    for (Value i : accumulator.store.getIndices())
+      indices.push_back(at.lookupOrDefault(i));
+    return indices;
+  };
+  Type type = accumulator.load.getType();
+  Value memref = accumulator.store.getMemRef();
+
+  // Each output starts from its value (the loop combined into it in k
+  // order from there; so does this).
+  SmallVector<Value> initial;
+  for (int64_t r = 0; r < shape.threadRows; ++r)
+    for (int64_t c = 0; c < shape.threadColumns; ++c) {
+      Value inside = arith::AndIOp::create(b, loc, rowInside[r], columnInside[c]);
+      auto load = scf::IfOp::create(b, loc, TypeRange{type}, inside, /*withElse=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(load.thenBlock());
+      scf::YieldOp::create(b, loc,
+                           memref::LoadOp::create(b, loc, memref, outputIndices(r, c)).getResult());
+      b.setInsertionPointToStart(load.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)))
+                               .getResult());
+      initial.push_back(load.getResult(0));
+    }
+
+  // The stages along k.
+  Value kEnd = nest.getUpperBound(), kStep = nest.getStep();
+  auto stages = scf::ForOp::create(b, loc, nest.getLowerBound(), kEnd,
+                                   arith::MulIOp::create(b, loc, kStep, index(shape.depth)),
+                                   initial);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(stages.getBody());
+    Value k0 = stages.getInductionVar();
+    // All threads load the stage's tiles, element e at e / width, e % width
+    // (consecutive threads on consecutive elements), what lies outside the
+    // loop's bounds left unloaded (no output or step reads it).
+    auto loadTile = [&](memref::LoadOp load, Value tileBuffer, int64_t height, int64_t width,
+                        bool byRow) {
+      auto elements = scf::ForOp::create(b, loc, values.thread, index(height * width),
+                                         values.threadCount);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(elements.getBody());
+      Value e = elements.getInductionVar();
+      Value across = arith::DivUIOp::create(b, loc, e, index(width));
+      Value along = arith::RemUIOp::create(b, loc, e, index(width));
+      // A-like: across rows, along k; B-like: across k, along columns.
+      Value kk = byRow ? along : across;
+      Value other = byRow ? across : along;
+      Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
+      Value start = byRow ? row0 : column0;
+      Value step = byRow ? rowStep : columnStep;
+      Value otherIndex =
+          arith::AddIOp::create(b, loc, start, arith::MulIOp::create(b, loc, other, step));
+      Value inside = arith::AndIOp::create(b, loc, below(kIndex, kEnd),
+                                           below(otherIndex, byRow ? rowEnd : columnEnd));
+      auto guarded = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
+      b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+      IRMapping at = outer;
+      at.map(nest.getInductionVar(), kIndex);
+      at.map(byRow ? rowIv : columnIv, otherIndex);
+      Value element = b.clone(*load, at)->getResult(0);
+      memref::StoreOp::create(b, loc, element, tileBuffer, ValueRange{e});
+    };
+    for (auto [load, tileBuffer] : llvm::zip(matmul.rowLoads, rowTiles))
+      loadTile(load, tileBuffer, shape.rows, shape.depth, /*byRow=*/true);
+    for (auto [load, tileBuffer] : llvm::zip(matmul.columnLoads, columnTiles))
+      loadTile(load, tileBuffer, shape.depth, shape.columns, /*byRow=*/false);
+    ::mlir::gpu::BarrierOp::create(b, loc);
+
+    // The stage's k steps: as many as are left, at most its depth.
+    Value left = arith::CeilDivUIOp::create(b, loc, arith::SubIOp::create(b, loc, kEnd, k0), kStep);
+    Value count = arith::MinUIOp::create(b, loc, left, index(shape.depth));
+    auto steps = scf::ForOp::create(b, loc, index(0), count, index(1),
+                                    stages.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(steps.getBody());
+      Value kk = steps.getInductionVar();
+      Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
+      // This thread's A-like elements (one per output row) and B-like ones
+      // (one per output column) of step kk.
+      SmallVector<SmallVector<Value>> rowValues, columnValues;
+      for (Value tileBuffer : rowTiles) {
+        rowValues.emplace_back();
+        for (int64_t r = 0; r < shape.threadRows; ++r) {
+          Value at = arith::AddIOp::create(
+              b, loc,
+              arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, ty, index(gridRows * r)),
+                                    index(shape.depth)),
+              kk);
+          rowValues.back().push_back(memref::LoadOp::create(b, loc, tileBuffer, ValueRange{at}));
+        }
+      }
+      for (Value tileBuffer : columnTiles) {
+        columnValues.emplace_back();
+        for (int64_t c = 0; c < shape.threadColumns; ++c) {
+          Value at = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, kk, index(shape.columns)),
+              arith::AddIOp::create(b, loc, tx, index(gridColumns * c)));
+          columnValues.back().push_back(
+              memref::LoadOp::create(b, loc, tileBuffer, ValueRange{at}));
+        }
+      }
+      // The loop's body once per output, its loads from the tiles.
+      SmallVector<Value> next;
+      ValueRange carried = steps.getRegionIterArgs();
+      for (int64_t r = 0; r < shape.threadRows; ++r)
+        for (int64_t c = 0; c < shape.threadColumns; ++c) {
+          IRMapping at = outer;
+          at.map(rowIv, rows[r]);
+          at.map(columnIv, columns[c]);
+          at.map(nest.getInductionVar(), kIndex);
+          at.map(accumulator.load.getResult(), carried[r * shape.threadColumns + c]);
+          for (auto [load, loaded] : llvm::zip(matmul.rowLoads, rowValues))
+            at.map(load.getResult(), loaded[r]);
+          for (auto [load, loaded] : llvm::zip(matmul.columnLoads, columnValues))
+            at.map(load.getResult(), loaded[c]);
+          for (Operation &op : nest.getBody()->without_terminator()) {
+            if (&op == accumulator.store.getOperation() ||
+                (isa<memref::LoadOp>(op) && at.contains(op.getResult(0))))
+              continue;
+            b.clone(op, at);
+          }
+          next.push_back(at.lookup(accumulator.combine->getResult(0)));
+        }
+      scf::YieldOp::create(b, loc, next);
+    }
+    // Every thread is done with the tiles before the next stage's load.
+    ::mlir::gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc, steps.getResults());
+  }
+
+  // The outputs inside the bounds.
+  for (int64_t r = 0; r < shape.threadRows; ++r)
+    for (int64_t c = 0; c < shape.threadColumns; ++c) {
+      Value inside = arith::AndIOp::create(b, loc, rowInside[r], columnInside[c]);
+      auto store = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(store.thenBlock()->getTerminator());
+      memref::StoreOp::create(b, loc, stages.getResult(r * shape.threadColumns + c), memref,
+                              outputIndices(r, c));
+    }
+  loop.erase();
+  return outermost;
+}
