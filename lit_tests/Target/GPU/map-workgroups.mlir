@@ -321,3 +321,45 @@ func.func @narrow_matmul(%id: index, %count: index, %a: memref<256x64xf32>, %b: 
   }
   return
 }
+
+// -----
+
+// An implicit GEMM (a convolution's loops as kiln-gpu-lower-kernel-ops
+// makes them): addresses computed from the row and k vary with the row, so
+// the input is the A tile, loaded through its address arithmetic.
+// CHECK-LABEL: func.func @implicit_gemm
+// CHECK: %[[A:.*]] = memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} iter_args
+// CHECK:   scf.for %{{.*}} step %c128
+// CHECK:     arith.divui
+// CHECK:     memref.load %{{.*}} : memref<4x18x18xf32>
+// CHECK:     memref.store %{{.*}}, %[[A]]
+func.func @implicit_gemm(%id: index, %count: index, %in: memref<4x18x18xf32>, %w: memref<32x4x3x3xf32>, %sums: memref<16x16x32xf32>)
+    attributes {kiln_kernel.kernel = "implicit_gemm", kiln_kernel.workgroup_extent = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c9 = arith.constant 9 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c36 = arith.constant 36 : index
+  scf.parallel (%y, %x, %o) = (%c0, %c0, %c0) to (%c16, %c16, %c32) step (%c1, %c1, %c1) {
+    scf.for %k = %c0 to %c36 step %c1 {
+      %c = arith.divui %k, %c9 : index
+      %kk = arith.remui %k, %c9 : index
+      %ky = arith.divui %kk, %c3 : index
+      %kx = arith.remui %kk, %c3 : index
+      %iy = arith.addi %y, %ky : index
+      %ix = arith.addi %x, %kx : index
+      %a = memref.load %in[%c, %iy, %ix] : memref<4x18x18xf32>
+      %b = memref.load %w[%o, %c, %ky, %kx] : memref<32x4x3x3xf32>
+      %acc = memref.load %sums[%y, %x, %o] : memref<16x16x32xf32>
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %sums[%y, %x, %o] : memref<16x16x32xf32>
+    }
+    scf.reduce
+  }
+  return
+}

@@ -78,6 +78,97 @@ Type accumulatorType(Type element) {
   return element.isF16() || element.isBF16() ? Float32Type::get(element.getContext()) : element;
 }
 
+/// The convolution's epilogue (if any) on its value `sum` at output
+/// element (n, o, y, x): the epilogue block's first argument is the value,
+/// then one element of each epilogue input at its map of (n, o, y, x).
+Value applyEpilogue(OpBuilder &b, kiln::kernel::Conv2dOp op, Value sum, ValueRange at4) {
+  if (op.getEpilogue().empty())
+    return sum;
+  Location loc = op.getLoc();
+  Emitter e{b, loc};
+  Block &block = op.getEpilogue().front();
+  IRMapping mapping;
+  Value value = sum;
+  if (value.getType() != block.getArgument(0).getType())
+    value = arith::TruncFOp::create(b, loc, block.getArgument(0).getType(), value);
+  mapping.map(block.getArgument(0), value);
+  ArrayAttr maps = op.getEpilogueMapsAttr();
+  SmallVector<OpFoldResult> dims(at4.begin(), at4.end());
+  for (auto [i, operand] : llvm::enumerate(op.getEpilogueInputs())) {
+    AffineMap map = cast<AffineMapAttr>(maps[i]).getValue();
+    SmallVector<Value> at;
+    for (AffineExpr expr : map.getResults())
+      at.push_back(
+          affine::makeComposedAffineApply(b, loc, AffineMap::get(4, 0, expr), dims).getResult());
+    mapping.map(block.getArgument(i + 1), e.load(operand, at));
+  }
+  for (Operation &inner : block.without_terminator())
+    b.clone(inner, mapping);
+  return mapping.lookup(block.getTerminator()->getOperand(0));
+}
+
+/// An ungrouped convolution with static sizes as an implicit GEMM whose
+/// loops the GPU mapping tiles as a matmul (kiln::gpu::matchTiledMatmul):
+/// rows (n * OH + y, x) of output positions, columns o, depth c * KH * KW.
+/// The sums go to a float32-or-wider temporary laid out [N * OH, OW, O]
+/// (the loops' own variables index it): set to the bias, combined over the
+/// depth, then through the epilogue into the output.
+LogicalResult lowerConvolutionAsGemm(kiln::kernel::Conv2dOp op) {
+  auto out = cast<MemRefType>(op.getInit().getType());
+  auto weight = cast<MemRefType>(op.getWeight().getType());
+  OpBuilder b(op);
+  Emitter e{b, op.getLoc()};
+  Location loc = op.getLoc();
+  Type acc = accumulatorType(out.getElementType());
+  int64_t batch = out.getDimSize(0), outChannels = out.getDimSize(1), outH = out.getDimSize(2),
+          outW = out.getDimSize(3);
+  int64_t channels = weight.getDimSize(1), kernelH = weight.getDimSize(2),
+          kernelW = weight.getDimSize(3);
+  Value sums = memref::AllocOp::create(b, loc, MemRefType::get({batch * outH, outW, outChannels}, acc));
+  Value rows = e.index(batch * outH);
+  e.parallelLoop({rows, e.index(outW), e.index(outChannels)}, [&](ValueRange ivs) {
+    Value bias = op.getBias() ? e.loadAs(acc, op.getBias(), {ivs[2]}) : e.constant(acc, 0.0);
+    memref::StoreOp::create(b, loc, bias, sums, ivs);
+  });
+  e.parallelLoop({rows, e.index(outW), e.index(outChannels)}, [&](ValueRange ivs) {
+    Value row = ivs[0], x = ivs[1], o = ivs[2];
+    scf::ForOp::create(
+        b, loc, e.index(0), e.index(channels * kernelH * kernelW), e.index(1), ValueRange{},
+        [&](OpBuilder &nested, Location, Value k, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          Value c = arith::DivUIOp::create(b, loc, k, e.index(kernelH * kernelW));
+          Value ky = arith::RemUIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, k, e.index(kernelW)), e.index(kernelH));
+          Value kx = arith::RemUIOp::create(b, loc, k, e.index(kernelW));
+          Value n = arith::DivUIOp::create(b, loc, row, e.index(outH));
+          Value y = arith::RemUIOp::create(b, loc, row, e.index(outH));
+          Value inputRow = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, y, e.index(op.getStrides()[0])),
+              arith::MulIOp::create(b, loc, ky, e.index(op.getDilations()[0])));
+          Value inputColumn = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, x, e.index(op.getStrides()[1])),
+              arith::MulIOp::create(b, loc, kx, e.index(op.getDilations()[1])));
+          Value product = arith::MulFOp::create(
+              b, loc, e.loadAs(acc, op.getInput(), {n, c, inputRow, inputColumn}),
+              e.loadAs(acc, op.getWeight(), {o, c, ky, kx}));
+          Value old = e.load(sums, {row, x, o});
+          memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, product), sums,
+                                  ValueRange{row, x, o});
+          scf::YieldOp::create(b, loc);
+        });
+  });
+  e.parallelLoop({rows, e.index(outChannels), e.index(outW)}, [&](ValueRange ivs) {
+    Value row = ivs[0], o = ivs[1], x = ivs[2];
+    Value n = arith::DivUIOp::create(b, loc, row, e.index(outH));
+    Value y = arith::RemUIOp::create(b, loc, row, e.index(outH));
+    Value sum = e.load(sums, {row, x, o});
+    e.storeAs(applyEpilogue(b, op, sum, {n, o, y, x}), op.getInit(), {n, o, y, x});
+  });
+  op.erase();
+  return success();
+}
+
 /// out[n, o, y, x] = epilogue(bias[o] + sum over c, ky, kx of
 /// input[n, g * C + c, y * sh + ky * dh, x * sw + kx * dw] * weight[o, c, ky, kx])
 /// with g the group of o; the input is already padded. One iteration per
@@ -127,30 +218,7 @@ LogicalResult lowerConvolution(kiln::kernel::Conv2dOp op) {
                 })[0]};
           })[0]};
     })[0];
-    Value result = sum;
-    if (!op.getEpilogue().empty()) {
-      // The epilogue's block: the convolution's value, then one element of
-      // each epilogue input at its map of (n, o, y, x).
-      Block &block = op.getEpilogue().front();
-      IRMapping mapping;
-      Value value = sum;
-      if (value.getType() != block.getArgument(0).getType())
-        value = arith::TruncFOp::create(b, loc, block.getArgument(0).getType(), value);
-      mapping.map(block.getArgument(0), value);
-      ArrayAttr maps = op.getEpilogueMapsAttr();
-      for (auto [i, operand] : llvm::enumerate(op.getEpilogueInputs())) {
-        AffineMap map = cast<AffineMapAttr>(maps[i]).getValue();
-        SmallVector<Value> at;
-        for (AffineExpr expr : map.getResults())
-          at.push_back(affine::makeComposedAffineApply(b, loc, AffineMap::get(4, 0, expr),
-                                                       ArrayRef<OpFoldResult>{n, o, y, x})
-                           .getResult());
-        mapping.map(block.getArgument(i + 1), e.load(operand, at));
-      }
-      for (Operation &inner : block.without_terminator())
-        b.clone(inner, mapping);
-      result = mapping.lookup(block.getTerminator()->getOperand(0));
-    }
+    Value result = applyEpilogue(b, op, sum, {n, o, y, x});
     e.storeAs(result, op.getInit(), {n, o, y, x});
   });
   op.erase();
@@ -262,6 +330,16 @@ LogicalResult lowerAttention(kiln::kernel::AttentionOp op) {
   return success();
 }
 
+/// Whether a convolution goes as an implicit GEMM: ungrouped, float, all
+/// sizes static (the temporary's), and outputs at least 8 wide with 16
+/// channels, which fill a quarter of a tile.
+bool asGemm(kiln::kernel::Conv2dOp op) {
+  auto out = cast<MemRefType>(op.getInit().getType());
+  auto weight = cast<MemRefType>(op.getWeight().getType());
+  return op.getGroups() == 1 && isa<FloatType>(out.getElementType()) && out.hasStaticShape() &&
+         weight.hasStaticShape() && out.getDimSize(1) >= 16 && out.getDimSize(3) >= 8;
+}
+
 struct GpuLowerKernelOpsPass
     : kiln::gpu::impl::GpuLowerKernelOpsPassBase<GpuLowerKernelOpsPass> {
   void runOnOperation() override {
@@ -275,9 +353,11 @@ struct GpuLowerKernelOpsPass
         op->emitOpError("must be bufferized before its GPU lowering");
         return signalPassFailure();
       }
-      LogicalResult lowered = isa<kiln::kernel::Conv2dOp>(op)
-                                  ? lowerConvolution(cast<kiln::kernel::Conv2dOp>(op))
-                                  : lowerAttention(cast<kiln::kernel::AttentionOp>(op));
+      LogicalResult lowered = success();
+      if (auto conv = dyn_cast<kiln::kernel::Conv2dOp>(op))
+        lowered = asGemm(conv) ? lowerConvolutionAsGemm(conv) : lowerConvolution(conv);
+      else
+        lowered = lowerAttention(cast<kiln::kernel::AttentionOp>(op));
       if (failed(lowered))
         return signalPassFailure();
     }

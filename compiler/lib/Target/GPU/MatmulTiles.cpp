@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace kiln::gpu;
@@ -14,6 +16,24 @@ namespace {
 /// Whether `value` is defined outside `op` (an argument, or computed before).
 bool definedOutside(Value value, Operation *op) {
   return !op->isAncestor(value.getParentRegion()->getParentOp());
+}
+
+/// `load` at `b` with the arithmetic in its block that computes its
+/// indices, their inputs taken through `mapping`.
+Value cloneWithAddress(OpBuilder &b, memref::LoadOp load, IRMapping &mapping) {
+  SetVector<Operation *> slice;
+  SmallVector<Value> worklist(load.getIndices());
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != load->getBlock() || !slice.insert(def))
+      continue;
+    worklist.append(def->operand_begin(), def->operand_end());
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  for (Operation *op : ordered)
+    b.clone(*op, mapping);
+  return b.clone(*load, mapping)->getResult(0);
 }
 
 /// Threads per row of the thread grid (each takes threadColumns outputs of
@@ -78,6 +98,33 @@ std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int
   Value column = loop.getInductionVars()[numLoops - 1];
   Value k = nest.getInductionVar();
   Accumulator &accumulator = reduction->accumulators.front();
+  // Whether `value` varies with the row and the column variables, through
+  // pure arithmetic in the nest's body (an implicit GEMM's addresses);
+  // nullopt where it comes from anything else (a gather's loaded index).
+  struct Varies {
+    bool byRow = false, byColumn = false;
+  };
+  std::function<std::optional<Varies>(Value)> varies = [&](Value value) -> std::optional<Varies> {
+    if (value == row)
+      return Varies{true, false};
+    if (value == column)
+      return Varies{false, true};
+    if (value == k || llvm::is_contained(loop.getInductionVars(), value) ||
+        definedOutside(value, loop))
+      return Varies{};
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getBlock() != nest.getBody() || !isPure(def) || def->getNumRegions())
+      return std::nullopt;
+    Varies all;
+    for (Value operand : def->getOperands()) {
+      auto operandVaries = varies(operand);
+      if (!operandVaries)
+        return std::nullopt;
+      all.byRow |= operandVaries->byRow;
+      all.byColumn |= operandVaries->byColumn;
+    }
+    return all;
+  };
   for (memref::LoadOp load : nest.getBody()->getOps<memref::LoadOp>()) {
     if (load == accumulator.load)
       continue;
@@ -85,14 +132,11 @@ std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int
       return std::nullopt;
     bool byRow = false, byColumn = false;
     for (Value index : load.getIndices()) {
-      byRow |= index == row;
-      byColumn |= index == column;
-      // Indices are the loops' variables or invariant: a tile element's
-      // address is the load's with the tile's row, column and k.
-      bool direct = index == k || llvm::is_contained(loop.getInductionVars(), index) ||
-                    definedOutside(index, loop);
-      if (!direct)
+      auto indexVaries = varies(index);
+      if (!indexVaries)
         return std::nullopt;
+      byRow |= indexVaries->byRow;
+      byColumn |= indexVaries->byColumn;
     }
     if (byRow && byColumn)
       return std::nullopt;
@@ -250,7 +294,7 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
       IRMapping at = outer;
       at.map(nest.getInductionVar(), kIndex);
       at.map(byRow ? rowIv : columnIv, otherIndex);
-      Value element = b.clone(*load, at)->getResult(0);
+      Value element = cloneWithAddress(b, load, at);
       memref::StoreOp::create(b, loc, element, tileBuffer, ValueRange{e});
     };
     for (auto [load, tileBuffer] : llvm::zip(matmul.rowLoads, rowTiles))

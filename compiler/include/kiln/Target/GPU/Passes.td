@@ -6,16 +6,20 @@ include "mlir/Pass/PassBase.td"
 def GpuLowerKernelOpsPass : Pass<"kiln-gpu-lower-kernel-ops", "mlir::func::FuncOp"> {
   let summary = "Lower kiln_kernel.conv2d and kiln_kernel.attention to parallel loops";
   let description = [{
-    Runs on bufferized kernels. A convolution becomes a parallel loop over
-    its output elements, (n * OH + y, o, x), each reducing over its input
-    channels and taps, with the bias and epilogue applied before the store;
-    attention a parallel loop over its query rows, (b * H + h, i), each
-    running the online softmax over the keys (running max and sum, the
+    Runs on bufferized kernels. An ungrouped float convolution with static
+    sizes, outputs at least 8 wide and 16 channels becomes an implicit
+    GEMM: a [N * OH, OW, O] temporary set to the bias, a loop over (n * OH +
+    y, x, o) combining into it over one loop on c * KH * KW (the input's
+    address varies with the position, the weight's with the channel, so
+    kiln-gpu-map-workgroups tiles it as a matmul), and a loop applying the
+    epilogue into the output. Any other convolution becomes a parallel loop
+    over its output elements, (n * OH + y, o, x), each reducing over its
+    input channels and taps, with the bias and epilogue applied before the
+    store; attention a parallel loop over its query rows, (b * H + h, i),
+    each running the online softmax over the keys (running max and sum, the
     output row rescaled in place), so the [L, S] scores are never stored.
     The first dimension is the kernel's rows, as kiln-gpu-map-workgroups
-    expects, and the loops are marked `kiln_kernel.writes_apart`. These are
-    the generic strategies: one thread per output element or row, no shared
-    memory.
+    expects, and the loops are marked `kiln_kernel.writes_apart`.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
