@@ -93,7 +93,8 @@ static TypedAttr reductionIdentity(Operation *combine, Type type) {
           .Case<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(
               [&](Operation *) { return APInt::getZero(width); })
           .Case([&](arith::MulIOp) { return APInt(width, 1); })
-          .Case<arith::AndIOp, arith::MinUIOp>([&](Operation *) { return APInt::getAllOnes(width); })
+          .Case<arith::AndIOp, arith::MinUIOp>(
+              [&](Operation *) { return APInt::getAllOnes(width); })
           .Case([&](arith::MaxSIOp) { return APInt::getSignedMinValue(width); })
           .Case([&](arith::MinSIOp) { return APInt::getSignedMaxValue(width); })
           .Default([&](Operation *) { return std::nullopt; });
@@ -145,7 +146,8 @@ std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
       return std::nullopt;
     for (unsigned i : {0u, 1u}) {
       auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
-      if (load && load.getMemRef() == store.getMemRef() && load.getIndices() == store.getIndices() &&
+      if (load && load.getMemRef() == store.getMemRef() &&
+          load.getIndices() == store.getIndices() &&
           load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
         accumulator.load = load;
     }
@@ -187,7 +189,8 @@ int64_t kiln::gpu::saturatingMultiply(int64_t a, int64_t b) {
              : a * b;
 }
 
-std::optional<int64_t> kiln::gpu::constantTrips(OpFoldResult lb, OpFoldResult ub, OpFoldResult step) {
+std::optional<int64_t> kiln::gpu::constantTrips(OpFoldResult lb, OpFoldResult ub,
+                                                OpFoldResult step) {
   auto l = getConstantIntValue(lb), u = getConstantIntValue(ub), s = getConstantIntValue(step);
   if (!l || !u || !s || *s <= 0)
     return std::nullopt;

@@ -124,7 +124,8 @@ LogicalResult lowerConvolutionAsGemm(kiln::kernel::Conv2dOp op) {
           outW = out.getDimSize(3);
   int64_t channels = weight.getDimSize(1), kernelH = weight.getDimSize(2),
           kernelW = weight.getDimSize(3);
-  Value sums = memref::AllocOp::create(b, loc, MemRefType::get({batch * outH, outW, outChannels}, acc));
+  Value sums = memref::AllocOp::create(
+      b, loc, MemRefType::get({batch * outH, outW, outChannels}, acc));
   Value rows = e.index(batch * outH);
   e.parallelLoop({rows, e.index(outW), e.index(outChannels)}, [&](ValueRange ivs) {
     Value bias = op.getBias() ? e.loadAs(acc, op.getBias(), {ivs[2]}) : e.constant(acc, 0.0);

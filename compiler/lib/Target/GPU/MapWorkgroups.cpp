@@ -193,9 +193,10 @@ struct GpuMapWorkgroupsPass
     // the plan, which sizes the grid from the alignment).
     Value begin, end;
     if (splitRows) {
-      Value extent = symbolicExtent
-                         ? kiln::kernel::sizeValue(b, loc, symbolicExtent.getValue().getResult(0))
-                         : arith::ConstantIndexOp::create(b, loc, staticExtent.getInt()).getResult();
+      Value extent =
+          symbolicExtent
+              ? kiln::kernel::sizeValue(b, loc, symbolicExtent.getValue().getResult(0))
+              : arith::ConstantIndexOp::create(b, loc, staticExtent.getInt()).getResult();
       Value align = arith::ConstantIndexOp::create(b, loc, rows);
       Value chunk = arith::MulIOp::create(
           b, loc,
