@@ -130,7 +130,8 @@ OPS = {
     # dilated, padded, its epilogue after the sums); a grouped one a
     # thread per output, with the epilogue fused.
     "conv_implicit_gemm": (lambda x, w, b: F.silu(F.conv2d(x, w, b, stride=2, padding=2, dilation=2)),
-                           lambda: (torch.randn(2, 5, 23, 19), torch.randn(24, 5, 3, 3), torch.randn(24))),
+                           lambda: (torch.randn(2, 5, 23, 19), torch.randn(64, 5, 3, 3) * 0.3,
+                                    torch.randn(64))),
     "conv_grouped_strided": (lambda x, w, b: F.relu(F.conv2d(x, w, b, stride=2, padding=1, groups=2)),
                              lambda: (torch.randn(2, 4, 9, 7), torch.randn(6, 2, 3, 3), torch.randn(6))),
 }

@@ -446,6 +446,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   };
 
   std::vector<void *> bindings;
+  std::vector<uint64_t> bindingBytes;
   if (launchMs)
     launchMs->assign(artifact_.launches.size(), 0.0);
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
@@ -455,12 +456,16 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     if (count == 0 || (launch.cached && !runCached))
       continue;
     bindings.clear();
-    for (uint32_t id : launch.bindings)
+    bindingBytes.clear();
+    for (uint32_t id : launch.bindings) {
       bindings.push_back(pointers[id]);
+      bindingBytes.push_back(static_cast<uint64_t>(typeOf(id).byteSize()));
+    }
     LaunchParams params;
     params.workgroups.x = count;
     params.bindings = bindings.data();
     params.numBindings = static_cast<uint32_t>(bindings.size());
+    params.bindingBytes = bindingBytes.data();
     // Symbolic kernels take the symbols' values after their bindings.
     if (artifact_.kernels[launch.kernel].numSymbols) {
       params.values = symbols.data();

@@ -94,11 +94,12 @@ protected:
   }
 
   Status launch(uint32_t kernel, std::vector<void *> bindings, WorkgroupGrid grid = {},
-                std::vector<int64_t> values = {}) {
+                std::vector<int64_t> values = {}, std::vector<uint64_t> bytes = {}) {
     LaunchParams params;
     params.workgroups = grid;
     params.bindings = bindings.data();
     params.numBindings = static_cast<uint32_t>(bindings.size());
+    params.bindingBytes = bytes.empty() ? nullptr : bytes.data();
     params.values = values.data();
     params.numValues = static_cast<uint32_t>(values.size());
     return device->launch(*executable, kernel, params);
@@ -214,6 +215,41 @@ TEST_F(VulkanTest, GridsAboveTheDeviceLimitAreErrors) {
                    "maxComputeWorkGroupCount");
   EXPECT_ERROR_HAS(launch(kRecord, {counts.address(), counts.address()}, {1, 1, int64_t(1) << 40}),
                    "kernel_record");
+}
+
+// With their sizes given, bindings are bound to just those bytes: a slice
+// at an offset computes as with the whole allocation bound.
+TEST_F(VulkanTest, BindsTheBytesLaunchesName) {
+  std::vector<float> x(1100), y(1100);
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::iota(y.begin(), y.end(), 5000.0f);
+  DeviceBuffer dx = upload(x), dy = upload(y), out = upload(std::vector<float>(1100, -1.0f));
+  char *px = static_cast<char *>(dx.address()), *py = static_cast<char *>(dy.address());
+  char *po = static_cast<char *>(out.address());
+  // add_f32 touches 1000 elements of each.
+  ASSERT_TRUE(launch(kAdd, {px + 4, py + 400, po + 256}, {3, 2, 1}, {}, {4000, 4000, 4000}).ok());
+  std::vector<float> result = download(out.address(), 1100);
+  for (size_t i = 0; i < 1100; ++i) {
+    float expected = i >= 64 && i < 1064 ? x[i - 64 + 1] + y[i - 64 + 100] : -1.0f;
+    ASSERT_EQ(result[i], expected) << "element " << i;
+  }
+  // More bytes than the allocation holds from the address.
+  EXPECT_ERROR_HAS(launch(kAdd, {px + 4, py, po}, {}, {}, {4400, 4000, 4000}),
+                   "are not inside one allocation");
+}
+
+// A binding larger than the device's maxStorageBufferRange is an error, not
+// a descriptor the device may read wrong (lavapipe's range is 128 MiB).
+TEST_F(VulkanTest, BindingsAboveTheDeviceRangeAreErrors) {
+  if (device->describe().find("llvmpipe") == std::string::npos)
+    GTEST_SKIP() << "the limit checked is lavapipe's";
+  const size_t bytes = (size_t(128) << 20) + 4096;
+  StatusOr<DeviceBuffer> big = device->allocate(bytes);
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_ERROR_HAS(launch(kDouble, {big->address()}, {}, {}, {bytes}), "maxStorageBufferRange");
+  // A slice of it within the range binds.
+  EXPECT_TRUE(launch(kDouble, {big->address()}, {}, {}, {4096}).ok());
+  EXPECT_TRUE(device->synchronize().ok());
 }
 
 TEST_F(VulkanTest, KernelStatusIsAnErrorNamingTheKernel) {

@@ -29,33 +29,33 @@ func.func @conv(%id: index, %count: index, %in: memref<2x3x8x8xf32>, %w: memref<
 
 // -----
 
-// An ungrouped convolution with outputs 8 wide or more and 16 channels or
-// more is an implicit GEMM: sums in a [N * OH, OW, O] temporary set to the
+// An ungrouped convolution with 64 output channels or more and 32 output
+// positions or more is an implicit GEMM: sums in a [N * OH, OW, O] temporary set to the
 // bias, combined over c * KH * KW in one loop whose input addresses vary
 // with the position and weight addresses with the channel (the mapping
 // tiles it as a matmul), then through the epilogue into the output.
 // CHECK-LABEL: func.func @conv_as_gemm
-// CHECK: %[[SUMS:.*]] = memref.alloc() : memref<20x10x16xf32>
+// CHECK: %[[SUMS:.*]] = memref.alloc() : memref<20x10x64xf32>
 // CHECK: scf.parallel (%[[R0:.*]], %[[X0:.*]], %[[O0:.*]]) =
-// CHECK:   memref.load %{{.*}}[%[[O0]]] : memref<16xf32>
+// CHECK:   memref.load %{{.*}}[%[[O0]]] : memref<64xf32>
 // CHECK:   memref.store %{{.*}}, %[[SUMS]][%[[R0]], %[[X0]], %[[O0]]]
 // CHECK: } {kiln_kernel.writes_apart}
 // CHECK: scf.parallel (%[[R:.*]], %[[X:.*]], %[[O:.*]]) =
 // CHECK:   scf.for %[[K:.*]] = %c0{{.*}} to %c27 step %c1
 // CHECK-DAG: memref.load %{{.*}} : memref<2x3x12x12xf32>
-// CHECK-DAG: memref.load %{{.*}}[%[[O]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<16x3x3x3xf32>
+// CHECK-DAG: memref.load %{{.*}}[%[[O]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<64x3x3x3xf32>
 // CHECK:     memref.load %[[SUMS]][%[[R]], %[[X]], %[[O]]]
 // CHECK:     memref.store %{{.*}}, %[[SUMS]][%[[R]], %[[X]], %[[O]]]
 // CHECK: } {kiln_kernel.writes_apart}
 // CHECK: scf.parallel
 // CHECK:   memref.load %[[SUMS]]
 // CHECK:   arith.maximumf
-// CHECK:   memref.store %{{.*}} : memref<2x16x10x10xf32>
+// CHECK:   memref.store %{{.*}} : memref<2x64x10x10xf32>
 // CHECK-NOT: kiln_kernel.conv2d
-func.func @conv_as_gemm(%id: index, %count: index, %in: memref<2x3x12x12xf32>, %w: memref<16x3x3x3xf32>, %bias: memref<16xf32>, %out: memref<2x16x10x10xf32>)
+func.func @conv_as_gemm(%id: index, %count: index, %in: memref<2x3x12x12xf32>, %w: memref<64x3x3x3xf32>, %bias: memref<64xf32>, %out: memref<2x64x10x10xf32>)
     attributes {kiln_kernel.kernel = "conv_as_gemm"} {
   %zero = arith.constant 0.0 : f32
-  kiln_kernel.conv2d %in, %w bias %bias into %out {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>} : memref<2x3x12x12xf32>, memref<16x3x3x3xf32>, memref<16xf32> into memref<2x16x10x10xf32> {
+  kiln_kernel.conv2d %in, %w bias %bias into %out {dilations = array<i64: 1, 1>, strides = array<i64: 1, 1>} : memref<2x3x12x12xf32>, memref<64x3x3x3xf32>, memref<64xf32> into memref<2x64x10x10xf32> {
   ^bb0(%x: f32):
     %r = arith.maximumf %x, %zero : f32
     kiln_kernel.epilogue_yield %r : f32

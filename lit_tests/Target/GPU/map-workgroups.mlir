@@ -296,7 +296,7 @@ func.func @batched_transposed(%id: index, %count: index, %a: memref<4x48x100xf32
 
 // -----
 
-// Four columns do not fill a tile: a thread per output.
+// Four columns do not fill half of the narrowest tile: a thread per output.
 // CHECK-LABEL: func.func @narrow_matmul
 // CHECK-NOT: address_space<workgroup>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c128
@@ -327,9 +327,13 @@ func.func @narrow_matmul(%id: index, %count: index, %a: memref<256x64xf32>, %b: 
 // An implicit GEMM (a convolution's loops as kiln-gpu-lower-kernel-ops
 // makes them): addresses computed from the row and k vary with the row, so
 // the input is the A tile, loaded through its address arithmetic.
+// Its 32 output channels make the tile 32 wide (2 per thread), and its
+// rows are the output rows and positions flattened: a workgroup's chunk is
+// 2 of the 16-wide output rows, one tile.
 // CHECK-LABEL: func.func @implicit_gemm
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 2 : i64
 // CHECK: %[[A:.*]] = memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
-// CHECK: memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %{{.*}} iter_args
 // CHECK:   scf.for %{{.*}} step %c128
 // CHECK:     arith.divui

@@ -621,15 +621,33 @@ Status VulkanDevice::launch(const Executable &executable, uint32_t kernel,
   if (statusSlots_.size() == kStatusSlots)
     KILN_RETURN_IF_ERROR(flush());
   std::vector<VkDescriptorBufferInfo> buffers(params.numBindings + 1);
+  const VkDeviceSize maxRange = properties_.limits.maxStorageBufferRange;
   for (uint32_t i = 0; i < params.numBindings; ++i) {
-    StatusOr<Resolved> binding =
-        resolve(params.bindings[i], 0, "kernel '" + info.name + "', binding " + std::to_string(i));
+    std::string which = "kernel '" + info.name + "', binding " + std::to_string(i);
+    size_t bytes = params.bindingBytes ? params.bindingBytes[i] : 0;
+    StatusOr<Resolved> binding = resolve(params.bindings[i], bytes, which);
     if (!binding.ok())
       return binding.status();
     // An address one past the end still binds inside the buffer.
     VkDeviceSize last = binding->allocation->bufferSize - 1;
     VkDeviceSize bound = (binding->offset < last ? binding->offset : last) / alignment * alignment;
-    buffers[i] = {binding->allocation->buffer, bound, VK_WHOLE_SIZE};
+    // The range: to the binding's last byte where its size is known (so
+    // that a slice of a large arena binds within the device's limit), else
+    // to the end of its allocation.
+    VkDeviceSize range = binding->allocation->bufferSize - bound;
+    if (params.bindingBytes) {
+      VkDeviceSize used = (binding->offset - bound + bytes + 15) / 16 * 16;
+      range = std::min<VkDeviceSize>(range, std::max<VkDeviceSize>(used, 16));
+    }
+    if (range > maxRange)
+      return Status::error(which + ": " + std::to_string(range) +
+                           " bytes, above this device's maxStorageBufferRange of " +
+                           std::to_string(maxRange) + " (a tensor this large cannot be bound)");
+    // Kernels index with 32-bit integers.
+    if (range > VkDeviceSize(INT32_MAX))
+      return Status::error(which + ": " + std::to_string(range) +
+                           " bytes; Kiln's Vulkan kernels address at most 2 GiB per tensor");
+    buffers[i] = {binding->allocation->buffer, bound, range};
     words[i] = static_cast<uint32_t>(binding->offset - bound);
   }
   buffers[params.numBindings] = {status_.buffer, 0, VK_WHOLE_SIZE};

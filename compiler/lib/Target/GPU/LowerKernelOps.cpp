@@ -332,13 +332,15 @@ LogicalResult lowerAttention(kiln::kernel::AttentionOp op) {
 }
 
 /// Whether a convolution goes as an implicit GEMM: ungrouped, float, all
-/// sizes static (the temporary's), and outputs at least 8 wide with 16
-/// channels, which fill a quarter of a tile.
+/// sizes static (the temporary's), at least 64 output channels (a tile's
+/// width: narrower ones reuse too little of what a tile loads) and 32
+/// output positions (its height).
 bool asGemm(kiln::kernel::Conv2dOp op) {
   auto out = cast<MemRefType>(op.getInit().getType());
   auto weight = cast<MemRefType>(op.getWeight().getType());
   return op.getGroups() == 1 && isa<FloatType>(out.getElementType()) && out.hasStaticShape() &&
-         weight.hasStaticShape() && out.getDimSize(1) >= 16 && out.getDimSize(3) >= 8;
+         weight.hasStaticShape() && out.getDimSize(1) >= 64 &&
+         out.getDimSize(0) * out.getDimSize(2) * out.getDimSize(3) >= 32;
 }
 
 struct GpuLowerKernelOpsPass

@@ -154,9 +154,8 @@ struct GpuMapWorkgroupsPass
     // idle, which costs less than a workgroup whose threads each loop over
     // whole rows of a heavy one.
     int64_t rows = 1;
-    // Matmuls go by tiles of outputs; a 2-D one's tiles are whole rows of
-    // workgroups' chunks.
-    std::optional<MatmulTileShape> tileShape = matmulTileShape(threads);
+    // Matmuls go by tiles of outputs; where the first dimension is one of
+    // their rows, the chunks are whole tiles.
     DenseMap<Operation *, TiledMatmul> matmuls;
     for (Operation *op : topLevel)
       if (auto loop = dyn_cast<scf::ParallelOp>(op))
@@ -169,8 +168,7 @@ struct GpuMapWorkgroupsPass
           perRow = std::max(perRow, workPerRow(loop, threads));
       rows = llvm::divideCeil(threads, std::min(perRow, threads));
       for (auto &[op, matmul] : matmuls)
-        if (matmul.loop.getNumLoops() == 2)
-          rows = std::max(rows, tileShape->rows);
+        rows = std::max(rows, rowAlignment(matmul));
     }
     MLIRContext *context = func.getContext();
     func->setAttr(kiln::kernel::kAlignmentAttr,
@@ -222,9 +220,9 @@ struct GpuMapWorkgroupsPass
       if (scalar && (!scalar->reorderable() || partialBytes(*scalar, threads) > sharedLeft))
         scalar.reset();
       auto matmul = matmuls.find(op);
-      if (matmul != matmuls.end() && tileBytes(matmul->second, *tileShape) <= sharedLeft) {
-        sharedLeft -= tileBytes(matmul->second, *tileShape);
-        op = tileMatmul(matmul->second, *tileShape, values, begin, end);
+      if (matmul != matmuls.end() && tileBytes(matmul->second) <= sharedLeft) {
+        sharedLeft -= tileBytes(matmul->second);
+        op = tileMatmul(matmul->second, values, begin, end);
       } else if (rowReduction) {
         sharedLeft -= partialBytes(*rowReduction, threads);
         op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);

@@ -76,41 +76,48 @@ std::optional<int64_t> constantTrips(const Reduction &reduction);
 /// Narrows the first dimension of `loop` to [lb, ub) ∩ [begin, end).
 void clampFirstDim(mlir::scf::ParallelOp loop, mlir::Value begin, mlir::Value end);
 
-/// A matmul-like row reduction (C[.., i, j] combined over k with values
-/// from A-like loads indexed by i and k and B-like loads indexed by j and
-/// k) that kiln-gpu-map-workgroups computes by tiles through workgroup
-/// memory.
-struct TiledMatmul {
-  mlir::scf::ParallelOp loop;
-  Reduction reduction;
-  llvm::SmallVector<mlir::memref::LoadOp> rowLoads;    // A-like: i and k
-  llvm::SmallVector<mlir::memref::LoadOp> columnLoads; // B-like: j and k
-};
-
-/// The tile shape for `threads` threads: rows x columns of outputs per
-/// tile, k steps per stage, and outputs per thread in each direction.
+/// The tile of a matmul-like loop: rows x columns of outputs, k steps per
+/// stage, and outputs per thread in each direction.
 struct MatmulTileShape {
   int64_t rows, columns, depth, threadRows, threadColumns;
 };
-std::optional<MatmulTileShape> matmulTileShape(int64_t threads);
 
-/// `loop` as a TiledMatmul, when its shape is one (each output reduces
-/// over one k loop, at least one A-like and one B-like load) and its tiles
-/// fit in `sharedBytes` of workgroup memory.
+/// A matmul-like row reduction that kiln-gpu-map-workgroups computes by
+/// tiles through workgroup memory: outputs C[..] combined over one k loop
+/// with values from row loads (varying with the row dimensions and k, not
+/// the last dimension) and column loads (varying with the last dimension
+/// and k). The row dimensions are those from `firstRowDim` to the one
+/// before last, flattened (an implicit GEMM's output rows and positions);
+/// the ones before are batches, which column loads may vary with too.
+struct TiledMatmul {
+  mlir::scf::ParallelOp loop;
+  Reduction reduction;
+  llvm::SmallVector<mlir::memref::LoadOp> rowLoads;
+  llvm::SmallVector<mlir::memref::LoadOp> columnLoads;
+  unsigned firstRowDim;
+  MatmulTileShape shape;
+};
+
+/// `loop` as a TiledMatmul for `threads` threads, when its shape is one
+/// and its tiles fit in `sharedBytes` of workgroup memory.
 std::optional<TiledMatmul> matchTiledMatmul(mlir::scf::ParallelOp loop, int64_t threads,
                                             int64_t sharedBytes);
 
 /// Bytes of workgroup memory the matmul's tiles take.
-int64_t tileBytes(const TiledMatmul &matmul, const MatmulTileShape &shape);
+int64_t tileBytes(const TiledMatmul &matmul);
+
+/// The alignment of a workgroup's chunk of the first dimension that makes
+/// it whole tiles, when the first dimension is a row dimension; else 1.
+int64_t rowAlignment(const TiledMatmul &matmul);
 
 /// Computes the matmul by tiles (its first dimension clamped to [begin,
-/// end) when set): for each tile of outputs, stages of A and B tiles are
-/// loaded into workgroup memory by all threads, then each thread combines
-/// its outputs over the stage from there; each output's values are
+/// end) when set): for each tile of outputs, stages of the row and column
+/// tiles are loaded into workgroup memory by all threads, then each thread
+/// combines its outputs over the stage from there; each output's values are
 /// combined in k order, from its initial value, as the loop did. Returns
 /// the outermost loop.
-mlir::Operation *tileMatmul(TiledMatmul &matmul, const MatmulTileShape &shape,
-                            const ThreadValues &values, mlir::Value begin, mlir::Value end);
+mlir::Operation *tileMatmul(TiledMatmul &matmul, const ThreadValues &values, mlir::Value begin,
+                            mlir::Value end);
 
 } // namespace kiln::gpu
 

@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+
+#include <numeric>
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -40,26 +42,33 @@ Value cloneWithAddress(OpBuilder &b, memref::LoadOp load, IRMapping &mapping) {
 /// a tile row, strided by this much so that neighbours touch neighbours).
 constexpr int64_t kThreadColumns = 16;
 
-} // namespace
-
-std::optional<MatmulTileShape> kiln::gpu::matmulTileShape(int64_t threads) {
+/// The tile for `threads` threads and `columnTrips` columns (nullopt when
+/// not a constant): 4 rows per thread, 32 rows for 128 threads; 4 columns
+/// per thread (64 in all), fewer for narrow outputs (16 or 32 columns), so
+/// that a tile is not mostly empty; stages 16 deep.
+std::optional<MatmulTileShape> tileShape(int64_t threads, std::optional<int64_t> columnTrips) {
   if (threads < 2 * kThreadColumns || threads % kThreadColumns != 0)
     return std::nullopt;
-  // 4 x 4 outputs per thread: 128 threads take a 32 x 64 tile, each stage
-  // 16 deep (2 KiB of A and 4 KiB of B in float32).
   MatmulTileShape shape;
   shape.threadRows = 4;
   shape.threadColumns = 4;
+  if (columnTrips && *columnTrips <= kThreadColumns)
+    shape.threadColumns = 1;
+  else if (columnTrips && *columnTrips <= 2 * kThreadColumns)
+    shape.threadColumns = 2;
   shape.rows = shape.threadRows * (threads / kThreadColumns);
   shape.columns = shape.threadColumns * kThreadColumns;
   shape.depth = 16;
   return shape;
 }
 
-int64_t kiln::gpu::tileBytes(const TiledMatmul &matmul, const MatmulTileShape &shape) {
+} // namespace
+
+int64_t kiln::gpu::tileBytes(const TiledMatmul &matmul) {
   auto bytes = [](memref::LoadOp load) {
     return llvm::divideCeil(load.getType().getIntOrFloatBitWidth(), 8);
   };
+  const MatmulTileShape &shape = matmul.shape;
   int64_t total = 0;
   for (memref::LoadOp load : matmul.rowLoads)
     total += shape.rows * shape.depth * bytes(load);
@@ -68,11 +77,25 @@ int64_t kiln::gpu::tileBytes(const TiledMatmul &matmul, const MatmulTileShape &s
   return total;
 }
 
+int64_t kiln::gpu::rowAlignment(const TiledMatmul &matmul) {
+  if (matmul.firstRowDim != 0)
+    return 1;
+  // Rows of the first dimension per chunk so that the chunk's flattened
+  // rows are a multiple of the tile's: rows / gcd(rows, the other row
+  // dimensions' extent).
+  scf::ParallelOp loop = matmul.loop;
+  int64_t inner = 1;
+  for (unsigned d = 1; d + 1 < loop.getNumLoops(); ++d) {
+    auto trips = constantTrips(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
+    inner = trips && *trips > 0 ? inner * *trips : inner;
+  }
+  return matmul.shape.rows / std::gcd(matmul.shape.rows, inner);
+}
+
 std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int64_t threads,
                                                        int64_t sharedBytes) {
-  auto shape = matmulTileShape(threads);
   unsigned numLoops = loop.getNumLoops();
-  if (!shape || numLoops < 2)
+  if (numLoops < 2 || numLoops > 64)
     return std::nullopt;
   std::optional<Reduction> reduction = matchRowReduction(loop);
   if (!reduction || reduction->nest.size() != 1 || reduction->accumulators.size() != 1 ||
@@ -84,78 +107,91 @@ std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int
       llvm::any_of(ValueRange{nest.getLowerBound(), nest.getUpperBound(), nest.getStep()},
                    [&](Value bound) { return !definedOutside(bound, loop); }))
     return std::nullopt;
-  // Too few rows or columns to fill a tile: a thread per output is better.
-  auto trips = [&](unsigned d) {
-    return constantTrips(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
-  };
-  auto rowTrips = trips(numLoops - 2), columnTrips = trips(numLoops - 1);
-  if ((rowTrips && *rowTrips < shape->rows / 4) ||
-      (columnTrips && *columnTrips < shape->columns / 4))
-    return std::nullopt;
-
-  TiledMatmul matmul{loop, *reduction, {}, {}};
-  Value row = loop.getInductionVars()[numLoops - 2];
-  Value column = loop.getInductionVars()[numLoops - 1];
   Value k = nest.getInductionVar();
   Accumulator &accumulator = reduction->accumulators.front();
-  // Whether `value` varies with the row and the column variables, through
-  // pure arithmetic in the nest's body (an implicit GEMM's addresses);
-  // nullopt where it comes from anything else (a gather's loaded index).
-  struct Varies {
-    bool byRow = false, byColumn = false;
-  };
-  std::function<std::optional<Varies>(Value)> varies = [&](Value value) -> std::optional<Varies> {
-    if (value == row)
-      return Varies{true, false};
-    if (value == column)
-      return Varies{false, true};
-    if (value == k || llvm::is_contained(loop.getInductionVars(), value) ||
-        definedOutside(value, loop))
-      return Varies{};
+
+  // The loop dimensions `value` varies with (a bit each), through pure
+  // arithmetic in the nest's body (an implicit GEMM's addresses); nullopt
+  // where it comes from anything else (a gather's loaded index).
+  std::function<std::optional<uint64_t>(Value)> varies =
+      [&](Value value) -> std::optional<uint64_t> {
+    if (auto it = llvm::find(loop.getInductionVars(), value); it != loop.getInductionVars().end())
+      return uint64_t(1) << (it - loop.getInductionVars().begin());
+    if (value == k || definedOutside(value, loop))
+      return uint64_t(0);
     Operation *def = value.getDefiningOp();
     if (!def || def->getBlock() != nest.getBody() || !isPure(def) || def->getNumRegions())
       return std::nullopt;
-    Varies all;
+    uint64_t all = 0;
     for (Value operand : def->getOperands()) {
       auto operandVaries = varies(operand);
       if (!operandVaries)
         return std::nullopt;
-      all.byRow |= operandVaries->byRow;
-      all.byColumn |= operandVaries->byColumn;
+      all |= *operandVaries;
     }
     return all;
   };
+  TiledMatmul matmul{loop, *reduction, {}, {}, 0, {}};
+  uint64_t column = uint64_t(1) << (numLoops - 1);
+  uint64_t columnLoadsVary = 0;
+  SmallVector<std::pair<memref::LoadOp, uint64_t>> rowCandidates;
   for (memref::LoadOp load : nest.getBody()->getOps<memref::LoadOp>()) {
     if (load == accumulator.load)
       continue;
     if (!definedOutside(load.getMemRef(), loop))
       return std::nullopt;
-    bool byRow = false, byColumn = false;
+    uint64_t dims = 0;
     for (Value index : load.getIndices()) {
       auto indexVaries = varies(index);
       if (!indexVaries)
         return std::nullopt;
-      byRow |= indexVaries->byRow;
-      byColumn |= indexVaries->byColumn;
+      dims |= *indexVaries;
     }
-    if (byRow && byColumn)
-      return std::nullopt;
-    if (byRow)
-      matmul.rowLoads.push_back(load);
-    else if (byColumn)
+    if (dims & column) {
       matmul.columnLoads.push_back(load);
+      columnLoadsVary |= dims & ~column;
+    } else if (dims) {
+      rowCandidates.push_back({load, dims});
+    }
   }
-  if (matmul.rowLoads.empty() || matmul.columnLoads.empty() ||
-      tileBytes(matmul, *shape) > sharedBytes)
+  // The row dimensions: those after the last one a column load varies
+  // with, up to the one before last.
+  matmul.firstRowDim = columnLoadsVary ? llvm::Log2_64(columnLoadsVary) + 1 : 0;
+  if (matmul.firstRowDim + 1 >= numLoops)
+    return std::nullopt;
+  uint64_t rowDims = (column - 1) & ~((uint64_t(1) << matmul.firstRowDim) - 1);
+  for (auto [load, dims] : rowCandidates)
+    if (dims & rowDims)
+      matmul.rowLoads.push_back(load);
+  if (matmul.rowLoads.empty() || matmul.columnLoads.empty())
+    return std::nullopt;
+
+  // Too few rows or columns (under 8) to fill a quarter of a tile or half
+  // of the narrowest: a thread per output is better.
+  auto trips = [&](unsigned d) {
+    return constantTrips(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
+  };
+  std::optional<int64_t> rowTrips = 1;
+  for (unsigned d = matmul.firstRowDim; d + 1 < numLoops; ++d) {
+    auto dimTrips = trips(d);
+    rowTrips = rowTrips && dimTrips ? std::optional<int64_t>(*rowTrips * *dimTrips) : std::nullopt;
+  }
+  std::optional<int64_t> columnTrips = trips(numLoops - 1);
+  auto shape = tileShape(threads, columnTrips);
+  if (!shape || (rowTrips && *rowTrips < shape->rows / 4) || (columnTrips && *columnTrips < 8))
+    return std::nullopt;
+  matmul.shape = *shape;
+  if (tileBytes(matmul) > sharedBytes)
     return std::nullopt;
   return matmul;
 }
 
-Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &shape,
-                                 const ThreadValues &values, Value begin, Value end) {
+Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values, Value begin,
+                                 Value end) {
   scf::ParallelOp loop = matmul.loop;
   if (begin)
     clampFirstDim(loop, begin, end);
+  const MatmulTileShape &shape = matmul.shape;
   unsigned numLoops = loop.getNumLoops();
   scf::ForOp nest = matmul.reduction.nest.front();
   Accumulator &accumulator = matmul.reduction.accumulators.front();
@@ -164,9 +200,12 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
   auto index = [&](int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, loc, value);
   };
+  auto below = [&](Value value, Value bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, value, bound).getResult();
+  };
 
-  // The tiles in workgroup memory, row-major: A-like [rows x depth], B-like
-  // [depth x columns].
+  // The tiles in workgroup memory, row-major: row tiles [rows x depth],
+  // column tiles [depth x columns].
   auto workgroupSpace = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
                                                            ::mlir::gpu::AddressSpace::Workgroup);
   auto tile = [&](memref::LoadOp load, int64_t elements) -> Value {
@@ -180,14 +219,38 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
   for (memref::LoadOp load : matmul.columnLoads)
     columnTiles.push_back(tile(load, shape.depth * shape.columns));
 
-  // The thread's place in the grid of kThreadColumns x (threads /
-  // kThreadColumns): its outputs are rows ty + TY * r, columns tx + TX * c.
+  // The thread's place in the grid of gridColumns x gridRows threads: its
+  // outputs are rows ty + gridRows * r, columns tx + gridColumns * c.
   int64_t gridColumns = shape.columns / shape.threadColumns;
   int64_t gridRows = shape.rows / shape.threadRows;
   Value tx = arith::RemUIOp::create(b, loc, values.thread, index(gridColumns));
   Value ty = arith::DivUIOp::create(b, loc, values.thread, index(gridColumns));
 
-  // The batch dimensions, one after another.
+  // The row dimensions' trips, and their flattened count.
+  SmallVector<Value> rowTrips;
+  Value flatRows = index(1);
+  for (unsigned d = matmul.firstRowDim; d + 1 < numLoops; ++d) {
+    Value lb = loop.getLowerBound()[d];
+    Value span = arith::SubIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, loop.getUpperBound()[d], lb), lb);
+    rowTrips.push_back(arith::CeilDivUIOp::create(b, loc, span, loop.getStep()[d]));
+    flatRows = arith::MulIOp::create(b, loc, flatRows, rowTrips.back());
+  }
+  // Maps the row dimensions' variables to their values at flattened row
+  // `flat` (the last dimension fastest).
+  auto delinearize = [&](Value flat, IRMapping &at) {
+    Value rest = flat;
+    for (unsigned d = numLoops - 2, i = rowTrips.size(); i-- > 0; --d) {
+      Value position = i == 0 ? rest : arith::RemUIOp::create(b, loc, rest, rowTrips[i]).getResult();
+      if (i > 0)
+        rest = arith::DivUIOp::create(b, loc, rest, rowTrips[i]);
+      at.map(loop.getInductionVars()[d],
+             arith::AddIOp::create(b, loc, loop.getLowerBound()[d],
+                                   arith::MulIOp::create(b, loc, position, loop.getStep()[d])));
+    }
+  };
+
+  // The batch dimensions one after another, then the tiles.
   IRMapping outer;
   Operation *outermost = nullptr;
   auto sequential = [&](Value lb, Value ub, Value step) {
@@ -197,30 +260,24 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
     b.setInsertionPoint(serial.getBody()->getTerminator());
     return serial.getInductionVar();
   };
-  for (unsigned d = 0; d + 2 < numLoops; ++d)
+  for (unsigned d = 0; d < matmul.firstRowDim; ++d)
     outer.map(loop.getInductionVars()[d], sequential(loop.getLowerBound()[d],
                                                      loop.getUpperBound()[d], loop.getStep()[d]));
-  Value rowEnd = loop.getUpperBound()[numLoops - 2];
-  Value rowStep = loop.getStep()[numLoops - 2];
   Value columnEnd = loop.getUpperBound()[numLoops - 1];
   Value columnStep = loop.getStep()[numLoops - 1];
-  Value row0 = sequential(loop.getLowerBound()[numLoops - 2], rowEnd,
-                          arith::MulIOp::create(b, loc, rowStep, index(shape.rows)));
+  Value row0 = sequential(index(0), flatRows, index(shape.rows));
   Value column0 = sequential(loop.getLowerBound()[numLoops - 1], columnEnd,
                              arith::MulIOp::create(b, loc, columnStep, index(shape.columns)));
-  Value rowIv = loop.getInductionVars()[numLoops - 2];
   Value columnIv = loop.getInductionVars()[numLoops - 1];
 
   // This thread's outputs and whether each is inside the loop's bounds.
-  SmallVector<Value> rows, columns, rowInside, columnInside;
-  auto below = [&](Value value, Value bound) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, value, bound).getResult();
-  };
+  SmallVector<IRMapping> rowAt(shape.threadRows, outer);
+  SmallVector<Value> columns, rowInside, columnInside;
   for (int64_t r = 0; r < shape.threadRows; ++r) {
-    Value offset = arith::AddIOp::create(b, loc, ty, index(gridRows * r));
-    rows.push_back(arith::AddIOp::create(b, loc, row0,
-                                         arith::MulIOp::create(b, loc, offset, rowStep)));
-    rowInside.push_back(below(rows.back(), rowEnd));
+    Value flat = arith::AddIOp::create(b, loc, row0,
+                                       arith::AddIOp::create(b, loc, ty, index(gridRows * r)));
+    rowInside.push_back(below(flat, flatRows));
+    delinearize(flat, rowAt[r]);
   }
   for (int64_t c = 0; c < shape.threadColumns; ++c) {
     Value offset = arith::AddIOp::create(b, loc, tx, index(gridColumns * c));
@@ -228,10 +285,14 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
                                             arith::MulIOp::create(b, loc, offset, columnStep)));
     columnInside.push_back(below(columns.back(), columnEnd));
   }
-  auto outputIndices = [&](int64_t r, int64_t c) {
-    IRMapping at = outer;
-    at.map(rowIv, rows[r]);
+  // The values the loop's variables have at output (r, c).
+  auto outputAt = [&](int64_t r, int64_t c) {
+    IRMapping at = rowAt[r];
     at.map(columnIv, columns[c]);
+    return at;
+  };
+  auto outputIndices = [&](int64_t r, int64_t c) {
+    IRMapping at = outputAt(r, c);
     SmallVector<Value> indices;
     for (Value i : accumulator.store.getIndices())
       indices.push_back(at.lookupOrDefault(i));
@@ -279,21 +340,26 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
       Value e = elements.getInductionVar();
       Value across = arith::DivUIOp::create(b, loc, e, index(width));
       Value along = arith::RemUIOp::create(b, loc, e, index(width));
-      // A-like: across rows, along k; B-like: across k, along columns.
+      // Row tiles: across rows, along k; column tiles: across k, along
+      // columns.
       Value kk = byRow ? along : across;
       Value other = byRow ? across : along;
       Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
-      Value start = byRow ? row0 : column0;
-      Value step = byRow ? rowStep : columnStep;
       Value otherIndex =
-          arith::AddIOp::create(b, loc, start, arith::MulIOp::create(b, loc, other, step));
+          byRow ? arith::AddIOp::create(b, loc, row0, other).getResult()
+                : arith::AddIOp::create(b, loc, column0,
+                                        arith::MulIOp::create(b, loc, other, columnStep))
+                      .getResult();
       Value inside = arith::AndIOp::create(b, loc, below(kIndex, kEnd),
-                                           below(otherIndex, byRow ? rowEnd : columnEnd));
+                                           below(otherIndex, byRow ? flatRows : columnEnd));
       auto guarded = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
       b.setInsertionPoint(guarded.thenBlock()->getTerminator());
       IRMapping at = outer;
       at.map(nest.getInductionVar(), kIndex);
-      at.map(byRow ? rowIv : columnIv, otherIndex);
+      if (byRow)
+        delinearize(otherIndex, at);
+      else
+        at.map(columnIv, otherIndex);
       Value element = cloneWithAddress(b, load, at);
       memref::StoreOp::create(b, loc, element, tileBuffer, ValueRange{e});
     };
@@ -313,8 +379,8 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
       b.setInsertionPointToStart(steps.getBody());
       Value kk = steps.getInductionVar();
       Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
-      // This thread's A-like elements (one per output row) and B-like ones
-      // (one per output column) of step kk.
+      // This thread's row-tile elements (one per output row) and
+      // column-tile ones (one per output column) of step kk.
       SmallVector<SmallVector<Value>> rowValues, columnValues;
       for (Value tileBuffer : rowTiles) {
         rowValues.emplace_back();
@@ -342,9 +408,7 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const MatmulTileShape &sha
       ValueRange carried = steps.getRegionIterArgs();
       for (int64_t r = 0; r < shape.threadRows; ++r)
         for (int64_t c = 0; c < shape.threadColumns; ++c) {
-          IRMapping at = outer;
-          at.map(rowIv, rows[r]);
-          at.map(columnIv, columns[c]);
+          IRMapping at = outputAt(r, c);
           at.map(nest.getInductionVar(), kIndex);
           at.map(accumulator.load.getResult(), carried[r * shape.threadColumns + c]);
           for (auto [load, loaded] : llvm::zip(matmul.rowLoads, rowValues))

@@ -90,6 +90,10 @@ struct LaunchParams {
   /// outputs), in order.
   void *const *bindings = nullptr;
   uint32_t numBindings = 0;
+  /// The bytes of each binding the kernel may touch from its address (its
+  /// tensor's size), or null: up to the end of its allocation. A GPU driver
+  /// binds just these, within its device's limits.
+  const uint64_t *bindingBytes = nullptr;
   /// Push-constant-style integers after the bindings: the size symbols'
   /// values, for a kernel of a graph with symbolic shapes.
   const int64_t *values = nullptr;

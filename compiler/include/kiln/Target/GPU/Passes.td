@@ -7,8 +7,8 @@ def GpuLowerKernelOpsPass : Pass<"kiln-gpu-lower-kernel-ops", "mlir::func::FuncO
   let summary = "Lower kiln_kernel.conv2d and kiln_kernel.attention to parallel loops";
   let description = [{
     Runs on bufferized kernels. An ungrouped float convolution with static
-    sizes, outputs at least 8 wide and 16 channels becomes an implicit
-    GEMM: a [N * OH, OW, O] temporary set to the bias, a loop over (n * OH +
+    sizes, at least 64 output channels and 32 output positions becomes an
+    implicit GEMM: a [N * OH, OW, O] temporary set to the bias, a loop over (n * OH +
     y, x, o) combining into it over one loop on c * KH * KW (the input's
     address varies with the position, the weight's with the channel, so
     kiln-gpu-map-workgroups tiles it as a matmul), and a loop applying the
@@ -60,15 +60,20 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       so that the heaviest loop nest, counting the reduction a row loop
       holds, has about one element per thread) is recorded as
       `kiln_kernel.workgroup_alignment`, from which the plan sizes the grid.
-    - A matmul-like top-level loop (its last two dimensions i and j, a body
-      that is one scf.for over k combining into C[.., i, j] values computed
-      from loads indexed by i and k, loads indexed by j and k, and loads
-      indexed by neither) goes by tiles of outputs (32 x 64 for 128
-      threads; a 2-D loop's tiles make the chunk's alignment): for each
-      16-deep stage, all threads load the A and B tiles into workgroup
-      memory, then each thread combines its 4 x 4 outputs over the stage
-      from there, carrying them from their initial values in k order.
-      Narrow ones (under 8 rows or 16 columns) are not tiled.
+    - A matmul-like top-level loop (a body that is one scf.for over k
+      combining into its outputs values computed from row loads, whose
+      addresses vary, through pure arithmetic, with k and the dimensions
+      from the first one column loads do not vary with up to the one before
+      last, and column loads, which vary with the last dimension) goes by
+      tiles of outputs: 32 rows of the row dimensions flattened (an
+      implicit GEMM's output rows and positions) by 64, 32 or 16 columns
+      (by the last dimension's extent), for 128 threads. For each 16-deep
+      stage, all threads load the row and column tiles into workgroup
+      memory (through the loads' address arithmetic), then each thread
+      combines its 4 x 4 (x 2, x 1) outputs over the stage from there,
+      carrying them from their initial values in k order. Where the first
+      dimension is a row dimension the chunk's alignment makes whole tiles.
+      Narrow ones (under 8 rows or 8 columns) are not tiled.
     - Each other top-level scf.parallel becomes a loop over its linearized
       iteration space (the rows clamped to the chunk), thread t taking
       iterations t, t + T, ...; reductions run in each thread.
