@@ -20,3 +20,14 @@ func.func @linear_relu(%x: tensor<64x32xf32>, %w: tensor<16x32xf32>, %b: tensor<
 
 // BAD: kiln-compile: error: cannot parse {{.*}}invalid-graph.mlir
 // BAD: invalid-graph.mlir":2:{{[0-9]+}}): 'kiln_graph.add' op result shape must be the broadcast operand shape
+
+// A stage that fails still leaves a dump of the stages before it, the last
+// being the failing stage's input.
+// RUN: rm -rf %t.failed && not kiln-compile %S/Inputs/float64-exp.mlir --target vulkan -o %t.bad --dump-dir %t.failed 2>&1 | FileCheck %s --check-prefix=FAILED
+// RUN: ls %t.failed | FileCheck %s --check-prefix=FAILEDDUMP
+// FAILED: kiln-compile: error: stage 'spirv' failed
+// FAILED: 'math.exp' op on float64 is not supported by the target
+// FAILED: the 6 stages before the failure are in {{.*}}.failed
+// FAILEDDUMP: 00-graph.mlir
+// FAILEDDUMP: 05-gpu.mlir
+// FAILEDDUMP-NOT: 06-

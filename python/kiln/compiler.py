@@ -219,6 +219,10 @@ class CompileService:
                 loaded = self.compile_json(serialized.graph, graph_json, name,
                                            keep_stages=dump is not None)
             except self.ext.CompileError as err:
+                if dump:
+                    # How far it got: the stages that finished, the last
+                    # being what the failing stage was given.
+                    dump.write_stages(getattr(err, "stages", []), [])
                 extended = self.ext.CompileError(
                     write_reproducer(name, graph_json, self.opts, dump, err))
                 extended.nodes = getattr(err, "nodes", [])

@@ -35,15 +35,19 @@ std::unique_ptr<Target> parseTargetOrRaise(const std::string &name) {
                                     llvm::Error error) {
   std::string message;
   std::vector<std::string> nodes;
+  std::vector<std::pair<std::string, std::string>> stages;
   llvm::handleAllErrors(
       std::move(error),
       [&](const CompileFailure &failure) {
         message = failure.message;
         nodes = failure.nodes;
+        stages = failure.stages;
       },
       [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
   py::object exception = py::reinterpret_borrow<py::object>(type.ptr())(message);
   exception.attr("nodes") = nodes;
+  // With keep_stages: (stage, IR text) of the stages that finished.
+  exception.attr("stages") = stages;
   PyErr_SetObject(type.ptr(), exception.ptr());
   throw py::error_already_set();
 }

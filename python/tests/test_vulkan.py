@@ -196,6 +196,17 @@ def test_float64_math_the_device_lacks_is_an_unsupported_op():
     assert [f["op"] for f in record.fallbacks] == ["aten._softmax.default"], record.fallbacks
 
 
+def test_a_failed_compile_dumps_the_stages_before_it(tmp_path):
+    """The SPIR-V stage refuses float64 exp: the dump still has the IR of
+    every stage before it, the last (the GPU stage) being what it was given."""
+    with pytest.raises(Exception):
+        _compile(lambda x: x.exp(), dump_dir=str(tmp_path))(torch.randn(6, dtype=torch.float64))
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    names = sorted(p.name for p in folder.iterdir())
+    assert "00-graph.mlir" in names and "05-gpu.mlir" in names, names
+    assert "math.exp" in (folder / "05-gpu.mlir").read_text()
+
+
 def test_loops_a_device_cuts_short_are_an_error_not_a_wrong_answer():
     """A scan along 70000 elements runs 70000 iterations in one thread:
     lavapipe stops an invocation's loops after 65535 iterations in all, and

@@ -44,8 +44,27 @@ int main(int argc, char **argv) {
   options.keepStages = !dumpDir.empty();
   auto start = std::chrono::steady_clock::now();
   auto compiled = kiln::compileSource((*file)->getBuffer(), input, options);
-  if (!compiled)
-    return fail(llvm::toString(compiled.takeError()));
+  if (!compiled) {
+    // A dump keeps the stages that finished, the last being what the
+    // failing stage was given.
+    std::string message;
+    llvm::handleAllErrors(
+        compiled.takeError(),
+        [&](const kiln::CompileFailure &failure) {
+          message = failure.message;
+          if (dumpDir.empty() || failure.stages.empty())
+            return;
+          kiln::CompiledGraph partial;
+          partial.stages = failure.stages;
+          if (llvm::Error err = kiln::writeStages(partial, dumpDir))
+            message += "\n(and the dump failed: " + llvm::toString(std::move(err)) + ")";
+          else
+            message += "\nthe " + std::to_string(failure.stages.size()) +
+                       " stages before the failure are in " + dumpDir.getValue();
+        },
+        [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
+    return fail(message);
+  }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                   .count();
   if (!dumpDir.empty())

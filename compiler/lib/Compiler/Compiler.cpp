@@ -60,8 +60,10 @@ public:
             collectNodeNames(diag.getLocation(), nodes, seenNodes);
           return success();
         }) {}
-  llvm::Error error(const std::string &what) const {
-    return llvm::make_error<CompileFailure>(what + (text.empty() ? "" : ":\n" + text), nodes);
+  llvm::Error error(const std::string &what,
+                    std::vector<std::pair<std::string, std::string>> stages = {}) const {
+    return llvm::make_error<CompileFailure>(what + (text.empty() ? "" : ":\n" + text), nodes,
+                                            std::move(stages));
   }
 
 private:
@@ -114,6 +116,13 @@ public:
     return result;
   }
 
+  /// The compile failed: the diagnostics, and with keepStages the stages
+  /// that finished.
+  llvm::Error failedWith(const DiagnosticCollector &diagnostics, const std::string &what) {
+    return diagnostics.error(what, options.keepStages ? std::move(result_.stages)
+                                                      : decltype(result_.stages)());
+  }
+
   llvm::Expected<CompiledGraph> compile(ModuleOp module) {
     MLIRContext *context = module.getContext();
     registerAllKilnPasses();
@@ -128,7 +137,7 @@ public:
       result_.stages.push_back({"graph", printOp(module)});
     for (const PipelineStage &stage : graphStages(**target)) {
       if (failed(runStage(module, stage)))
-        return diagnostics.error("stage '" + stage.name + "' failed");
+        return failedWith(diagnostics, "stage '" + stage.name + "' failed");
       if (stage.name == "kernels")
         summarizeKernels(module);
     }
@@ -145,12 +154,12 @@ public:
     int duplicates = options.keepStages ? 0 : dropDuplicateKernels(module, *kernels);
     for (const PipelineStage &stage : (*target)->kernelStages()) {
       if (failed(runStage(*kernels, stage)))
-        return diagnostics.error("stage '" + stage.name + "' failed");
+        return failedWith(diagnostics, "stage '" + stage.name + "' failed");
       // What the kernel stages decided goes back onto the plan's kernels.
       if (stage.name == "linalg") {
         copyKernelFacts(module, *kernels, {kernel::kInPlaceOperandsAttr});
         if (failed(writeInputsInPlace(module)))
-          return diagnostics.error("stage 'in-place' failed");
+          return failedWith(diagnostics, "stage 'in-place' failed");
       }
       // (The CPU's "loops" and a GPU's "gpu" stage distribute workgroups.)
       if (stage.name == "loops" || stage.name == "gpu")
@@ -160,12 +169,12 @@ public:
                          kernel::kScratchBuffersAttr, kernel::kWorkgroupSizeAttr});
     }
     if (failed(runStage(module, {"workgroups", "kiln-resolve-workgroups"})))
-      return diagnostics.error("stage 'workgroups' failed");
+      return failedWith(diagnostics, "stage 'workgroups' failed");
 
     auto start = std::chrono::steady_clock::now();
     auto library = (*target)->serializeKernels(*kernels, options.keepStages);
     if (!library)
-      return diagnostics.error(llvm::toString(library.takeError()));
+      return failedWith(diagnostics, llvm::toString(library.takeError()));
     result_.stageTimesMs.push_back(
         {"native", std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)
@@ -196,7 +205,7 @@ public:
     }
 
     if (failed(buildArtifact(module, std::move(library->executable))))
-      return diagnostics.error("building the artifact failed");
+      return failedWith(diagnostics, "building the artifact failed");
     return std::move(result_);
   }
 

@@ -51,14 +51,18 @@ struct CompiledGraph {
 class CompileFailure : public llvm::ErrorInfo<CompileFailure> {
 public:
   static char ID;
-  CompileFailure(std::string message, std::vector<std::string> nodes)
-      : message(std::move(message)), nodes(std::move(nodes)) {}
+  CompileFailure(std::string message, std::vector<std::string> nodes,
+                 std::vector<std::pair<std::string, std::string>> stages = {})
+      : message(std::move(message)), nodes(std::move(nodes)), stages(std::move(stages)) {}
   void log(llvm::raw_ostream &os) const override { os << message; }
   std::error_code convertToErrorCode() const override {
     return llvm::inconvertibleErrorCode();
   }
   std::string message;
   std::vector<std::string> nodes; // unique, in diagnostic order
+  /// With keepStages: the IR after each stage that finished before the
+  /// failure (the last is the failing stage's input), for a dump.
+  std::vector<std::pair<std::string, std::string>> stages;
 };
 
 /// Compiles a kiln_graph module (one public graph function) to an artifact.
