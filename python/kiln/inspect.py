@@ -303,9 +303,25 @@ def _gpu_kernel(g: GraphDump, kernel: dict[str, Any]) -> str | None:
     threads = "x".join(size.groups()) if size else "?"
     shared = sum(_array_bytes(m.group(1)) for m in re.finditer(r"!spirv\.ptr<(.*), Workgroup>", text))
     lines = text.count("\n")
-    return (f"{threads} threads per workgroup, {format_size(shared)} workgroup memory, "
+    line = (f"{threads} threads per workgroup, {format_size(shared)} workgroup memory, "
             f"SPIR-V {path.relative_to(g.path)} ({lines} lines; spirv-dis after "
             "mlir-translate-22 --serialize-spirv)")
+    strategies = _gpu_strategies(folder, kernel.get("name"))
+    return line + (f"; {', '.join(strategies)}" if strategies else "")
+
+
+def _gpu_strategies(folder: Path, name: str | None) -> list[str]:
+    """How the GPU mapping spread the kernel over its threads, as its
+    kiln_kernel.gpu_strategies attribute in the dumped GPU stage says."""
+    stages = sorted(folder.glob("[0-9][0-9]-gpu.mlir"))
+    if not stages or not name:
+        return []
+    for line in stages[0].read_text().splitlines():
+        if f"func.func private @{name}(" not in line:
+            continue
+        found = re.search(r"kiln_kernel\.gpu_strategies = \[(.*?)\]", line)
+        return re.findall(r'"([^"]*)"', found.group(1)) if found else []
+    return []
 
 
 _SCALAR_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i1": 1}

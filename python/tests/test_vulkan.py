@@ -174,6 +174,8 @@ def test_inspect_shows_gpu_kernels(tmp_path):
     # through workgroup memory.
     assert re.search(r"gpu    128x1x1 threads per workgroup, [1-9][\d.]* (B|KiB) workgroup memory, "
                      r"SPIR-V kernels/", text), text
+    # And which strategies the mapping used.
+    assert "row reductions over the workgroup" in text and "a thread per element" in text, text
 
 
 def test_float64_math_the_device_lacks_is_an_unsupported_op():

@@ -260,3 +260,8 @@ func.func @unsigned_flag(%x: i32) -> i32 {
   %0 = arith.addi %x, %x {kiln_kernel.unsigned = true} : i32
   return %0 : i32
 }
+
+// -----
+
+// expected-error @+1 {{'kiln_kernel.gpu_strategies' must be an array of strings, not [1]}}
+func.func private @k_strategies(index, index) attributes {kiln_kernel.gpu_strategies = [1]}

@@ -207,6 +207,7 @@ func.func @short_rows(%id: index, %count: index, %in: memref<1000x4xf32>, %out: 
 // row reduction after it shares each of the workgroup's rows over the
 // threads.
 // CHECK-LABEL: func.func @matmul_then_row_sum
+// CHECK-SAME: kiln_kernel.gpu_strategies = ["matmul tiles 32x64x16 through workgroup memory (4x4 per thread)", "row reductions over the workgroup"]
 // CHECK-SAME: kiln_kernel.workgroup_alignment = 32 : i64
 // CHECK: %[[A:.*]] = memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[B:.*]] = memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>

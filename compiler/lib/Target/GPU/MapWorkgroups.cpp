@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/StringSaver.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -208,6 +210,10 @@ struct GpuMapWorkgroupsPass
 
     // Workgroup memory the cooperative reductions may still take.
     int64_t sharedLeft = sharedBytes;
+    // What was done, in order, each phrase once.
+    llvm::SetVector<StringRef> strategies;
+    llvm::BumpPtrAllocator storage;
+    llvm::StringSaver names(storage);
     for (Operation *op : topLevel) {
       // What only reads (views, a scalar's load) every thread does itself.
       if (!writesAnything(op))
@@ -222,16 +228,26 @@ struct GpuMapWorkgroupsPass
       auto matmul = matmuls.find(op);
       if (matmul != matmuls.end() && tileBytes(matmul->second) <= sharedLeft) {
         sharedLeft -= tileBytes(matmul->second);
+        const MatmulTileShape &shape = matmul->second.shape;
+        strategies.insert(names.save("matmul tiles " + std::to_string(shape.rows) + "x" +
+                                     std::to_string(shape.columns) + "x" +
+                                     std::to_string(shape.depth) + " through workgroup memory (" +
+                                     std::to_string(shape.threadRows) + "x" +
+                                     std::to_string(shape.threadColumns) + " per thread)"));
         op = tileMatmul(matmul->second, values, begin, end);
       } else if (rowReduction) {
         sharedLeft -= partialBytes(*rowReduction, threads);
+        strategies.insert("row reductions over the workgroup");
         op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);
       } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
+        strategies.insert("a thread per element");
         op = spreadOverThreads(loop, values.thread, values.threadCount, begin, end);
       } else if (scalar) {
         sharedLeft -= partialBytes(*scalar, threads);
+        strategies.insert("a reduction into one element over the workgroup");
         op = reduceAcrossThreads(*scalar, values);
       } else {
+        strategies.insert("thread 0 alone (writes that may meet, or a sequential loop)");
         if (op->getNumResults() != 0 && !op->use_empty())
           return op->emitOpError("has results a GPU workgroup's threads would need to share");
         if (splitRows) {
@@ -248,6 +264,10 @@ struct GpuMapWorkgroupsPass
       b.setInsertionPointAfter(op);
       gpu::BarrierOp::create(b, op->getLoc());
     }
+    SmallVector<Attribute> phrases;
+    for (StringRef phrase : strategies)
+      phrases.push_back(StringAttr::get(context, phrase));
+    func->setAttr(kiln::kernel::kGpuStrategiesAttr, ArrayAttr::get(context, phrases));
     // Parallel loops left inside a thread's work run sequentially.
     SmallVector<scf::ParallelOp> nested;
     func.walk([&](scf::ParallelOp loop) { nested.push_back(loop); });

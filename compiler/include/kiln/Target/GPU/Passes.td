@@ -98,7 +98,8 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       what the ones before it wrote.
 
     Sets `kiln_kernel.workgroup_size` ([T, 1, 1], T from the target's
-    max_workgroup_size, at most 256).
+    max_workgroup_size, at most 256), and `kiln_kernel.gpu_strategies`, a
+    phrase per strategy used (kiln-inspect shows them).
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];

@@ -282,6 +282,12 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttrib
     }
     return success();
   }
+  if (name == kGpuStrategiesAttr) {
+    auto phrases = dyn_cast<ArrayAttr>(value);
+    if (!phrases || !llvm::all_of(phrases, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "'" << name << "' must be an array of strings, not " << value;
+    return success();
+  }
   if (name == kWorkgroupSizeAttr) {
     auto sizes = dyn_cast<DenseI64ArrayAttr>(value);
     if (!sizes || sizes.size() != 3 ||

@@ -45,6 +45,9 @@ inline constexpr llvm::StringLiteral kScratchBytesAttr = "kiln_kernel.scratch_by
 inline constexpr llvm::StringLiteral kScratchBuffersAttr = "kiln_kernel.scratch_buffers";
 /// Set by GPU code generation: the threads of one workgroup, [x, y, z].
 inline constexpr llvm::StringLiteral kWorkgroupSizeAttr = "kiln_kernel.workgroup_size";
+/// How the GPU mapping spread a kernel's loop nests over its threads, one
+/// phrase per strategy used (for dumps and kiln-inspect).
+inline constexpr llvm::StringLiteral kGpuStrategiesAttr = "kiln_kernel.gpu_strategies";
 /// On an scf.parallel a GPU lowering emits: its iterations write distinct
 /// elements (through indices computed from its induction variables), so the
 /// GPU mapping may spread them over threads.
