@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import colorsys
+import functools
 import html
 import json
 import re
@@ -313,15 +314,18 @@ def _gpu_kernel(g: GraphDump, kernel: dict[str, Any]) -> str | None:
 def _gpu_strategies(folder: Path, name: str | None) -> list[str]:
     """How the GPU mapping spread the kernel over its threads, as its
     kiln_kernel.gpu_strategies attribute in the dumped GPU stage says."""
+    return _gpu_strategies_by_kernel(folder).get(name or "", [])
+
+
+@functools.lru_cache(maxsize=8)
+def _gpu_strategies_by_kernel(folder: Path) -> dict[str, list[str]]:
+    """Each kernel's strategies in a dump folder's GPU stage, read once."""
     stages = sorted(folder.glob("[0-9][0-9]-gpu.mlir"))
-    if not stages or not name:
-        return []
-    for line in stages[0].read_text().splitlines():
-        if f"func.func private @{name}(" not in line:
-            continue
-        found = re.search(r"kiln_kernel\.gpu_strategies = \[(.*?)\]", line)
-        return re.findall(r'"([^"]*)"', found.group(1)) if found else []
-    return []
+    if not stages:
+        return {}
+    found = re.finditer(r"func\.func private @(\w+)\(.*kiln_kernel\.gpu_strategies = \[(.*?)\]",
+                        stages[0].read_text())
+    return {m.group(1): re.findall(r'"([^"]*)"', m.group(2)) for m in found}
 
 
 _SCALAR_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i1": 1}

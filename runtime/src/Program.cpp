@@ -121,8 +121,10 @@ Status Program::plan() {
     use(check.buffer, std::max<int64_t>(0, static_cast<int64_t>(check.afterLaunches) - 1));
   if (artifact_.symbols.empty()) {
     std::vector<TensorDesc> types;
-    for (const BufferDesc &buffer : buffers)
+    for (const BufferDesc &buffer : buffers) {
       types.push_back(buffer.type);
+      staticBytes_.push_back(static_cast<uint64_t>(buffer.type.byteSize()));
+    }
     staticMemory_ = planArena(types);
   }
   return Status::OK();
@@ -249,6 +251,9 @@ Status Program::resolve(const std::vector<int64_t> &symbols, Resolved &resolved)
                            " in buffer " + std::to_string(buffer.source) + " (" +
                            types[buffer.source].str() + "), which is smaller");
   }
+  resolved.bytes.clear();
+  for (const TensorDesc &type : types)
+    resolved.bytes.push_back(static_cast<uint64_t>(type.byteSize()));
   resolved.workgroups.resize(artifact_.launches.size());
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
     const LaunchCmd &launch = artifact_.launches[index];
@@ -393,6 +398,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     return resolved ? resolved->types[id] : buffers[id].type;
   };
   const MemoryPlan &memory = resolved ? resolved->memory : staticMemory_;
+  const std::vector<uint64_t> &bufferBytes = resolved ? resolved->bytes : staticBytes_;
   ArenaPool::Lease arena = arenas_.acquire(static_cast<size_t>(memory.bytes));
   if (memory.bytes > 0 && !arena.data())
     return Status::error(StatusCode::OutOfMemory, "allocating the " + std::to_string(memory.bytes) +
@@ -459,7 +465,7 @@ Status Program::runImpl(const std::vector<void *> &inputs,
     bindingBytes.clear();
     for (uint32_t id : launch.bindings) {
       bindings.push_back(pointers[id]);
-      bindingBytes.push_back(static_cast<uint64_t>(typeOf(id).byteSize()));
+      bindingBytes.push_back(bufferBytes[id]);
     }
     LaunchParams params;
     params.workgroups.x = count;

@@ -220,3 +220,48 @@ void kiln::gpu::clampFirstDim(scf::ParallelOp loop, Value begin, Value end) {
   loop.getUpperBoundMutable()[0].assign(
       arith::MinUIOp::create(b, loc, loop.getUpperBound()[0], end).getResult());
 }
+
+SmallVector<Value> kiln::gpu::tripCounts(OpBuilder &b, Location loc, scf::ParallelOp loop,
+                                         unsigned first, unsigned last, Value &total) {
+  SmallVector<Value> trips;
+  total = arith::ConstantIndexOp::create(b, loc, 1);
+  for (unsigned d = first; d < last; ++d) {
+    Value lb = loop.getLowerBound()[d];
+    Value span = arith::SubIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, loop.getUpperBound()[d], lb), lb);
+    trips.push_back(arith::CeilDivUIOp::create(b, loc, span, loop.getStep()[d]));
+    total = arith::MulIOp::create(b, loc, total, trips.back());
+  }
+  return trips;
+}
+
+SmallVector<Value> kiln::gpu::delinearize(OpBuilder &b, Location loc, Value flat,
+                                          ArrayRef<Value> trips, scf::ParallelOp loop,
+                                          unsigned first) {
+  SmallVector<Value> ivs(trips.size());
+  Value rest = flat;
+  for (int64_t i = trips.size() - 1; i >= 0; --i) {
+    Value position =
+        i == 0 ? rest : arith::RemUIOp::create(b, loc, rest, trips[i]).getResult();
+    if (i > 0)
+      rest = arith::DivUIOp::create(b, loc, rest, trips[i]);
+    ivs[i] = arith::AddIOp::create(
+        b, loc, loop.getLowerBound()[first + i],
+        arith::MulIOp::create(b, loc, position, loop.getStep()[first + i]));
+  }
+  return ivs;
+}
+
+Operation *kiln::gpu::serialLoops(OpBuilder &b, Location loc, scf::ParallelOp loop,
+                                  unsigned count, IRMapping &mapping) {
+  Operation *outermost = nullptr;
+  for (unsigned d = 0; d < count; ++d) {
+    auto serial = scf::ForOp::create(b, loc, loop.getLowerBound()[d], loop.getUpperBound()[d],
+                                     loop.getStep()[d]);
+    if (!outermost)
+      outermost = serial;
+    mapping.map(loop.getInductionVars()[d], serial.getInductionVar());
+    b.setInsertionPoint(serial.getBody()->getTerminator());
+  }
+  return outermost;
+}

@@ -78,6 +78,35 @@ Type accumulatorType(Type element) {
   return element.isF16() || element.isBF16() ? Float32Type::get(element.getContext()) : element;
 }
 
+/// A convolution's static sizes: output channels, height and width; input
+/// channels per group; kernel height and width.
+struct ConvSizes {
+  int64_t outChannels, outH, outW, channels, kernelH, kernelW;
+  explicit ConvSizes(kiln::kernel::Conv2dOp op) {
+    auto out = cast<MemRefType>(op.getInit().getType());
+    auto weight = cast<MemRefType>(op.getWeight().getType());
+    outChannels = out.getDimSize(1), outH = out.getDimSize(2), outW = out.getDimSize(3);
+    channels = weight.getDimSize(1), kernelH = weight.getDimSize(2),
+    kernelW = weight.getDimSize(3);
+  }
+};
+
+/// input[n, channel, y * sh + ky * dh, x * sw + kx * dw] * weight[o, c, ky,
+/// kx], in the accumulator type: one tap of output (n, o, y, x).
+Value tapProduct(Emitter &e, kiln::kernel::Conv2dOp op, Type acc, Value n, Value channel,
+                 Value y, Value x, Value o, Value c, Value ky, Value kx) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  auto position = [&](Value outIndex, Value tap, int64_t stride, int64_t dilation) -> Value {
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, outIndex, e.index(stride)),
+                                 arith::MulIOp::create(b, loc, tap, e.index(dilation)));
+  };
+  Value row = position(y, ky, op.getStrides()[0], op.getDilations()[0]);
+  Value column = position(x, kx, op.getStrides()[1], op.getDilations()[1]);
+  return arith::MulFOp::create(b, loc, e.loadAs(acc, op.getInput(), {n, channel, row, column}),
+                               e.loadAs(acc, op.getWeight(), {o, c, ky, kx}));
+}
+
 /// The convolution's epilogue (if any) on its value `sum` at output
 /// element (n, o, y, x): the epilogue block's first argument is the value,
 /// then one element of each epilogue input at its map of (n, o, y, x).
@@ -115,15 +144,12 @@ Value applyEpilogue(OpBuilder &b, kiln::kernel::Conv2dOp op, Value sum, ValueRan
 /// depth, then through the epilogue into the output.
 LogicalResult lowerConvolutionAsGemm(kiln::kernel::Conv2dOp op) {
   auto out = cast<MemRefType>(op.getInit().getType());
-  auto weight = cast<MemRefType>(op.getWeight().getType());
   OpBuilder b(op);
   Emitter e{b, op.getLoc()};
   Location loc = op.getLoc();
   Type acc = accumulatorType(out.getElementType());
-  int64_t batch = out.getDimSize(0), outChannels = out.getDimSize(1), outH = out.getDimSize(2),
-          outW = out.getDimSize(3);
-  int64_t channels = weight.getDimSize(1), kernelH = weight.getDimSize(2),
-          kernelW = weight.getDimSize(3);
+  auto [outChannels, outH, outW, channels, kernelH, kernelW] = ConvSizes(op);
+  int64_t batch = out.getDimSize(0);
   Value sums = memref::AllocOp::create(
       b, loc, MemRefType::get({batch * outH, outW, outChannels}, acc));
   Value rows = e.index(batch * outH);
@@ -144,15 +170,7 @@ LogicalResult lowerConvolutionAsGemm(kiln::kernel::Conv2dOp op) {
           Value kx = arith::RemUIOp::create(b, loc, k, e.index(kernelW));
           Value n = arith::DivUIOp::create(b, loc, row, e.index(outH));
           Value y = arith::RemUIOp::create(b, loc, row, e.index(outH));
-          Value inputRow = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, y, e.index(op.getStrides()[0])),
-              arith::MulIOp::create(b, loc, ky, e.index(op.getDilations()[0])));
-          Value inputColumn = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, x, e.index(op.getStrides()[1])),
-              arith::MulIOp::create(b, loc, kx, e.index(op.getDilations()[1])));
-          Value product = arith::MulFOp::create(
-              b, loc, e.loadAs(acc, op.getInput(), {n, c, inputRow, inputColumn}),
-              e.loadAs(acc, op.getWeight(), {o, c, ky, kx}));
+          Value product = tapProduct(e, op, acc, n, c, y, x, o, c, ky, kx);
           Value old = e.load(sums, {row, x, o});
           memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, product), sums,
                                   ValueRange{row, x, o});
@@ -188,9 +206,7 @@ LogicalResult lowerConvolution(kiln::kernel::Conv2dOp op) {
   Emitter e{b, op.getLoc()};
   Location loc = op.getLoc();
   Type acc = accumulatorType(out.getElementType());
-  int64_t outChannels = out.getDimSize(1), outH = out.getDimSize(2), outW = out.getDimSize(3);
-  int64_t channels = weight.getDimSize(1), kernelH = weight.getDimSize(2),
-          kernelW = weight.getDimSize(3);
+  auto [outChannels, outH, outW, channels, kernelH, kernelW] = ConvSizes(op);
   int64_t perGroup = outChannels / op.getGroups();
   Value rows = arith::MulIOp::create(b, loc, e.dim(op.getInit(), 0), e.index(outH));
   e.parallelLoop({rows, e.index(outChannels), e.index(outW)}, [&](ValueRange ivs) {
@@ -204,17 +220,9 @@ LogicalResult lowerConvolution(kiln::kernel::Conv2dOp op) {
       Value channel = arith::AddIOp::create(b, loc, firstChannel, c);
       return SmallVector<Value>{e.forLoop(
           e.index(0), e.index(kernelH), carried, [&](Value ky, ValueRange carried) {
-            Value row = arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, y, e.index(op.getStrides()[0])),
-                arith::MulIOp::create(b, loc, ky, e.index(op.getDilations()[0])));
             return SmallVector<Value>{e.forLoop(
                 e.index(0), e.index(kernelW), carried, [&](Value kx, ValueRange carried) {
-                  Value column = arith::AddIOp::create(
-                      b, loc, arith::MulIOp::create(b, loc, x, e.index(op.getStrides()[1])),
-                      arith::MulIOp::create(b, loc, kx, e.index(op.getDilations()[1])));
-                  Value product = arith::MulFOp::create(
-                      b, loc, e.loadAs(acc, op.getInput(), {n, channel, row, column}),
-                      e.loadAs(acc, op.getWeight(), {o, c, ky, kx}));
+                  Value product = tapProduct(e, op, acc, n, channel, y, x, o, c, ky, kx);
                   return SmallVector<Value>{arith::AddFOp::create(b, loc, carried[0], product)};
                 })[0]};
           })[0]};

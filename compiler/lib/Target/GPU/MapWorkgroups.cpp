@@ -9,8 +9,6 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/SetVector.h"
-#include "llvm/Support/StringSaver.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -211,50 +209,48 @@ struct GpuMapWorkgroupsPass
     // Workgroup memory the cooperative reductions may still take.
     int64_t sharedLeft = sharedBytes;
     // What was done, in order, each phrase once.
-    llvm::SetVector<StringRef> strategies;
-    llvm::BumpPtrAllocator storage;
-    llvm::StringSaver names(storage);
+    SmallVector<std::string> strategies;
+    auto note = [&](std::string phrase) {
+      if (!llvm::is_contained(strategies, phrase))
+        strategies.push_back(std::move(phrase));
+    };
     for (Operation *op : topLevel) {
       // What only reads (views, a scalar's load) every thread does itself.
       if (!writesAnything(op))
         continue;
       auto loop = dyn_cast<scf::ParallelOp>(op);
-      std::optional<Reduction> rowReduction =
-          loop ? cooperativeRowReduction(loop, splitRows, rows, threads, sharedLeft) : std::nullopt;
-      std::optional<Reduction> scalar =
-          !splitRows && isa<scf::ForOp>(op) ? matchReduction(cast<scf::ForOp>(op)) : std::nullopt;
-      if (scalar && (!scalar->reorderable() || partialBytes(*scalar, threads) > sharedLeft))
-        scalar.reset();
       auto matmul = matmuls.find(op);
+      std::optional<Reduction> rowReduction, scalar;
       if (matmul != matmuls.end() && tileBytes(matmul->second) <= sharedLeft) {
         sharedLeft -= tileBytes(matmul->second);
         const MatmulTileShape &shape = matmul->second.shape;
-        strategies.insert(names.save("matmul tiles " + std::to_string(shape.rows) + "x" +
-                                     std::to_string(shape.columns) + "x" +
-                                     std::to_string(shape.depth) + " through workgroup memory (" +
-                                     std::to_string(shape.threadRows) + "x" +
-                                     std::to_string(shape.threadColumns) + " per thread)"));
+        note("matmul tiles " + std::to_string(shape.rows) + "x" +
+                          std::to_string(shape.columns) + "x" + std::to_string(shape.depth) +
+                          " through workgroup memory (" + std::to_string(shape.threadRows) + "x" +
+                          std::to_string(shape.threadColumns) + " per thread)");
         op = tileMatmul(matmul->second, values, begin, end);
-      } else if (rowReduction) {
+      } else if (loop && (rowReduction = cooperativeRowReduction(loop, splitRows, rows, threads,
+                                                                   sharedLeft))) {
         sharedLeft -= partialBytes(*rowReduction, threads);
-        strategies.insert("row reductions over the workgroup");
+        note("row reductions over the workgroup");
         op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);
       } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
-        strategies.insert("a thread per element");
+        note("a thread per element");
         op = spreadOverThreads(loop, values.thread, values.threadCount, begin, end);
-      } else if (scalar) {
+      } else if (!splitRows && isa<scf::ForOp>(op) &&
+                 (scalar = scalarReduction(cast<scf::ForOp>(op), threads, sharedLeft))) {
         sharedLeft -= partialBytes(*scalar, threads);
-        strategies.insert("a reduction into one element over the workgroup");
+        note("a reduction into one element over the workgroup");
         op = reduceAcrossThreads(*scalar, values);
       } else {
-        strategies.insert("thread 0 alone (writes that may meet, or a sequential loop)");
+        note("thread 0 alone (writes that may meet, or a sequential loop)");
         if (op->getNumResults() != 0 && !op->use_empty())
           return op->emitOpError("has results a GPU workgroup's threads would need to share");
         if (splitRows) {
           if (auto serial = dyn_cast<scf::ForOp>(op))
             clamp(serial, begin, end);
           else if (loop)
-            clamp(loop, begin, end);
+            clampFirstDim(loop, begin, end);
         }
         b.setInsertionPoint(op);
         auto guard = scf::IfOp::create(b, op->getLoc(), values.isFirstThread, /*withElse=*/false);
@@ -265,7 +261,7 @@ struct GpuMapWorkgroupsPass
       gpu::BarrierOp::create(b, op->getLoc());
     }
     SmallVector<Attribute> phrases;
-    for (StringRef phrase : strategies)
+    for (const std::string &phrase : strategies)
       phrases.push_back(StringAttr::get(context, phrase));
     func->setAttr(kiln::kernel::kGpuStrategiesAttr, ArrayAttr::get(context, phrases));
     // Parallel loops left inside a thread's work run sequentially.
@@ -292,6 +288,18 @@ struct GpuMapWorkgroupsPass
     if (trips && *trips < kMinCooperativeTrips)
       return std::nullopt;
     if (partialBytes(*reduction, threads) > sharedLeft)
+      return std::nullopt;
+    return reduction;
+  }
+
+  /// The reduction into one element `outer` is, when the workgroup's
+  /// threads may share it: a combine that may be reordered, and workgroup
+  /// memory for the partials.
+  static std::optional<Reduction> scalarReduction(scf::ForOp outer, int64_t threads,
+                                                  int64_t sharedLeft) {
+    std::optional<Reduction> reduction = matchReduction(outer);
+    if (!reduction || !reduction->reorderable() ||
+        partialBytes(*reduction, threads) > sharedLeft)
       return std::nullopt;
     return reduction;
   }
@@ -431,20 +439,12 @@ struct GpuMapWorkgroupsPass
   static Operation *reduceRowsAcrossThreads(scf::ParallelOp loop, Reduction &reduction,
                                             const ThreadValues &values, Value begin, Value end) {
     if (begin)
-      clamp(loop, begin, end);
+      clampFirstDim(loop, begin, end);
     OpBuilder b(loop);
     Location loc = loop.getLoc();
     SmallVector<Value> buffers = allocatePartials(b, loc, reduction, values.threads);
     IRMapping mapping;
-    Operation *outermost = nullptr;
-    for (auto [iv, lb, ub, step] : llvm::zip(loop.getInductionVars(), loop.getLowerBound(),
-                                             loop.getUpperBound(), loop.getStep())) {
-      auto row = scf::ForOp::create(b, loc, lb, ub, step);
-      if (!outermost)
-        outermost = row;
-      mapping.map(iv, row.getInductionVar());
-      b.setInsertionPoint(row.getBody()->getTerminator());
-    }
+    Operation *outermost = serialLoops(b, loc, loop, loop.getNumLoops(), mapping);
     scf::ForOp nest = reduction.nest.front();
     for (Operation &op : loop.getBody()->without_terminator())
       if (&op != nest.getOperation())
@@ -461,32 +461,15 @@ struct GpuMapWorkgroupsPass
   static Operation *spreadOverThreads(scf::ParallelOp loop, Value thread, Value threadCount,
                                 Value begin, Value end) {
     if (begin)
-      clamp(loop, begin, end);
+      clampFirstDim(loop, begin, end);
     OpBuilder b(loop);
     Location loc = loop.getLoc();
-    SmallVector<Value> trips;
-    Value total = arith::ConstantIndexOp::create(b, loc, 1);
-    for (auto [lb, ub, step] :
-         llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-      Value span = arith::SubIOp::create(b, loc, arith::MaxSIOp::create(b, loc, ub, lb), lb);
-      Value trip = arith::CeilDivUIOp::create(b, loc, span, step);
-      trips.push_back(trip);
-      total = arith::MulIOp::create(b, loc, total, trip);
-    }
+    Value total;
+    SmallVector<Value> trips = tripCounts(b, loc, loop, 0, loop.getNumLoops(), total);
     auto spread = scf::ForOp::create(b, loc, thread, total, threadCount);
     b.setInsertionPointToStart(spread.getBody());
-    // Delinearize, the last dimension fastest (consecutive threads touch
-    // consecutive elements).
-    Value rest = spread.getInductionVar();
-    SmallVector<Value> ivs(trips.size());
-    for (int64_t i = trips.size() - 1; i >= 0; --i) {
-      Value index = i == 0 ? rest : arith::RemUIOp::create(b, loc, rest, trips[i]).getResult();
-      if (i > 0)
-        rest = arith::DivUIOp::create(b, loc, rest, trips[i]);
-      ivs[i] = arith::AddIOp::create(
-          b, loc, loop.getLowerBound()[i],
-          arith::MulIOp::create(b, loc, index, loop.getStep()[i]));
-    }
+    // Consecutive threads touch consecutive elements.
+    SmallVector<Value> ivs = delinearize(b, loc, spread.getInductionVar(), trips, loop, 0);
     Block &old = *loop.getBody();
     old.getTerminator()->erase();
     spread.getBody()->getOperations().splice(Block::iterator(spread.getBody()->getTerminator()),
@@ -497,21 +480,14 @@ struct GpuMapWorkgroupsPass
     return spread;
   }
 
-  /// Narrows the first dimension of `loop` to [lb, ub) ∩ [begin, end).
-  template <typename Loop> static void clamp(Loop loop, Value begin, Value end) {
+  /// Narrows a serial loop to [lb, ub) ∩ [begin, end).
+  static void clamp(scf::ForOp loop, Value begin, Value end) {
     OpBuilder b(loop);
     Location loc = loop.getLoc();
-    if constexpr (std::is_same_v<Loop, scf::ForOp>) {
-      loop.getLowerBoundMutable().assign(
-          arith::MaxUIOp::create(b, loc, loop.getLowerBound(), begin).getResult());
-      loop.getUpperBoundMutable().assign(
-          arith::MinUIOp::create(b, loc, loop.getUpperBound(), end).getResult());
-    } else {
-      loop.getLowerBoundMutable()[0].assign(
-          arith::MaxUIOp::create(b, loc, loop.getLowerBound()[0], begin).getResult());
-      loop.getUpperBoundMutable()[0].assign(
-          arith::MinUIOp::create(b, loc, loop.getUpperBound()[0], end).getResult());
-    }
+    loop.getLowerBoundMutable().assign(
+        arith::MaxUIOp::create(b, loc, loop.getLowerBound(), begin).getResult());
+    loop.getUpperBoundMutable().assign(
+        arith::MinUIOp::create(b, loc, loop.getUpperBound(), end).getResult());
   }
 };
 

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <optional>
 
@@ -75,6 +76,26 @@ std::optional<int64_t> constantTrips(const Reduction &reduction);
 
 /// Narrows the first dimension of `loop` to [lb, ub) ∩ [begin, end).
 void clampFirstDim(mlir::scf::ParallelOp loop, mlir::Value begin, mlir::Value end);
+
+/// The trips of `loop`'s dimensions [first, last) (an empty range where its
+/// upper bound is below its lower one), and their product in `total`.
+llvm::SmallVector<mlir::Value> tripCounts(mlir::OpBuilder &b, mlir::Location loc,
+                                          mlir::scf::ParallelOp loop, unsigned first,
+                                          unsigned last, mlir::Value &total);
+
+/// The values of `loop`'s induction variables for dimensions [first, first +
+/// trips.size()) at linear position `flat` of their iteration space, the
+/// last dimension fastest (consecutive positions, consecutive elements).
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
+                                           mlir::Value flat, llvm::ArrayRef<mlir::Value> trips,
+                                           mlir::scf::ParallelOp loop, unsigned first);
+
+/// Nested scf.for over `loop`'s dimensions [0, count) with its bounds, run
+/// by every thread alike; `mapping` takes each induction variable to its
+/// loop's and `b` is left inside the innermost. Returns the outermost, or
+/// null when count is 0.
+mlir::Operation *serialLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::ParallelOp loop,
+                             unsigned count, mlir::IRMapping &mapping);
 
 /// The tile of a matmul-like loop: rows x columns of outputs, k steps per
 /// stage, and outputs per thread in each direction.

@@ -227,32 +227,20 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
   Value ty = arith::DivUIOp::create(b, loc, values.thread, index(gridColumns));
 
   // The row dimensions' trips, and their flattened count.
-  SmallVector<Value> rowTrips;
-  Value flatRows = index(1);
-  for (unsigned d = matmul.firstRowDim; d + 1 < numLoops; ++d) {
-    Value lb = loop.getLowerBound()[d];
-    Value span = arith::SubIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, loop.getUpperBound()[d], lb), lb);
-    rowTrips.push_back(arith::CeilDivUIOp::create(b, loc, span, loop.getStep()[d]));
-    flatRows = arith::MulIOp::create(b, loc, flatRows, rowTrips.back());
-  }
+  Value flatRows;
+  SmallVector<Value> rowTrips =
+      tripCounts(b, loc, loop, matmul.firstRowDim, numLoops - 1, flatRows);
   // Maps the row dimensions' variables to their values at flattened row
-  // `flat` (the last dimension fastest).
-  auto delinearize = [&](Value flat, IRMapping &at) {
-    Value rest = flat;
-    for (unsigned d = numLoops - 2, i = rowTrips.size(); i-- > 0; --d) {
-      Value position = i == 0 ? rest : arith::RemUIOp::create(b, loc, rest, rowTrips[i]).getResult();
-      if (i > 0)
-        rest = arith::DivUIOp::create(b, loc, rest, rowTrips[i]);
-      at.map(loop.getInductionVars()[d],
-             arith::AddIOp::create(b, loc, loop.getLowerBound()[d],
-                                   arith::MulIOp::create(b, loc, position, loop.getStep()[d])));
-    }
+  // `flat`.
+  auto mapRows = [&](Value flat, IRMapping &at) {
+    for (auto [i, value] :
+         llvm::enumerate(delinearize(b, loc, flat, rowTrips, loop, matmul.firstRowDim)))
+      at.map(loop.getInductionVars()[matmul.firstRowDim + i], value);
   };
 
   // The batch dimensions one after another, then the tiles.
   IRMapping outer;
-  Operation *outermost = nullptr;
+  Operation *outermost = serialLoops(b, loc, loop, matmul.firstRowDim, outer);
   auto sequential = [&](Value lb, Value ub, Value step) {
     auto serial = scf::ForOp::create(b, loc, lb, ub, step);
     if (!outermost)
@@ -260,9 +248,6 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
     b.setInsertionPoint(serial.getBody()->getTerminator());
     return serial.getInductionVar();
   };
-  for (unsigned d = 0; d < matmul.firstRowDim; ++d)
-    outer.map(loop.getInductionVars()[d], sequential(loop.getLowerBound()[d],
-                                                     loop.getUpperBound()[d], loop.getStep()[d]));
   Value columnEnd = loop.getUpperBound()[numLoops - 1];
   Value columnStep = loop.getStep()[numLoops - 1];
   Value row0 = sequential(index(0), flatRows, index(shape.rows));
@@ -277,7 +262,7 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
     Value flat = arith::AddIOp::create(b, loc, row0,
                                        arith::AddIOp::create(b, loc, ty, index(gridRows * r)));
     rowInside.push_back(below(flat, flatRows));
-    delinearize(flat, rowAt[r]);
+    mapRows(flat, rowAt[r]);
   }
   for (int64_t c = 0; c < shape.threadColumns; ++c) {
     Value offset = arith::AddIOp::create(b, loc, tx, index(gridColumns * c));
@@ -357,7 +342,7 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
       IRMapping at = outer;
       at.map(nest.getInductionVar(), kIndex);
       if (byRow)
-        delinearize(otherIndex, at);
+        mapRows(otherIndex, at);
       else
         at.map(columnIv, otherIndex);
       Value element = cloneWithAddress(b, load, at);

@@ -129,6 +129,7 @@ private:
   struct Resolved {
     std::vector<int64_t> symbols;
     std::vector<TensorDesc> types;      // by buffer id
+    std::vector<uint64_t> bytes;        // by buffer id: types' byte sizes
     std::vector<int64_t> workgroups;    // by launch
     MemoryPlan memory;                  // by Alloc slot
   };
@@ -167,6 +168,7 @@ private:
   std::vector<int64_t> allocatedIndex_;
   std::vector<Lifetime> lifetimes_;     // by Alloc slot, over launch indices
   MemoryPlan staticMemory_;             // a static graph's arena offsets
+  std::vector<uint64_t> staticBytes_;   // a static graph's buffer sizes, by id
   mutable ArenaPool arenas_;
   std::vector<TensorDesc> inputDescs_;  // by graph input index
   std::vector<uint32_t> inputBuffers_;  // buffer id of each graph input
