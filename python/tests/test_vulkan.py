@@ -126,6 +126,20 @@ OPS = {
                                                                             enable_gqa=True),
                              lambda: (torch.randn(1, 4, 7, 16), torch.randn(1, 2, 7, 16),
                                       torch.randn(1, 2, 7, 16))),
+    # A decode step's one query against 300 keys (a block of 1 query), and
+    # heads of 512, for which no block fits in workgroup memory (a query
+    # row per thread); a row whose keys are all masked.
+    "attention_decode": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+                         lambda: (torch.randn(2, 4, 1, 32), torch.randn(2, 4, 300, 32),
+                                  torch.randn(2, 4, 300, 32))),
+    "attention_wide_heads": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+                             lambda: (torch.randn(1, 2, 3, 512), torch.randn(1, 2, 5, 512),
+                                      torch.randn(1, 2, 5, 512))),
+    "attention_masked_row": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                             lambda: (torch.randn(1, 2, 6, 8), torch.randn(1, 2, 9, 8),
+                                      torch.randn(1, 2, 9, 8),
+                                      torch.zeros(1, 1, 6, 9).index_fill_(2, torch.tensor([2]),
+                                                                         float("-inf")))),
     # Convolution: an ungrouped one as an implicit GEMM by tiles (strided,
     # dilated, padded, its epilogue after the sums); a grouped one a
     # thread per output, with the epilogue fused.
@@ -144,6 +158,27 @@ def test_op_families(name):
     torch.testing.assert_close(_compile(fn)(*inputs), fn(*inputs), rtol=1e-4, atol=1e-5,
                                equal_nan=True)
     assert_ran_on_vulkan()
+
+
+def test_long_attention_goes_by_query_blocks_over_a_grid(tmp_path):
+    """600 queries and keys: a thread per query row would loop 600 x 128
+    times, past lavapipe's 65535; query blocks against key tiles through
+    workgroup memory, the blocks spread over a grid of workgroups, keep each
+    invocation's loops short. The batch is symbolic (one kernel, two sizes);
+    the strategy shows in kiln-inspect."""
+    from kiln.inspect import format_graph, load_dump
+
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    compiled = _compile(fn, dump_dir=str(tmp_path))
+    for batch in (1, 3):
+        q, k, v = (torch.randn(batch, 2, 600, 64) for _ in range(3))
+        for t in (q, k, v):
+            torch._dynamo.mark_dynamic(t, 0)
+        torch.testing.assert_close(compiled(q, k, v), fn(q, k, v), rtol=1e-4, atol=1e-5)
+        assert_ran_on_vulkan()
+    text = "\n".join(format_graph(graph) for graph in load_dump(tmp_path))
+    assert ("attention by blocks of 16 queries and tiles of 16 keys through workgroup memory, "
+            "the blocks over the grid") in text, text
 
 
 def test_half_precision():

@@ -332,8 +332,10 @@ private:
 
   /// A symbolic launch's workgroup count, as the static path computes it:
   /// clamp(work, 1, min(extent, cap)) workgroups, lowered to those whose
-  /// aligned chunk of the extent is not empty.
-  FailureOr<runtime::SizeExpr> symbolicWorkgroups(plan::LaunchOp launch) {
+  /// aligned chunk of the extent is not empty; on a grid (the kernel splits
+  /// its columns too), clamp(work, 1, cap) lowered to the grid's cells.
+  FailureOr<runtime::SizeExpr> symbolicWorkgroups(plan::LaunchOp launch,
+                                                  func::FuncOp kernelFunc) {
     using E = runtime::SizeExpr;
     using Op = E::Op;
     auto extent = sizeExpr(launch.getSymbolicExtentAttr().getValue().getResult(0));
@@ -346,9 +348,19 @@ private:
     E plan = E::constant((int64_t)launch.getWorkgroups());
     E cap = grid ? plan : E::binary(Op::Min, *extent, plan);
     E count = E::binary(Op::Max, one, E::binary(Op::Min, cap, *work));
-    if (grid)
-      return count;
     int64_t alignment = launch.getAlignment().value_or(0);
+    if (grid) {
+      auto columns = kernelFunc->getAttrOfType<IntegerAttr>(kernel::kColumnExtentAttr);
+      auto columnAlignment =
+          kernelFunc->getAttrOfType<IntegerAttr>(kernel::kColumnAlignmentAttr);
+      if (!columns || !columnAlignment || alignment < 1)
+        return count;
+      E rowChunks = E::binary(Op::Max, one, E::binary(Op::CeilDiv, *extent, E::constant(alignment)));
+      E cells = E::binary(Op::Mul, rowChunks,
+                          E::constant(kernel::gridCells(1, 1, columns.getInt(),
+                                                        columnAlignment.getInt())));
+      return E::binary(Op::Min, count, cells);
+    }
     if (alignment < 1)
       return count; // a kernel without a distributed extent runs whatever count
     E align = E::constant(alignment);
@@ -533,7 +545,7 @@ private:
                                       launch.getKernel().str(), numSymbols});
         runtime::LaunchCmd cmd{it->second, (uint32_t)launch.getWorkgroups(), {}, {}};
         if (launch.getSymbolicExtentAttr()) {
-          auto count = symbolicWorkgroups(launch);
+          auto count = symbolicWorkgroups(launch, kernelFunc);
           if (failed(count))
             return launch.emitOpError("has a workgroup count that is not an expression over "
                                       "size symbols");

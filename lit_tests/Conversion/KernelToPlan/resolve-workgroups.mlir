@@ -12,12 +12,26 @@ func.func @aligned_rows(%a: memref<100x4xf32>) attributes {kiln_plan.entry} {
 
 // -----
 
-// A kernel that splits its columns keeps the plan's count (its grid).
+// A kernel that splits its columns keeps the plan's count (its grid) where
+// each workgroup gets a cell: one row chunk by 16 column chunks.
 // CHECK-LABEL: func.func @grid
 // CHECK: kiln_plan.launch @matmul[16]
 func.func private @matmul(index, index, memref<4x512xf32>) attributes {kiln_kernel.workgroup_extent = 4 : i64, kiln_kernel.workgroup_alignment = 4 : i64, kiln_kernel.column_extent = 512 : i64, kiln_kernel.column_alignment = 32 : i64}
 func.func @grid(%a: memref<4x512xf32>) attributes {kiln_plan.entry} {
   kiln_plan.launch @matmul[16](%a) {num_inputs = 0 : i64} : memref<4x512xf32>
+  return
+}
+
+// -----
+
+// On a grid, more workgroups than its cells would run nothing: 6 rows in
+// chunks of 1 by 3 columns (a GPU attention's query blocks) take 18 of the
+// 65535 asked for.
+// CHECK-LABEL: func.func @grid_cells
+// CHECK: kiln_plan.launch @attention[18]
+func.func private @attention(index, index, memref<6x70xf32>) attributes {kiln_kernel.workgroup_extent = 6 : i64, kiln_kernel.workgroup_alignment = 1 : i64, kiln_kernel.column_extent = 3 : i64, kiln_kernel.column_alignment = 1 : i64}
+func.func @grid_cells(%a: memref<6x70xf32>) attributes {kiln_plan.entry} {
+  kiln_plan.launch @attention[65535](%a) {num_inputs = 0 : i64} : memref<6x70xf32>
   return
 }
 

@@ -62,23 +62,3 @@ func.func @conv_as_gemm(%id: index, %count: index, %in: memref<2x3x12x12xf32>, %
   }
   return
 }
-
-// -----
-
-// Attention: one iteration per query row, (b * H + h, i), with the online
-// softmax over the keys; the outputs are viewed as [B * H, L, ...].
-// CHECK-LABEL: func.func @attention
-// CHECK-DAG: %[[OUT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] : memref<2x3x5x8xf32> into memref<6x5x8xf32>
-// CHECK-DAG: %[[LSE:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x3x5xf32> into memref<6x5xf32>
-// CHECK: scf.parallel (%[[P:.*]], %[[I:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c5{{.*}})
-// CHECK:   scf.for %[[J:.*]] = %c0{{.*}} to %c7{{.*}} step %c1{{.*}} iter_args
-// CHECK:     arith.cmpi ugt, %[[J]], %[[I]]
-// CHECK:     math.exp
-// CHECK:   math.log
-// CHECK:   memref.store %{{.*}}, %[[LSE]][%[[P]], %[[I]]]
-// CHECK: } {kiln_kernel.writes_apart}
-func.func @attention(%id: index, %count: index, %q: memref<2x3x5x8xf32>, %k: memref<2x1x7x8xf32>, %v: memref<2x1x7x8xf32>, %mask: memref<1x1x5x7xf32>, %out: memref<2x3x5x8xf32>, %lse: memref<2x3x5xf32>)
-    attributes {kiln_kernel.kernel = "attention"} {
-  kiln_kernel.attention %q, %k, %v mask %mask into %out, %lse {scale = 0.35 : f64, is_causal = true} : memref<2x3x5x8xf32>, memref<2x1x7x8xf32>, memref<2x1x7x8xf32>, memref<1x1x5x7xf32> into memref<2x3x5x8xf32>, memref<2x3x5xf32>
-  return
-}

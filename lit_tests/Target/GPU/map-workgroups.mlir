@@ -368,3 +368,83 @@ func.func @implicit_gemm(%id: index, %count: index, %in: memref<4x18x18xf32>, %w
   }
   return
 }
+
+// -----
+
+// Attention by query blocks: 5 queries and 7 keys give blocks of 8 x 8;
+// each (batch, head) pair of the workgroup's chunk, each block of queries,
+// each tile of keys (causal: up to the block's last query) with a barrier
+// between loading the tiles, the scores, the running statistics and the
+// outputs. One block: no grid.
+// CHECK-LABEL: func.func @attention_blocks
+// CHECK-SAME: kiln_kernel.gpu_strategies = ["attention by blocks of 8 queries and tiles of 8 keys through workgroup memory"]
+// CHECK-NOT: kiln_kernel.column_extent
+// CHECK-DAG: %[[QB:.*]] = memref.alloc() : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[KT:.*]] = memref.alloc() : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[OUT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] : memref<2x3x5x8xf32> into memref<6x5x8xf32>
+// CHECK: scf.for %[[PAIR:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK:   scf.for %[[Q0:.*]] = %c0{{.*}} to %c5 step %c8
+// CHECK:     memref.store %{{.*}}, %[[QB]]
+// CHECK:     gpu.barrier
+// CHECK:     %[[LAST:.*]] = arith.addi %[[Q0]], %c8
+// CHECK:     %[[KEYEND:.*]] = arith.minui %c7, %[[LAST]]
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %[[KEYEND]] step %c8{{.*}} iter_args
+// CHECK:       memref.store %{{.*}}, %[[KT]]
+// CHECK:       gpu.barrier
+// CHECK:       arith.cmpi ugt
+// CHECK:       gpu.barrier
+// CHECK:       math.exp
+// CHECK:       gpu.barrier
+// CHECK:       gpu.barrier
+// CHECK:     math.log
+// CHECK:     memref.store %{{.*}}, %[[OUT]]
+// CHECK:     gpu.barrier
+// CHECK-NOT: kiln_kernel.attention
+func.func @attention_blocks(%id: index, %count: index, %q: memref<2x3x5x8xf32>, %k: memref<2x1x7x8xf32>, %v: memref<2x1x7x8xf32>, %mask: memref<1x1x5x7xf32>, %out: memref<2x3x5x8xf32>, %lse: memref<2x3x5xf32>)
+    attributes {kiln_kernel.kernel = "attention_blocks", kiln_kernel.workgroup_extent = 6 : i64} {
+  kiln_kernel.attention %q, %k, %v mask %mask into %out, %lse {scale = 0.35 : f64, is_causal = true} : memref<2x3x5x8xf32>, memref<2x1x7x8xf32>, memref<2x1x7x8xf32>, memref<1x1x5x7xf32> into memref<2x3x5x8xf32>, memref<2x3x5xf32>
+  return
+}
+
+// -----
+
+// 70 queries in blocks of 32: three blocks, over a grid of workgroups (the
+// kernel's column extent): workgroup id / (count / row chunks) is the row
+// chunk, the remainder the chunk of blocks.
+// CHECK-LABEL: func.func @attention_grid
+// CHECK-SAME: kiln_kernel.column_alignment = 1 : i64, kiln_kernel.column_extent = 3 : i64
+// CHECK-SAME: ["attention by blocks of 32 queries and tiles of 32 keys through workgroup memory, the blocks over the grid"]
+// CHECK: %[[ID:.*]] = gpu.block_id x
+// CHECK: %[[COUNT:.*]] = gpu.grid_dim x
+// CHECK: %[[ROWGROUPS:.*]] = arith.maxui %c1{{[_0-9]*}}, %{{.*}} : index
+// CHECK: %[[PER:.*]] = arith.divui %[[COUNT]], %[[ROWGROUPS]]
+// CHECK: %[[GROUPS:.*]] = arith.maxui %{{.*}}, %[[PER]]
+// CHECK: arith.divui %[[ID]], %[[GROUPS]]
+// CHECK: arith.remui %[[ID]], %[[GROUPS]]
+// CHECK: scf.for
+// CHECK:   %[[FIRST:.*]] = arith.muli %{{.*}}, %c32
+// CHECK:   %[[END:.*]] = arith.muli %{{.*}}, %c32
+// CHECK:   %[[LAST:.*]] = arith.minui %c70, %[[END]]
+// CHECK:   scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c32
+func.func @attention_grid(%id: index, %count: index, %q: memref<1x2x70x8xf32>, %k: memref<1x2x90x8xf32>, %v: memref<1x2x90x8xf32>, %out: memref<1x2x70x8xf32>, %lse: memref<1x2x70xf32>)
+    attributes {kiln_kernel.kernel = "attention_grid", kiln_kernel.workgroup_extent = 2 : i64} {
+  kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.35 : f64, is_causal = false} : memref<1x2x70x8xf32>, memref<1x2x90x8xf32>, memref<1x2x90x8xf32> into memref<1x2x70x8xf32>, memref<1x2x70xf32>
+  return
+}
+
+// -----
+
+// Heads of 512: not even 4 x 4 blocks fit in 16 KiB, so each query row is a
+// thread's (b * H + h, i), with the online softmax over the keys.
+// CHECK-LABEL: func.func @attention_rows
+// CHECK-SAME: ["attention by query rows, a thread each"]
+// CHECK-NOT: #gpu.address_space<workgroup>
+// CHECK: scf.for %[[FLAT:.*]] = %{{.*}} to %{{.*}} step %c128
+// CHECK:   scf.for %{{.*}} = %c0{{.*}} to %c5{{.*}} step %c1{{.*}} iter_args
+// CHECK:     math.exp
+// CHECK:   math.log
+func.func @attention_rows(%id: index, %count: index, %q: memref<1x2x3x512xf32>, %k: memref<1x2x5x512xf32>, %v: memref<1x2x5x512xf32>, %out: memref<1x2x3x512xf32>, %lse: memref<1x2x3xf32>)
+    attributes {kiln_kernel.kernel = "attention_rows", kiln_kernel.workgroup_extent = 2 : i64} {
+  kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.125 : f64, is_causal = false} : memref<1x2x3x512xf32>, memref<1x2x5x512xf32>, memref<1x2x5x512xf32> into memref<1x2x3x512xf32>, memref<1x2x3xf32>
+  return
+}

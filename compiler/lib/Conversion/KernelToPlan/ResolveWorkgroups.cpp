@@ -44,14 +44,24 @@ struct ResolveWorkgroupsPass : kiln::impl::ResolveWorkgroupsPassBase<ResolveWork
   /// The workgroups of a static launch that get rows: chunks are aligned
   /// (e.g. to a micro-kernel's row block), so the plan's count can exceed
   /// the chunks there are. A kernel that splits its columns too keeps the
-  /// plan's count (its grid is computed from it; ids past the grid's last
-  /// run nothing); a kernel that splits nothing runs once.
+  /// plan's count up to one workgroup per aligned row chunk and column
+  /// chunk (the grid is computed from the count, and with more, ids past
+  /// its last cell would run nothing); a kernel that splits nothing runs
+  /// once.
   static int64_t usefulWorkgroups(kiln::plan::LaunchOp launch, func::FuncOp kernel,
                                   IntegerAttr alignment, bool grid) {
     int64_t count = launch.getWorkgroups();
-    if (grid || count <= 1)
-      return count;
     auto extent = kernel->getAttrOfType<IntegerAttr>(kiln::kernel::kExtentAttr);
+    if (grid)
+      return std::min(count, kiln::kernel::gridCells(
+                                 extent ? extent.getInt() : 1, alignment ? alignment.getInt() : 1,
+                                 kernel->getAttrOfType<IntegerAttr>(kiln::kernel::kColumnExtentAttr)
+                                     .getInt(),
+                                 kernel->getAttrOfType<IntegerAttr>(
+                                           kiln::kernel::kColumnAlignmentAttr)
+                                     .getInt()));
+    if (count <= 1)
+      return count;
     if (!extent || !alignment || extent.getInt() <= 1)
       return 1;
     int64_t chunk = kiln::kernel::workgroupChunk(extent.getInt(), count, alignment.getInt());

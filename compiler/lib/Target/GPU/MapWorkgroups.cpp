@@ -2,6 +2,7 @@
 // mapping layer every GPU target shares (see Passes.td).
 #include "kiln/Target/GPU/Passes.h"
 
+#include "Attention.h"
 #include "Mapping.h"
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
@@ -128,15 +129,15 @@ struct GpuMapWorkgroupsPass
 
   LogicalResult map(func::FuncOp func, int64_t threads, int64_t sharedBytes) {
     Block &entry = func.getBody().front();
-    // Kiln's own kernel ops (attention, convolution) need a GPU strategy of
-    // their own, which this mapping does not provide yet.
-    WalkResult kernelOps = func.walk([](Operation *op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() == "kiln_kernel") {
-        op->emitOpError("has no GPU lowering (kiln-gpu-lower-kernel-ops lowers convolution and "
-                       "attention)");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
+    // Of Kiln's own kernel ops, attention at the top level is this
+    // mapping's; kiln-gpu-lower-kernel-ops lowers convolutions before it.
+    WalkResult kernelOps = func.walk([&](Operation *op) {
+      if (!op->getDialect() || op->getDialect()->getNamespace() != "kiln_kernel" ||
+          (isa<kiln::kernel::AttentionOp>(op) && op->getBlock() == &entry))
+        return WalkResult::advance();
+      op->emitOpError("has no GPU lowering here (kiln-gpu-lower-kernel-ops lowers convolutions, "
+                      "and attention must be a kernel's top-level op)");
+      return WalkResult::interrupt();
     });
     if (kernelOps.wasInterrupted())
       return failure();
@@ -161,18 +162,44 @@ struct GpuMapWorkgroupsPass
       if (auto loop = dyn_cast<scf::ParallelOp>(op))
         if (auto matmul = matchTiledMatmul(loop, threads, sharedBytes))
           matmuls.try_emplace(op, std::move(*matmul));
+    // Attention by query blocks; the blocks of a kernel that holds nothing
+    // else that writes, when their count is a constant, go over a grid of
+    // workgroups (the kernel's column extent) as well as its rows.
+    DenseMap<Operation *, AttentionBlockShape> attentionBlocks;
+    for (Operation *op : topLevel)
+      if (auto attention = dyn_cast<kiln::kernel::AttentionOp>(op))
+        if (auto shape = matchAttentionBlocks(attention, threads, sharedBytes))
+          attentionBlocks.try_emplace(op, *shape);
+    int64_t queryBlockColumns = 0;
+    if (attentionBlocks.size() == 1 &&
+        llvm::count_if(topLevel, [](Operation *op) { return writesAnything(op); }) == 1) {
+      auto [op, shape] = *attentionBlocks.begin();
+      int64_t queries =
+          cast<MemRefType>(cast<kiln::kernel::AttentionOp>(op).getQ().getType()).getDimSize(2);
+      if (!ShapedType::isDynamic(queries) && queries > shape.queries)
+        queryBlockColumns = llvm::divideCeil(queries, shape.queries);
+    }
     if (splitRows) {
       int64_t perRow = 1;
-      for (Operation *op : topLevel)
+      for (Operation *op : topLevel) {
         if (auto loop = dyn_cast<scf::ParallelOp>(op))
           perRow = std::max(perRow, workPerRow(loop, threads));
+        else if (isa<kiln::kernel::AttentionOp>(op)) // a (batch, head) pair's
+          perRow = threads;
+      }
       rows = llvm::divideCeil(threads, std::min(perRow, threads));
       for (auto &[op, matmul] : matmuls)
         rows = std::max(rows, rowAlignment(matmul));
     }
     MLIRContext *context = func.getContext();
-    func->setAttr(kiln::kernel::kAlignmentAttr,
-                  IntegerAttr::get(IntegerType::get(context, 64), rows));
+    auto i64 = [&](int64_t value) {
+      return IntegerAttr::get(IntegerType::get(context, 64), value);
+    };
+    func->setAttr(kiln::kernel::kAlignmentAttr, i64(rows));
+    if (queryBlockColumns) {
+      func->setAttr(kiln::kernel::kColumnExtentAttr, i64(queryBlockColumns));
+      func->setAttr(kiln::kernel::kColumnAlignmentAttr, i64(1));
+    }
 
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
@@ -187,24 +214,17 @@ struct GpuMapWorkgroupsPass
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     values.isFirstThread =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, values.thread, zero);
-    // The chunk of rows, as kiln::kernel::workgroupChunk computes it (and
-    // the plan, which sizes the grid from the alignment).
-    Value begin, end;
-    if (splitRows) {
-      Value extent =
-          symbolicExtent
-              ? kiln::kernel::sizeValue(b, loc, symbolicExtent.getValue().getResult(0))
-              : arith::ConstantIndexOp::create(b, loc, staticExtent.getInt()).getResult();
-      Value align = arith::ConstantIndexOp::create(b, loc, rows);
-      Value chunk = arith::MulIOp::create(
-          b, loc,
-          arith::CeilDivUIOp::create(
-              b, loc, arith::CeilDivUIOp::create(b, loc, extent, workgroupCount), align),
-          align);
-      begin = arith::MinUIOp::create(b, loc, arith::MulIOp::create(b, loc, workgroup, chunk),
-                                     extent);
-      end = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, begin, chunk), extent);
-    }
+    // The workgroup's chunk of rows (the plan sizes the launch from the
+    // alignment) and, on a grid, of the query blocks, as the CPU's
+    // kiln-distribute-workgroups computes them.
+    Value extent;
+    if (splitRows)
+      extent = symbolicExtent
+                   ? kiln::kernel::sizeValue(b, loc, symbolicExtent.getValue().getResult(0))
+                   : arith::ConstantIndexOp::create(b, loc, staticExtent.getInt()).getResult();
+    kiln::kernel::WorkgroupShare share = kiln::kernel::workgroupShare(
+        b, loc, workgroup, workgroupCount, extent, rows, queryBlockColumns);
+    Value begin = share.begin, end = share.end;
 
     // Workgroup memory the cooperative reductions may still take.
     int64_t sharedLeft = sharedBytes;
@@ -215,6 +235,21 @@ struct GpuMapWorkgroupsPass
         strategies.push_back(std::move(phrase));
     };
     for (Operation *op : topLevel) {
+      if (auto attention = dyn_cast<kiln::kernel::AttentionOp>(op)) {
+        auto blocks = attentionBlocks.find(op);
+        std::optional<AttentionBlockShape> shape;
+        if (blocks != attentionBlocks.end() &&
+            attentionBlockBytes(attention, blocks->second) <= sharedLeft)
+          shape = blocks->second;
+        FailureOr<Operation *> mapped =
+            mapAttention(attention, shape, values, begin, end, share.columnBegin,
+                         share.columnEnd, sharedLeft, note);
+        if (failed(mapped))
+          return failure();
+        b.setInsertionPointAfter(*mapped);
+        gpu::BarrierOp::create(b, op->getLoc());
+        continue;
+      }
       // What only reads (views, a scalar's load) every thread does itself.
       if (!writesAnything(op))
         continue;
@@ -270,6 +305,29 @@ struct GpuMapWorkgroupsPass
     for (scf::ParallelOp loop : llvm::reverse(nested))
       sequentialize(loop);
     return success();
+  }
+
+  /// Attention by query blocks of `shape` (those of the workgroup's
+  /// columns on a grid), else a query row per thread. Returns the
+  /// outermost op.
+  static FailureOr<Operation *> mapAttention(kiln::kernel::AttentionOp op,
+                                             std::optional<AttentionBlockShape> shape,
+                                             const ThreadValues &values, Value begin, Value end,
+                                             Value firstBlock, Value lastBlock,
+                                             int64_t &sharedLeft,
+                                             function_ref<void(std::string)> note) {
+    if (shape) {
+      sharedLeft -= attentionBlockBytes(op, *shape);
+      note("attention by blocks of " + std::to_string(shape->queries) + " queries and tiles of " +
+           std::to_string(shape->keys) + " keys through workgroup memory" +
+           (firstBlock ? ", the blocks over the grid" : ""));
+      return tileAttention(op, *shape, values, begin, end, firstBlock, lastBlock);
+    }
+    FailureOr<scf::ParallelOp> loop = lowerAttentionByRows(op);
+    if (failed(loop))
+      return failure();
+    note("attention by query rows, a thread each");
+    return spreadOverThreads(*loop, values.thread, values.threadCount, begin, end);
   }
 
   /// The row reduction `loop` is, when a workgroup's threads should share

@@ -4,7 +4,7 @@
 include "mlir/Pass/PassBase.td"
 
 def GpuLowerKernelOpsPass : Pass<"kiln-gpu-lower-kernel-ops", "mlir::func::FuncOp"> {
-  let summary = "Lower kiln_kernel.conv2d and kiln_kernel.attention to parallel loops";
+  let summary = "Lower kiln_kernel.conv2d to parallel loops";
   let description = [{
     Runs on bufferized kernels. An ungrouped float convolution with static
     sizes, at least 64 output channels and 32 output positions becomes an
@@ -15,11 +15,10 @@ def GpuLowerKernelOpsPass : Pass<"kiln-gpu-lower-kernel-ops", "mlir::func::FuncO
     epilogue into the output. Any other convolution becomes a parallel loop
     over its output elements, (n * OH + y, o, x), each reducing over its
     input channels and taps, with the bias and epilogue applied before the
-    store; attention a parallel loop over its query rows, (b * H + h, i),
-    each running the online softmax over the keys (running max and sum, the
-    output row rescaled in place), so the [L, S] scores are never stored.
-    The first dimension is the kernel's rows, as kiln-gpu-map-workgroups
-    expects, and the loops are marked `kiln_kernel.writes_apart`.
+    store. The first dimension is the kernel's rows, as
+    kiln-gpu-map-workgroups expects, and the loops are marked
+    `kiln_kernel.writes_apart`. Attention is left to
+    kiln-gpu-map-workgroups, which picks its strategy.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
@@ -91,6 +90,23 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       a symbolic count): the rows then run one after another, all threads
       on each. Min, max, bitwise and integer combines always; float sums
       and products only with `reassoc`; while workgroup memory lasts.
+    - Attention (kiln_kernel.attention, a kernel's top-level op) goes by
+      query blocks: the largest of 32 x 32, 32 x 16, 16 x 16, 8 x 8 and 4 x 4
+      (queries x keys, no larger than a constant count of either) whose
+      tiles fit in workgroup memory. For each block of a (batch, head) pair,
+      all threads load the queries; then for each tile of keys (causal
+      attention stops after the block's last query) they load the key and
+      value tiles, compute the block's scores (scaled, masked, -inf past
+      the ends), a thread per query updates its running max and sum and
+      turns the scores into exponentials, and every thread rescales its
+      outputs (a few each, kept in registers) and adds the tile's weighted
+      values; a barrier separates the steps. The [L, S] scores are never
+      stored. Where the count of queries is a constant and the kernel holds
+      nothing else that writes, the blocks go over a grid of workgroups
+      (`kiln_kernel.column_extent` is the count of blocks), so a long
+      sequence spreads over many workgroups. Where no block fits, each
+      query row is a thread's, running the online softmax over the keys
+      alone.
     - A top-level loop nest whose iterations may write the same element (a
       scatter through computed indices), and any other top-level op that
       writes memory, runs on thread 0 alone: deterministic, and correct.
@@ -102,7 +118,8 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
     phrase per strategy used (kiln-inspect shows them).
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 #endif

@@ -104,45 +104,12 @@ struct DistributeWorkgroupsPass
         symbolicExtent
             ? kiln::kernel::sizeValue(b, loc, symbolicExtent.getValue().getResult(0))
             : arith::ConstantIndexOp::create(b, loc, extent).getResult();
-    Value alignValue = arith::ConstantIndexOp::create(b, loc, alignment);
-    Value chunk = arith::MulIOp::create(
-        b, loc,
-        arith::CeilDivUIOp::create(
-            b, loc, arith::CeilDivUIOp::create(b, loc, extentValue, count), alignValue),
-        alignValue);
-    // With split columns, `count` covers a grid: ceil(extent / chunk) row
-    // chunks, each with count / that many column chunks.
-    Value rowGroup = id;
-    Value columnBegin, columnEnd;
-    if (columnExtent) {
-      Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      Value rowGroups =
-          splitRows ? arith::MaxUIOp::create(
-                          b, loc, one,
-                          arith::CeilDivUIOp::create(b, loc, extentValue,
-                                                     arith::MaxUIOp::create(b, loc, chunk, one)))
-                          .getResult()
-                    : one;
-      Value columnGroups = arith::MaxUIOp::create(
-          b, loc, one, arith::DivUIOp::create(b, loc, count, rowGroups));
-      rowGroup = arith::DivUIOp::create(b, loc, id, columnGroups);
-      Value columnGroup = arith::RemUIOp::create(b, loc, id, columnGroups);
-      Value columns = arith::ConstantIndexOp::create(b, loc, columnExtent.getInt());
-      Value columnAlign = arith::ConstantIndexOp::create(b, loc, columnAlignment.getInt());
-      Value columnChunk = arith::MulIOp::create(
-          b, loc,
-          arith::CeilDivUIOp::create(
-              b, loc, arith::CeilDivUIOp::create(b, loc, columns, columnGroups), columnAlign),
-          columnAlign);
-      columnBegin = arith::MinUIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, columnGroup, columnChunk), columns);
-      columnEnd = arith::MinUIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, columnBegin, columnChunk), columns);
-    }
-    Value begin = arith::MinUIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, rowGroup, chunk), extentValue);
-    Value end = arith::MinUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, begin, chunk), extentValue);
+    kiln::kernel::WorkgroupShare share = kiln::kernel::workgroupShare(
+        b, loc, id, count, splitRows ? extentValue : Value(), alignment,
+        columnExtent ? columnExtent.getInt() : 0,
+        columnAlignment ? columnAlignment.getInt() : 1);
+    Value begin = share.begin, end = share.end;
+    Value columnBegin = share.columnBegin, columnEnd = share.columnEnd;
     if (!symbolicExtent && !columnExtent && extent > 1)
       moveToScratch(func, llvm::filter_to_vector(entry.getOps<memref::AllocOp>(),
                                                  [&](memref::AllocOp alloc) {

@@ -22,6 +22,33 @@ inline int64_t workgroupChunk(int64_t extent, int64_t count, int64_t alignment) 
   return (perWorkgroup + alignment - 1) / alignment * alignment;
 }
 
+/// The cells of a kernel's grid when it splits its columns too: one per
+/// aligned chunk of rows (one when its extent is at most 1) times one per
+/// aligned chunk of columns. More workgroups than this would run nothing.
+inline int64_t gridCells(int64_t extent, int64_t alignment, int64_t columns,
+                         int64_t columnAlignment) {
+  auto chunks = [](int64_t n, int64_t align) {
+    return std::max<int64_t>(1, (n + align - 1) / std::max<int64_t>(align, 1));
+  };
+  return chunks(extent, alignment) * chunks(columns, columnAlignment);
+}
+
+/// A workgroup's share of a kernel, as kiln-distribute-workgroups (and a GPU
+/// mapping) computes it at run time: rows [begin, end), and on a grid its
+/// columns [columnBegin, columnEnd). Unset where not split.
+struct WorkgroupShare {
+  mlir::Value begin, end, columnBegin, columnEnd;
+};
+
+/// Workgroup `id` of `count`'s share, emitted at `b`: the chunk of
+/// workgroupChunk over `extent` (null where the rows are not split: every
+/// workgroup runs all of them) aligned to `alignment`; with `columns` > 0,
+/// `count` covers a grid of ceil(extent / chunk) row chunks, each with
+/// count / that many chunks of the columns, aligned to `columnAlignment`.
+WorkgroupShare workgroupShare(mlir::OpBuilder &b, mlir::Location loc, mlir::Value id,
+                              mlir::Value count, mlir::Value extent, int64_t alignment,
+                              int64_t columns = 0, int64_t columnAlignment = 1);
+
 /// The size-symbol arguments of an outlined kernel function (kNumSymbolsAttr),
 /// or of the kernel function enclosing `op`; empty for static kernels.
 llvm::SmallVector<mlir::Value> symbolArguments(mlir::Operation *op);
