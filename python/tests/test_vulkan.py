@@ -105,6 +105,20 @@ OPS = {
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
     "int64_math": (lambda x: (x * 3 + 7) // 2 % 5, lambda: (torch.randint(-100, 100, (33,)),)),
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),
+    # 300 steps along the axis, each over 1000 rows: every thread runs the
+    # steps, each taking its share of the rows (thread 0 alone would loop
+    # 300 x 1000 times, past lavapipe's limit).
+    "cumsum_many_rows": (lambda x: x.cumsum(0), lambda: (torch.randn(300, 1000),)),
+    # A scatter along 300 columns: the columns over the threads, each
+    # thread's 400 rows in order (thread 0 alone would loop 120000 times).
+    "scatter_add_columns": (lambda x, idx, src: x.scatter_add(0, idx, src),
+                            lambda: (torch.randn(50, 300), torch.randint(0, 50, (400, 300)),
+                                     torch.randn(400, 300))),
+    # Rows put with accumulation (an embedding's gradient): a scatter of
+    # rows, its 64 columns over the threads.
+    "index_put_rows_accumulate": (lambda x, idx, v: x.index_put((idx,), v, accumulate=True),
+                                  lambda: (torch.randn(100, 64), torch.randint(-100, 100, (3000,)),
+                                           torch.randn(3000, 64))),
     "index_add": (lambda x, idx, src: x.index_add(0, idx, src),
                   lambda: (torch.zeros(5, 3), torch.tensor([0, 2, 2, 4]), torch.randn(4, 3))),
     # Without libm: log1p-based inverse hyperbolics, polynomial inverse trig,

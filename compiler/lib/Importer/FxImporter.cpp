@@ -1424,7 +1424,11 @@ FailureOr<StringRef> scatterReduction(Importer &im, unsigned i) {
 /// aten.index_put: a scatter into the flattened input at the linear offsets
 /// of the positions input[indices] reads (the advanced index's result shape,
 /// as kiln_graph.index defines it), of values broadcast to that shape;
-/// accumulate sums duplicates.
+/// accumulate sums duplicates. Where the indices pick leading rows and the
+/// trailing dims are whole (an embedding's gradient, x[idx] += v), it
+/// scatters rows instead: into the input as [rows, R] at [positions, R],
+/// out[offset[n, r], r], which keeps each column's updates apart (a GPU
+/// spreads the columns over its threads).
 LogicalResult indexPut(Importer &im) {
   OpBuilder &b = im.builder();
   auto input = im.tensor(0);
@@ -1460,10 +1464,16 @@ LogicalResult indexPut(Importer &im) {
   int64_t count = positionsType.getNumElements();
   if (count == 0 || type.getNumElements() == 0)
     return im.define(graph::CloneOp::create(b, im.loc(), im.outType(), self)->getResults());
-  // offset = sum over dims of coordinate * row-major stride, at every position.
+  int64_t indexedDims = index->dims.size();
+  bool scatterRows = adjacent && start == 0 && indexedDims < rank;
+  int64_t rowSize = 1; // R: the elements of a row when scattering rows
+  for (int64_t d = scatterRows ? indexedDims : rank; d < rank; ++d)
+    rowSize *= type.getDimSize(d);
+  // offset = sum over dims of coordinate * row-major stride, at every
+  // position (over the indexed dims alone when scattering rows).
   Value offset = im.splat(positions, i64, 0.0);
   int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
+  for (int64_t d = (scatterRows ? indexedDims : rank) - 1; d >= 0; --d) {
     int64_t size = type.getDimSize(d);
     Value coordinate;
     auto k = llvm::find(index->dims, d) - index->dims.begin();
@@ -1497,11 +1507,16 @@ LogicalResult indexPut(Importer &im) {
   if (failed(values))
     return failure();
   Value src = broadcastTo(im, im.convert(*values, element), positions);
-  auto flat = RankedTensorType::get({type.getNumElements()}, element);
+  auto flat = RankedTensorType::get({type.getNumElements() / rowSize, rowSize}, element);
+  SmallVector<int64_t> updates{count / rowSize, rowSize};
+  if (!scatterRows) {
+    flat = RankedTensorType::get({type.getNumElements()}, element);
+    updates = {count};
+  }
   Value result = graph::ScatterOp::create(
       b, im.loc(), flat, im.reshape(self, flat),
-      im.reshape(offset, RankedTensorType::get({count}, i64)),
-      im.reshape(src, RankedTensorType::get({count}, element)), 0,
+      im.reshape(offset, RankedTensorType::get(updates, i64)),
+      im.reshape(src, RankedTensorType::get(updates, element)), 0,
       im.flag(3, "accumulate", false) ? graph::ScatterReduction::Sum
                                       : graph::ScatterReduction::None,
       true);

@@ -448,3 +448,178 @@ func.func @attention_rows(%id: index, %count: index, %q: memref<1x2x3x512xf32>, 
   kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.125 : f64, is_causal = false} : memref<1x2x3x512xf32>, memref<1x2x5x512xf32>, memref<1x2x5x512xf32> into memref<1x2x3x512xf32>, memref<1x2x3xf32>
   return
 }
+
+// -----
+
+// A scan along 300 of 1000 rows (a kernel not split into rows): the loop
+// along the axis runs on every thread, each of its steps spread over the
+// threads with a barrier after it.
+// CHECK-LABEL: func.func @scan_steps
+// CHECK-SAME: ["a sequential loop, each of its steps over the threads"]
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c300 step %c1 {
+// CHECK:   scf.for %{{.*}} = %[[T]] to %{{.*}} step %c128
+// CHECK:     arith.addf
+// CHECK:   gpu.barrier
+// CHECK:   scf.for %{{.*}} = %[[T]] to %{{.*}} step %c128
+// CHECK:     memref.store
+// CHECK:   gpu.barrier
+// CHECK: }
+// CHECK: gpu.barrier
+// CHECK-NOT: scf.if
+func.func @scan_steps(%id: index, %count: index, %in: memref<1000x300xf32>, %acc: memref<1000xf32>, %out: memref<1000x300xf32>)
+    attributes {kiln_kernel.kernel = "scan_steps", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c300 = arith.constant 300 : index
+  %c1000 = arith.constant 1000 : index
+  scf.for %j = %c0 to %c300 step %c1 {
+    scf.parallel (%i) = (%c0) to (%c1000) step (%c1) {
+      %a = memref.load %acc[%i] : memref<1000xf32>
+      %x = memref.load %in[%i, %j] : memref<1000x300xf32>
+      %s = arith.addf %a, %x : f32
+      memref.store %s, %acc[%i] : memref<1000xf32>
+      scf.reduce
+    }
+    scf.parallel (%i) = (%c0) to (%c1000) step (%c1) {
+      %a = memref.load %acc[%i] : memref<1000xf32>
+      memref.store %a, %out[%i, %j] : memref<1000x300xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// A sequential loop with a step whose iterations may write the same element
+// (a scatter) stays on thread 0.
+// CHECK-LABEL: func.func @steps_with_a_scatter
+// CHECK-SAME: ["thread 0 alone (writes that may meet, or a sequential loop)"]
+// CHECK: scf.if %{{.*}} {
+// CHECK:   scf.for
+func.func @steps_with_a_scatter(%id: index, %count: index, %index: memref<16xi64>, %src: memref<16xf32>, %out: memref<4xf32>)
+    attributes {kiln_kernel.kernel = "steps_with_a_scatter", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c16 = arith.constant 16 : index
+  scf.for %j = %c0 to %c3 step %c1 {
+    scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+      %k = memref.load %index[%i] : memref<16xi64>
+      %ki = arith.index_cast %k : i64 to index
+      %x = memref.load %src[%i] : memref<16xf32>
+      %old = memref.load %out[%ki] : memref<4xf32>
+      %s = arith.addf %x, %old : f32
+      memref.store %s, %out[%ki] : memref<4xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// A scatter along rows of 300 columns, out[index[i, j], j] += src[i, j]:
+// its writes fall apart by j, so the columns go over the threads and each
+// thread runs the rows in order (each element's updates in the nest's
+// order: deterministic, no atomics).
+// CHECK-LABEL: func.func @scatter_columns
+// CHECK-SAME: ["a loop nest whose writes fall apart by some of its loops, those over the threads, the others in order"]
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: scf.for %[[FLAT:.*]] = %[[T]] to %{{.*}} step %c128 {
+// CHECK:   %[[J:.*]] = arith.remui %[[FLAT]], %{{.*}}
+// CHECK:   scf.for %[[I:.*]] = %c0{{.*}} to %c400
+// CHECK:     memref.load %{{.*}}[%[[I]], %{{.*}}] : memref<400x300xi64>
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<50x300xf32>
+// CHECK-NOT: scf.if
+func.func @scatter_columns(%id: index, %count: index, %index: memref<400x300xi64>, %src: memref<400x300xf32>, %out: memref<50x300xf32>)
+    attributes {kiln_kernel.kernel = "scatter_columns", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c300 = arith.constant 300 : index
+  %c400 = arith.constant 400 : index
+  scf.for %i = %c0 to %c400 step %c1 {
+    scf.for %j = %c0 to %c300 step %c1 {
+      %k = memref.load %index[%i, %j] : memref<400x300xi64>
+      %ki = arith.index_cast %k : i64 to index
+      %x = memref.load %src[%i, %j] : memref<400x300xf32>
+      %old = memref.load %out[%ki, %j] : memref<50x300xf32>
+      %s = arith.addf %old, %x : f32
+      memref.store %s, %out[%ki, %j] : memref<50x300xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A nest that reads what it writes at another column (out[k, 0]), or
+// through another view of the buffer, does not write apart: thread 0 alone.
+// CHECK-LABEL: func.func @scatter_reads_across
+// CHECK-SAME: ["thread 0 alone (writes that may meet, or a sequential loop)"]
+// CHECK-LABEL: func.func @scatter_through_a_view
+// CHECK-SAME: ["thread 0 alone (writes that may meet, or a sequential loop)"]
+func.func @scatter_reads_across(%id: index, %count: index, %index: memref<40x30xi64>, %out: memref<5x30xf32>)
+    attributes {kiln_kernel.kernel = "scatter_reads_across", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c30 = arith.constant 30 : index
+  %c40 = arith.constant 40 : index
+  scf.for %i = %c0 to %c40 step %c1 {
+    scf.for %j = %c0 to %c30 step %c1 {
+      %k = memref.load %index[%i, %j] : memref<40x30xi64>
+      %ki = arith.index_cast %k : i64 to index
+      %first = memref.load %out[%ki, %c0] : memref<5x30xf32>
+      %old = memref.load %out[%ki, %j] : memref<5x30xf32>
+      %s = arith.addf %old, %first : f32
+      memref.store %s, %out[%ki, %j] : memref<5x30xf32>
+    }
+  }
+  return
+}
+func.func @scatter_through_a_view(%id: index, %count: index, %index: memref<40x30xi64>, %out: memref<5x30xf32>)
+    attributes {kiln_kernel.kernel = "scatter_through_a_view", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c30 = arith.constant 30 : index
+  %c40 = arith.constant 40 : index
+  %flat = memref.collapse_shape %out [[0, 1]] : memref<5x30xf32> into memref<150xf32>
+  scf.for %i = %c0 to %c40 step %c1 {
+    scf.for %j = %c0 to %c30 step %c1 {
+      %k = memref.load %index[%i, %j] : memref<40x30xi64>
+      %ki = arith.index_cast %k : i64 to index
+      %other = memref.load %flat[%j] : memref<150xf32>
+      %old = memref.load %out[%ki, %j] : memref<5x30xf32>
+      %s = arith.addf %old, %other : f32
+      memref.store %s, %out[%ki, %j] : memref<5x30xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A boolean reduction (all) spreads over the threads too, its partials kept
+// as 32-bit integers in workgroup memory.
+// CHECK-LABEL: func.func @all_true
+// CHECK-SAME: ["a reduction into one element over the workgroup"]
+// CHECK: %[[PARTIALS:.*]] = memref.alloc() : memref<128xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[MINE:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %true) -> (i1)
+// CHECK: %[[WIDE:.*]] = arith.extui %[[MINE]] : i1 to i32
+// CHECK: memref.store %[[WIDE]], %[[PARTIALS]]
+// CHECK: arith.trunci %{{.*}} : i32 to i1
+// CHECK: arith.andi
+func.func @all_true(%id: index, %count: index, %in: memref<100000xi1>, %out: memref<i1>)
+    attributes {kiln_kernel.kernel = "all_true"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 100000 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %x = memref.load %in[%i] : memref<100000xi1>
+    %acc = memref.load %out[] : memref<i1>
+    %r = arith.andi %acc, %x : i1
+    memref.store %r, %out[] : memref<i1>
+  }
+  return
+}

@@ -85,7 +85,7 @@ static TypedAttr reductionIdentity(Operation *combine, Type type) {
     return b.getFloatAttr(floatType, value);
   }
   auto intType = dyn_cast<IntegerType>(type);
-  if (!intType || intType.getWidth() < 8) // no booleans in workgroup memory
+  if (!intType)
     return {};
   unsigned width = intType.getWidth();
   std::optional<APInt> value =

@@ -97,6 +97,43 @@ struct GpuMapWorkgroupsPass
     return work;
   }
 
+  /// The parallel loops a top-level scf.for runs one after another, when
+  /// its threads can share each: the loop carries nothing, and its body is
+  /// such loops (each writing its iterations apart) and ops that write
+  /// nothing (views, loads). A scan's steps along its axis are; so is a
+  /// row loop whose rows each run a few elementwise loops.
+  static std::optional<SmallVector<scf::ParallelOp>> parallelSteps(scf::ForOp loop) {
+    if (loop.getNumResults() != 0)
+      return std::nullopt;
+    SmallVector<scf::ParallelOp> steps;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      auto step = dyn_cast<scf::ParallelOp>(op);
+      if (step && step.getNumResults() == 0 && iterationsWriteApart(step))
+        steps.push_back(step);
+      else if (writesAnything(&op))
+        return std::nullopt;
+    }
+    if (steps.empty())
+      return std::nullopt;
+    return steps;
+  }
+
+  /// The work of one iteration of a loop of parallel steps: the iterations
+  /// of its largest step; `threads` stands for what is not constant.
+  static int64_t workPerStep(ArrayRef<scf::ParallelOp> steps, int64_t threads) {
+    int64_t most = 1;
+    for (scf::ParallelOp step : steps) {
+      int64_t work = 1;
+      for (auto [lb, ub, stride] :
+           llvm::zip(step.getLowerBound(), step.getUpperBound(), step.getStep())) {
+        auto trips = constantTrips(lb, ub, stride);
+        work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
+      }
+      most = std::max(most, work);
+    }
+    return most;
+  }
+
   /// The iterations of `loop` one workgroup runs: `rows` of the first
   /// dimension when the kernel is split into rows, else all of them;
   /// nullopt when not a constant.
@@ -123,8 +160,27 @@ struct GpuMapWorkgroupsPass
     int64_t bytes = 0;
     for (const Accumulator &accumulator : reduction.accumulators)
       bytes += threads *
-               llvm::divideCeil(accumulator.identity.getType().getIntOrFloatBitWidth(), 8);
+               llvm::divideCeil(partialType(accumulator.identity.getType()).getIntOrFloatBitWidth(),
+                                8);
     return bytes;
+  }
+
+  /// The type a partial of `type` has in workgroup memory: booleans as
+  /// 32-bit integers (Vulkan's workgroup memory has no 1-bit elements).
+  static Type partialType(Type type) {
+    return type.isInteger(1) ? IntegerType::get(type.getContext(), 32) : type;
+  }
+
+  /// `partials[at] = value`, and the value at `partials[at]` as `type`.
+  static void storePartial(OpBuilder &b, Location loc, Value value, Value partials, Value at) {
+    Type stored = cast<MemRefType>(partials.getType()).getElementType();
+    if (value.getType() != stored)
+      value = arith::ExtUIOp::create(b, loc, stored, value);
+    memref::StoreOp::create(b, loc, value, partials, ValueRange{at});
+  }
+  static Value loadPartial(OpBuilder &b, Location loc, Type type, Value partials, Value at) {
+    Value value = memref::LoadOp::create(b, loc, partials, ValueRange{at});
+    return value.getType() == type ? value : arith::TruncIOp::create(b, loc, type, value);
   }
 
   LogicalResult map(func::FuncOp func, int64_t threads, int64_t sharedBytes) {
@@ -186,6 +242,9 @@ struct GpuMapWorkgroupsPass
           perRow = std::max(perRow, workPerRow(loop, threads));
         else if (isa<kiln::kernel::AttentionOp>(op)) // a (batch, head) pair's
           perRow = threads;
+        else if (auto serial = dyn_cast<scf::ForOp>(op)) // a row loop's steps
+          if (auto steps = parallelSteps(serial))
+            perRow = std::max(perRow, workPerStep(*steps, threads));
       }
       rows = llvm::divideCeil(threads, std::min(perRow, threads));
       for (auto &[op, matmul] : matmuls)
@@ -256,6 +315,8 @@ struct GpuMapWorkgroupsPass
       auto loop = dyn_cast<scf::ParallelOp>(op);
       auto matmul = matmuls.find(op);
       std::optional<Reduction> rowReduction, scalar;
+      std::optional<SmallVector<scf::ParallelOp>> steps;
+      std::optional<ApartNest> apartNest;
       if (matmul != matmuls.end() && tileBytes(matmul->second) <= sharedLeft) {
         sharedLeft -= tileBytes(matmul->second);
         const MatmulTileShape &shape = matmul->second.shape;
@@ -277,6 +338,24 @@ struct GpuMapWorkgroupsPass
         sharedLeft -= partialBytes(*scalar, threads);
         note("a reduction into one element over the workgroup");
         op = reduceAcrossThreads(*scalar, values);
+      } else if (auto serial = dyn_cast<scf::ForOp>(op);
+                 serial && (steps = parallelSteps(serial))) {
+        note("a sequential loop, each of its steps over the threads");
+        if (splitRows)
+          clamp(serial, begin, end);
+        for (scf::ParallelOp step : *steps) {
+          Operation *spread = spreadOverThreads(step, values.thread, values.threadCount,
+                                                Value(), Value());
+          b.setInsertionPointAfter(spread);
+          gpu::BarrierOp::create(b, spread->getLoc());
+        }
+      } else if (auto nest = dyn_cast<scf::ForOp>(op);
+                 nest && (apartNest = matchApartNest(nest))) {
+        note("a loop nest whose writes fall apart by some of its loops, those over the threads, "
+             "the others in order");
+        if (splitRows)
+          clamp(nest, begin, end);
+        op = spreadApartNest(*apartNest, values);
       } else {
         note("thread 0 alone (writes that may meet, or a sequential loop)");
         if (op->getNumResults() != 0 && !op->use_empty())
@@ -427,8 +506,8 @@ struct GpuMapWorkgroupsPass
     for (const Accumulator &accumulator : reduction.accumulators)
       buffers.push_back(memref::AllocOp::create(
           b, loc,
-          MemRefType::get({threads}, accumulator.identity.getType(), MemRefLayoutAttrInterface(),
-                          workgroupSpace)));
+          MemRefType::get({threads}, partialType(accumulator.identity.getType()),
+                          MemRefLayoutAttrInterface(), workgroupSpace)));
     return buffers;
   }
 
@@ -439,7 +518,7 @@ struct GpuMapWorkgroupsPass
                                    ArrayRef<Value> partials, ArrayRef<Value> buffers,
                                    IRMapping &mapping, const ThreadValues &values) {
     for (auto [partial, buffer] : llvm::zip(partials, buffers))
-      memref::StoreOp::create(b, loc, partial, buffer, ValueRange{values.thread});
+      storePartial(b, loc, partial, buffer, values.thread);
     ::mlir::gpu::BarrierOp::create(b, loc);
     // Rounds unrolled (T is a constant): thread t < s folds in t + s.
     for (int64_t half = int64_t(llvm::PowerOf2Ceil(values.threads)) / 2; half >= 1; half /= 2) {
@@ -454,10 +533,10 @@ struct GpuMapWorkgroupsPass
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(round.thenBlock()->getTerminator());
         for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers)) {
-          Value mine = memref::LoadOp::create(b, loc, buffer, ValueRange{values.thread});
-          Value theirs = memref::LoadOp::create(b, loc, buffer, ValueRange{other});
-          memref::StoreOp::create(b, loc, combine(b, accumulator, mine, theirs), buffer,
-                                  ValueRange{values.thread});
+          Type type = accumulator.identity.getType();
+          Value mine = loadPartial(b, loc, type, buffer, values.thread);
+          Value theirs = loadPartial(b, loc, type, buffer, other);
+          storePartial(b, loc, combine(b, accumulator, mine, theirs), buffer, values.thread);
         }
       }
       ::mlir::gpu::BarrierOp::create(b, loc);
@@ -472,7 +551,7 @@ struct GpuMapWorkgroupsPass
         indices.push_back(mapping.lookupOrDefault(index));
       Value memref = accumulator.store.getMemRef();
       Value total = memref::LoadOp::create(b, loc, memref, indices);
-      Value all = memref::LoadOp::create(b, loc, buffer, ValueRange{zero});
+      Value all = loadPartial(b, loc, accumulator.identity.getType(), buffer, zero);
       memref::StoreOp::create(b, loc, combine(b, accumulator, total, all), memref, indices);
     }
   }

@@ -97,6 +97,27 @@ llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location lo
 mlir::Operation *serialLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::ParallelOp loop,
                              unsigned count, mlir::IRMapping &mapping);
 
+/// A perfect nest of scf.for (outermost first, bounds from outside it,
+/// carrying nothing) that writes only by stores, some of whose loops write
+/// apart: every store, and every load of a buffer the nest writes, indexes
+/// with the loop's variable directly, at one position per buffer, so
+/// iterations that differ in those loops touch distinct elements of what
+/// the nest writes. A scatter's nest: out[index[i, j], j] += src[i, j]
+/// writes apart by j.
+struct ApartNest {
+  llvm::SmallVector<mlir::scf::ForOp> nest;
+  llvm::SmallVector<bool> apart; // per loop of the nest
+};
+
+/// `outer`'s nest as an ApartNest, when at least one loop writes apart.
+std::optional<ApartNest> matchApartNest(mlir::scf::ForOp outer);
+
+/// The nest with its apart loops spread over the threads (their iteration
+/// space linearized, the last fastest) and the others run in order inside
+/// each thread: every element sees its updates in the nest's order.
+/// Returns the loop over the threads' share.
+mlir::Operation *spreadApartNest(ApartNest &nest, const ThreadValues &values);
+
 /// The tile of a matmul-like loop: rows x columns of outputs, k steps per
 /// stage, and outputs per thread in each direction.
 struct MatmulTileShape {

@@ -88,7 +88,8 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       and such a nest, indexed by the rows) when a workgroup has fewer
       than T/4 of its iterations and each reduces at least 32 elements (or
       a symbolic count): the rows then run one after another, all threads
-      on each. Min, max, bitwise and integer combines always; float sums
+      on each. Min, max, bitwise and integer combines always (booleans' partials as
+      32-bit integers); float sums
       and products only with `reassoc`; while workgroup memory lasts.
     - Attention (kiln_kernel.attention, a kernel's top-level op) goes by
       query blocks: the largest of 32 x 32, 32 x 16, 16 x 16, 8 x 8 and 4 x 4
@@ -107,6 +108,21 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       sequence spreads over many workgroups. Where no block fits, each
       query row is a thread's, running the online softmax over the keys
       alone.
+    - A top-level scf.for that carries nothing and whose body is parallel
+      loops writing their iterations apart and ops that write nothing (a
+      scan's steps along its axis; a row loop whose rows run elementwise
+      loops) runs on every thread, each parallel loop spread over the
+      threads with a barrier after it (clamped to the chunk when the kernel
+      is split into rows, the loop then being the rows').
+    - A top-level perfect scf.for nest (bounds from outside it, carrying
+      nothing, writing only by stores) some of whose loops write apart
+      (every store, and every load of a buffer the nest writes, indexes with
+      the loop's variable directly, one position per buffer, and no other
+      view of a written buffer is read): a scatter's nest, out[index[i, j],
+      j] += src[i, j], writes apart by j. Those loops' iterations spread
+      over the threads, the others run in order inside each thread, so
+      every element sees its updates in the nest's order (deterministic, no
+      atomics).
     - A top-level loop nest whose iterations may write the same element (a
       scatter through computed indices), and any other top-level op that
       writes memory, runs on thread 0 alone: deterministic, and correct.
