@@ -97,6 +97,26 @@ llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location lo
 mlir::Operation *serialLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::ParallelOp loop,
                              unsigned count, mlir::IRMapping &mapping);
 
+/// Bytes of workgroup memory a reduction's partials over `threads` threads
+/// take (booleans' as 32-bit integers: Vulkan's workgroup memory has no
+/// 1-bit elements).
+int64_t partialBytes(const Reduction &reduction, int64_t threads);
+
+/// A reduction into one element over all threads: each folds every T-th
+/// iteration of the nest's outer loop into partials from the combines'
+/// identities, the partials meet in workgroup memory and fold in a tree
+/// (log2 T rounds with a barrier after each), and thread 0 folds the total
+/// into each accumulator. Returns the last op.
+mlir::Operation *reduceAcrossThreads(Reduction &reduction, const ThreadValues &values);
+
+/// A row reduction whose rows the workgroup's threads take one at a time,
+/// all of them sharing each row's reduction as reduceAcrossThreads does
+/// (the rows clamped to [begin, end) when set). Returns the loop over the
+/// rows.
+mlir::Operation *reduceRowsAcrossThreads(mlir::scf::ParallelOp loop, Reduction &reduction,
+                                         const ThreadValues &values, mlir::Value begin,
+                                         mlir::Value end);
+
 /// A perfect nest of scf.for (outermost first, bounds from outside it,
 /// carrying nothing) that writes only by stores, some of whose loops write
 /// apart: every store, and every load of a buffer the nest writes, indexes
