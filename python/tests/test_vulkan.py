@@ -195,6 +195,22 @@ def test_long_attention_goes_by_query_blocks_over_a_grid(tmp_path):
             "the blocks over the grid") in text, text
 
 
+def test_attention_with_a_symbolic_sequence_goes_over_the_grid():
+    """A symbolic sequence length: the query blocks split into the grid's 32
+    columns, so 800 queries and keys stay under lavapipe's loop limit (one
+    workgroup per (batch, head) pair running every block would not); one
+    kernel serves two lengths."""
+    def fn(qkv):  # one tensor, so that Dynamo knows the lengths are equal
+        return F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
+
+    compiled = _compile(fn)
+    for length in (37, 800):
+        qkv = torch.randn(3, 1, 2, length, 64)
+        torch._dynamo.mark_dynamic(qkv, 3)
+        torch.testing.assert_close(compiled(qkv), fn(qkv), rtol=1e-4, atol=1e-5)
+        assert_ran_on_vulkan()
+
+
 def test_half_precision():
     model = Block().half()
     x = torch.randn(6, 64).half()

@@ -422,9 +422,11 @@ func.func @attention_blocks(%id: index, %count: index, %q: memref<2x3x5x8xf32>, 
 // CHECK: arith.divui %[[ID]], %[[GROUPS]]
 // CHECK: arith.remui %[[ID]], %[[GROUPS]]
 // CHECK: scf.for
-// CHECK:   %[[FIRST:.*]] = arith.muli %{{.*}}, %c32
-// CHECK:   %[[END:.*]] = arith.muli %{{.*}}, %c32
-// CHECK:   %[[LAST:.*]] = arith.minui %c70, %[[END]]
+// CHECK:   %[[BLOCKS:.*]] = arith.ceildivui %c70, %c32
+// CHECK:   %[[PER:.*]] = arith.ceildivui %[[BLOCKS]], %c3
+// CHECK:   %[[PERQ:.*]] = arith.muli %[[PER]], %c32
+// CHECK:   %[[FIRST:.*]] = arith.minui %c70, %{{.*}}
+// CHECK:   %[[LAST:.*]] = arith.minui %c70, %{{.*}}
 // CHECK:   scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c32
 func.func @attention_grid(%id: index, %count: index, %q: memref<1x2x70x8xf32>, %k: memref<1x2x90x8xf32>, %v: memref<1x2x90x8xf32>, %out: memref<1x2x70x8xf32>, %lse: memref<1x2x70xf32>)
     attributes {kiln_kernel.kernel = "attention_grid", kiln_kernel.workgroup_extent = 2 : i64} {
@@ -621,5 +623,24 @@ func.func @all_true(%id: index, %count: index, %in: memref<100000xi1>, %out: mem
     %r = arith.andi %acc, %x : i1
     memref.store %r, %out[] : memref<i1>
   }
+  return
+}
+
+// -----
+
+// A symbolic count of queries: the blocks split into 32 columns of the
+// grid, each taking ceil(ceil(L / 16) / 32) blocks.
+// CHECK-LABEL: func.func @attention_symbolic_queries
+// CHECK-SAME: kiln_kernel.column_alignment = 1 : i64, kiln_kernel.column_extent = 32 : i64
+// CHECK-SAME: the blocks over the grid
+// CHECK: %[[L:.*]] = memref.dim %{{.*}}, %c2
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[L]], %c16
+// CHECK: %[[PER:.*]] = arith.ceildivui %[[BLOCKS]], %c32
+// CHECK: %[[PERQ:.*]] = arith.muli %[[PER]], %c16
+// CHECK: arith.muli %{{.*}}, %[[PERQ]]
+// CHECK: scf.for %{{.*}} step %c16
+func.func @attention_symbolic_queries(%id: index, %count: index, %q: memref<1x2x?x64xf32>, %k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %out: memref<1x2x?x64xf32>, %lse: memref<1x2x?xf32>)
+    attributes {kiln_kernel.kernel = "attention_symbolic_queries", kiln_kernel.workgroup_extent = 2 : i64} {
+  kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.125 : f64, is_causal = true} : memref<1x2x?x64xf32>, memref<1x2x?x64xf32>, memref<1x2x?x64xf32> into memref<1x2x?x64xf32>, memref<1x2x?xf32>
   return
 }

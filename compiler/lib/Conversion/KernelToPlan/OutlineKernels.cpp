@@ -100,16 +100,15 @@ AffineExpr estimateWork(kernel::KernelOp kernel) {
 
 /// Whether codegen may split the kernel's columns across workgroups as well
 /// as its rows: it holds a matmul with a 2-D result of static width (the
-/// CPU's matmul columns), or attention with a static count of queries (a
-/// GPU's query blocks).
+/// CPU's matmul columns), or attention (a GPU's query blocks).
 bool mayDistributeColumns(kernel::KernelOp kernel) {
   bool found = false;
   kernel.getBody().walk([&](Operation *op) {
     if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
       auto type = cast<RankedTensorType>(matmul.getResult().getType());
       found |= type.getRank() == 2 && !type.isDynamicDim(1);
-    } else if (auto attention = dyn_cast<graph::AttentionOp>(op)) {
-      found |= !cast<RankedTensorType>(attention.getQ().getType()).isDynamicDim(2);
+    } else if (isa<graph::AttentionOp>(op)) {
+      found = true;
     }
   });
   return found;

@@ -166,7 +166,7 @@ std::optional<AttentionBlockShape> kiln::gpu::matchAttentionBlocks(AttentionOp o
 
 Operation *kiln::gpu::tileAttention(AttentionOp op, AttentionBlockShape shape,
                                     const ThreadValues &values, Value begin, Value end,
-                                    Value firstBlock, Value lastBlock) {
+                                    Value firstColumn, Value lastColumn, int64_t columns) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Emitter e{b, loc};
@@ -237,10 +237,15 @@ Operation *kiln::gpu::tileAttention(AttentionOp op, AttentionBlockShape shape,
   Value pair = pairLoop.getInductionVar();
   PairIndices at(e, sizes, pair);
   Value blockStart = e.index(0), blockEnd = queries;
-  if (firstBlock) {
-    blockStart = arith::MulIOp::create(b, loc, firstBlock, e.index(blockQueries));
+  if (firstColumn) {
+    // The chunks' blocks: ceil(blocks / columns) each.
+    Value blocks = arith::CeilDivUIOp::create(b, loc, queries, e.index(blockQueries));
+    Value perColumn = arith::CeilDivUIOp::create(b, loc, blocks, e.index(columns));
+    Value perColumnQueries = arith::MulIOp::create(b, loc, perColumn, e.index(blockQueries));
+    blockStart = arith::MinUIOp::create(
+        b, loc, queries, arith::MulIOp::create(b, loc, firstColumn, perColumnQueries));
     blockEnd = arith::MinUIOp::create(
-        b, loc, queries, arith::MulIOp::create(b, loc, lastBlock, e.index(blockQueries)));
+        b, loc, queries, arith::MulIOp::create(b, loc, lastColumn, perColumnQueries));
   }
   auto blockLoop = scf::ForOp::create(b, loc, blockStart, blockEnd, e.index(blockQueries));
   b.setInsertionPoint(blockLoop.getBody()->getTerminator());

@@ -28,8 +28,9 @@ std::optional<AttentionBlockShape> matchAttentionBlocks(kiln::kernel::AttentionO
 int64_t attentionBlockBytes(kiln::kernel::AttentionOp op, AttentionBlockShape shape);
 
 /// Computes `op` by query blocks (its (batch, head) pairs, the kernel's
-/// rows, clamped to [begin, end) when set; of each, the blocks [firstBlock,
-/// lastBlock) when set, else all): for each block, all threads
+/// rows, clamped to [begin, end) when set; of each, when `columns` is set,
+/// the share of chunks [firstColumn, lastColumn) of its blocks split into
+/// `columns` chunks, else all): for each block, all threads
 /// load it into workgroup memory; then for each tile of keys they load the
 /// key and value tiles, compute the block's scores (a few each), update
 /// each query's running max and sum (a thread per query) and rescale and
@@ -37,7 +38,8 @@ int64_t attentionBlockBytes(kiln::kernel::AttentionOp op, AttentionBlockShape sh
 /// are never stored. Returns the outermost loop.
 mlir::Operation *tileAttention(kiln::kernel::AttentionOp op, AttentionBlockShape shape,
                                const ThreadValues &values, mlir::Value begin, mlir::Value end,
-                               mlir::Value firstBlock, mlir::Value lastBlock);
+                               mlir::Value firstColumn, mlir::Value lastColumn,
+                               int64_t columns);
 
 /// Lowers `op` to a parallel loop over its query rows, (b * H + h, i), each
 /// running the online softmax over the keys alone (running max and sum,

@@ -79,6 +79,11 @@ struct GpuMapWorkgroupsPass
   /// thread per row keeps every thread busy with less synchronization.
   static constexpr int64_t kRowsPerCooperativeFraction = 4;
   static constexpr int64_t kMinCooperativeTrips = 32;
+  /// The columns a symbolic count of attention's query blocks is split
+  /// into: enough that a workgroup takes one or two blocks of a sequence
+  /// of 1024 (blocks of 16), few enough that a short one leaves little
+  /// idle.
+  static constexpr int64_t kQueryBlockColumns = 32;
 
   /// The work of one row (one iteration of the first dimension) of a
   /// top-level loop: its inner parallel iterations times the trips of the
@@ -191,8 +196,9 @@ struct GpuMapWorkgroupsPass
         if (auto matmul = matchTiledMatmul(loop, threads, sharedBytes))
           matmuls.try_emplace(op, std::move(*matmul));
     // Attention by query blocks; the blocks of a kernel that holds nothing
-    // else that writes, when their count is a constant, go over a grid of
-    // workgroups (the kernel's column extent) as well as its rows.
+    // else that writes go over a grid of workgroups (the kernel's column
+    // extent) as well as its rows: a column per block where their count is
+    // a constant, else kQueryBlockColumns columns sharing them.
     DenseMap<Operation *, AttentionBlockShape> attentionBlocks;
     for (Operation *op : topLevel)
       if (auto attention = dyn_cast<kiln::kernel::AttentionOp>(op))
@@ -204,7 +210,9 @@ struct GpuMapWorkgroupsPass
       auto [op, shape] = *attentionBlocks.begin();
       int64_t queries =
           cast<MemRefType>(cast<kiln::kernel::AttentionOp>(op).getQ().getType()).getDimSize(2);
-      if (!ShapedType::isDynamic(queries) && queries > shape.queries)
+      if (ShapedType::isDynamic(queries))
+        queryBlockColumns = kQueryBlockColumns;
+      else if (queries > shape.queries)
         queryBlockColumns = llvm::divideCeil(queries, shape.queries);
     }
     if (splitRows) {
@@ -274,7 +282,7 @@ struct GpuMapWorkgroupsPass
           shape = blocks->second;
         FailureOr<Operation *> mapped =
             mapAttention(attention, shape, values, begin, end, share.columnBegin,
-                         share.columnEnd, sharedLeft, note);
+                         share.columnEnd, queryBlockColumns, sharedLeft, note);
         if (failed(mapped))
           return failure();
         b.setInsertionPointAfter(*mapped);
@@ -358,21 +366,21 @@ struct GpuMapWorkgroupsPass
     return success();
   }
 
-  /// Attention by query blocks of `shape` (those of the workgroup's
-  /// columns on a grid), else a query row per thread. Returns the
-  /// outermost op.
+  /// Attention by query blocks of `shape` (on a grid, those of the
+  /// workgroup's columns [firstColumn, lastColumn) of `columns`), else a
+  /// query row per thread. Returns the outermost op.
   static FailureOr<Operation *> mapAttention(kiln::kernel::AttentionOp op,
                                              std::optional<AttentionBlockShape> shape,
                                              const ThreadValues &values, Value begin, Value end,
-                                             Value firstBlock, Value lastBlock,
-                                             int64_t &sharedLeft,
+                                             Value firstColumn, Value lastColumn,
+                                             int64_t columns, int64_t &sharedLeft,
                                              function_ref<void(std::string)> note) {
     if (shape) {
       sharedLeft -= attentionBlockBytes(op, *shape);
       note("attention by blocks of " + std::to_string(shape->queries) + " queries and tiles of " +
            std::to_string(shape->keys) + " keys through workgroup memory" +
-           (firstBlock ? ", the blocks over the grid" : ""));
-      return tileAttention(op, *shape, values, begin, end, firstBlock, lastBlock);
+           (firstColumn ? ", the blocks over the grid" : ""));
+      return tileAttention(op, *shape, values, begin, end, firstColumn, lastColumn, columns);
     }
     FailureOr<scf::ParallelOp> loop = lowerAttentionByRows(op);
     if (failed(loop))

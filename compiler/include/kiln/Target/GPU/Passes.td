@@ -102,10 +102,10 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       turns the scores into exponentials, and every thread rescales its
       outputs (a few each, kept in registers) and adds the tile's weighted
       values; a barrier separates the steps. The [L, S] scores are never
-      stored. Where the count of queries is a constant and the kernel holds
-      nothing else that writes, the blocks go over a grid of workgroups
-      (`kiln_kernel.column_extent` is the count of blocks), so a long
-      sequence spreads over many workgroups. Where no block fits, each
+      stored. Where the kernel holds nothing else that writes, the blocks
+      go over a grid of workgroups (`kiln_kernel.column_extent`: the count
+      of blocks where it is a constant, else 32 columns sharing them), so a
+      long sequence spreads over many workgroups. Where no block fits, each
       query row is a thread's, running the online softmax over the keys
       alone.
     - A top-level scf.for that carries nothing and whose body is parallel
