@@ -530,7 +530,7 @@ func.func @steps_with_a_scatter(%id: index, %count: index, %index: memref<16xi64
 // CHECK-SAME: ["a loop nest whose writes fall apart by some of its loops, those over the threads, the others in order"]
 // CHECK: %[[T:.*]] = gpu.thread_id x
 // CHECK: scf.for %[[FLAT:.*]] = %[[T]] to %{{.*}} step %c128 {
-// CHECK:   %[[J:.*]] = arith.remui %[[FLAT]], %{{.*}}
+// CHECK:   %[[J:.*]] = arith.muli %[[FLAT]], %{{.*}}
 // CHECK:   scf.for %[[I:.*]] = %c0{{.*}} to %c400
 // CHECK:     memref.load %{{.*}}[%[[I]], %{{.*}}] : memref<400x300xi64>
 // CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<50x300xf32>

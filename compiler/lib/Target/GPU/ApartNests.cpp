@@ -111,37 +111,28 @@ Operation *kiln::gpu::spreadApartNest(ApartNest &nest, const ThreadValues &value
   scf::ForOp outer = nest.nest.front();
   OpBuilder b(outer);
   Location loc = outer.getLoc();
-  // The trips of the apart loops, and their product.
-  SmallVector<Value> trips;
-  Value total = arith::ConstantIndexOp::create(b, loc, 1);
-  for (auto [level, apart] : llvm::zip(nest.nest, nest.apart)) {
-    if (!apart)
-      continue;
-    Value span = arith::SubIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, level.getUpperBound(), level.getLowerBound()),
-        level.getLowerBound());
-    trips.push_back(arith::CeilDivUIOp::create(b, loc, span, level.getStep()));
-    total = arith::MulIOp::create(b, loc, total, trips.back());
-  }
+  // The apart loops' bounds, and their trips.
+  SmallVector<Value> lbs, ubs, steps;
+  for (auto [level, apart] : llvm::zip(nest.nest, nest.apart))
+    if (apart) {
+      lbs.push_back(level.getLowerBound());
+      ubs.push_back(level.getUpperBound());
+      steps.push_back(level.getStep());
+    }
+  Value total;
+  SmallVector<Value> trips = tripCounts(b, loc, lbs, ubs, steps, total);
   // Thread t takes positions t, t + T, ... of the apart loops' iteration
   // space (the last one fastest), and for each runs the other loops in
   // their order.
   auto spread = scf::ForOp::create(b, loc, values.thread, total, values.threadCount);
   b.setInsertionPointToStart(spread.getBody());
   IRMapping mapping;
-  Value flat = spread.getInductionVar();
-  SmallVector<Value> apartValues(trips.size());
-  for (int64_t i = int64_t(trips.size()) - 1; i >= 0; --i) {
-    apartValues[i] = arith::RemUIOp::create(b, loc, flat, trips[i]);
-    flat = arith::DivUIOp::create(b, loc, flat, trips[i]);
-  }
+  SmallVector<Value> apartIvs =
+      delinearize(b, loc, spread.getInductionVar(), trips, lbs, steps);
   unsigned next = 0;
   for (auto [level, apart] : llvm::zip(nest.nest, nest.apart)) {
     if (apart) {
-      Value iv = arith::AddIOp::create(
-          b, loc, level.getLowerBound(),
-          arith::MulIOp::create(b, loc, apartValues[next++], level.getStep()));
-      mapping.map(level.getInductionVar(), iv);
+      mapping.map(level.getInductionVar(), apartIvs[next++]);
       continue;
     }
     auto serial = scf::ForOp::create(b, loc, level.getLowerBound(), level.getUpperBound(),

@@ -123,14 +123,6 @@ struct PairIndices {
   }
 };
 
-/// A buffer of `elements` values of `type` in workgroup memory.
-Value workgroupBuffer(OpBuilder &b, Location loc, Type type, int64_t elements) {
-  auto space = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
-                                                  ::mlir::gpu::AddressSpace::Workgroup);
-  return memref::AllocOp::create(
-      b, loc, MemRefType::get({elements}, type, MemRefLayoutAttrInterface(), space));
-}
-
 } // namespace
 
 int64_t kiln::gpu::attentionBlockBytes(AttentionOp op, AttentionBlockShape shape) {

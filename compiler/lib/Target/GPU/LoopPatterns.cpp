@@ -4,6 +4,7 @@
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -221,23 +222,29 @@ void kiln::gpu::clampFirstDim(scf::ParallelOp loop, Value begin, Value end) {
       arith::MinUIOp::create(b, loc, loop.getUpperBound()[0], end).getResult());
 }
 
-SmallVector<Value> kiln::gpu::tripCounts(OpBuilder &b, Location loc, scf::ParallelOp loop,
-                                         unsigned first, unsigned last, Value &total) {
+SmallVector<Value> kiln::gpu::tripCounts(OpBuilder &b, Location loc, ValueRange lbs,
+                                         ValueRange ubs, ValueRange steps, Value &total) {
   SmallVector<Value> trips;
   total = arith::ConstantIndexOp::create(b, loc, 1);
-  for (unsigned d = first; d < last; ++d) {
-    Value lb = loop.getLowerBound()[d];
-    Value span = arith::SubIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, loop.getUpperBound()[d], lb), lb);
-    trips.push_back(arith::CeilDivUIOp::create(b, loc, span, loop.getStep()[d]));
+  for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps)) {
+    Value span = arith::SubIOp::create(b, loc, arith::MaxSIOp::create(b, loc, ub, lb), lb);
+    trips.push_back(arith::CeilDivUIOp::create(b, loc, span, step));
     total = arith::MulIOp::create(b, loc, total, trips.back());
   }
   return trips;
 }
 
+SmallVector<Value> kiln::gpu::tripCounts(OpBuilder &b, Location loc, scf::ParallelOp loop,
+                                         unsigned first, unsigned last, Value &total) {
+  unsigned count = last - first;
+  return tripCounts(b, loc, loop.getLowerBound().slice(first, count),
+                    loop.getUpperBound().slice(first, count), loop.getStep().slice(first, count),
+                    total);
+}
+
 SmallVector<Value> kiln::gpu::delinearize(OpBuilder &b, Location loc, Value flat,
-                                          ArrayRef<Value> trips, scf::ParallelOp loop,
-                                          unsigned first) {
+                                          ArrayRef<Value> trips, ValueRange lbs,
+                                          ValueRange steps) {
   SmallVector<Value> ivs(trips.size());
   Value rest = flat;
   for (int64_t i = trips.size() - 1; i >= 0; --i) {
@@ -245,11 +252,23 @@ SmallVector<Value> kiln::gpu::delinearize(OpBuilder &b, Location loc, Value flat
         i == 0 ? rest : arith::RemUIOp::create(b, loc, rest, trips[i]).getResult();
     if (i > 0)
       rest = arith::DivUIOp::create(b, loc, rest, trips[i]);
-    ivs[i] = arith::AddIOp::create(
-        b, loc, loop.getLowerBound()[first + i],
-        arith::MulIOp::create(b, loc, position, loop.getStep()[first + i]));
+    ivs[i] = arith::AddIOp::create(b, loc, lbs[i], arith::MulIOp::create(b, loc, position, steps[i]));
   }
   return ivs;
+}
+
+SmallVector<Value> kiln::gpu::delinearize(OpBuilder &b, Location loc, Value flat,
+                                          ArrayRef<Value> trips, scf::ParallelOp loop,
+                                          unsigned first) {
+  return delinearize(b, loc, flat, trips, loop.getLowerBound().slice(first, trips.size()),
+                     loop.getStep().slice(first, trips.size()));
+}
+
+Value kiln::gpu::workgroupBuffer(OpBuilder &b, Location loc, Type type, int64_t elements) {
+  auto space = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
+                                                  ::mlir::gpu::AddressSpace::Workgroup);
+  return memref::AllocOp::create(
+      b, loc, MemRefType::get({elements}, type, MemRefLayoutAttrInterface(), space));
 }
 
 Operation *kiln::gpu::serialLoops(OpBuilder &b, Location loc, scf::ParallelOp loop,

@@ -85,16 +85,24 @@ struct GpuMapWorkgroupsPass
   /// idle.
   static constexpr int64_t kQueryBlockColumns = 32;
 
+  /// The iterations of `loop`'s dimensions from `firstDim` on, each at
+  /// least 1; `threads` stands for a count that is not constant.
+  static int64_t iterations(scf::ParallelOp loop, unsigned firstDim, int64_t threads) {
+    int64_t work = 1;
+    for (auto [lb, ub, step] :
+         llvm::drop_begin(llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()),
+                          firstDim)) {
+      auto trips = constantTrips(lb, ub, step);
+      work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
+    }
+    return work;
+  }
+
   /// The work of one row (one iteration of the first dimension) of a
   /// top-level loop: its inner parallel iterations times the trips of the
   /// reduction it holds; `threads` stands for what is not constant.
   static int64_t workPerRow(scf::ParallelOp loop, int64_t threads) {
-    int64_t work = 1;
-    for (auto [lb, ub, step] : llvm::drop_begin(
-             llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))) {
-      auto trips = constantTrips(lb, ub, step);
-      work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
-    }
+    int64_t work = iterations(loop, /*firstDim=*/1, threads);
     if (auto reduction = matchRowReduction(loop)) {
       auto trips = constantTrips(*reduction);
       work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
@@ -127,15 +135,8 @@ struct GpuMapWorkgroupsPass
   /// of its largest step; `threads` stands for what is not constant.
   static int64_t workPerStep(ArrayRef<scf::ParallelOp> steps, int64_t threads) {
     int64_t most = 1;
-    for (scf::ParallelOp step : steps) {
-      int64_t work = 1;
-      for (auto [lb, ub, stride] :
-           llvm::zip(step.getLowerBound(), step.getUpperBound(), step.getStep())) {
-        auto trips = constantTrips(lb, ub, stride);
-        work = saturatingMultiply(work, trips ? std::max<int64_t>(*trips, 1) : threads);
-      }
-      most = std::max(most, work);
-    }
+    for (scf::ParallelOp step : steps)
+      most = std::max(most, iterations(step, /*firstDim=*/0, threads));
     return most;
   }
 

@@ -77,18 +77,32 @@ std::optional<int64_t> constantTrips(const Reduction &reduction);
 /// Narrows the first dimension of `loop` to [lb, ub) ∩ [begin, end).
 void clampFirstDim(mlir::scf::ParallelOp loop, mlir::Value begin, mlir::Value end);
 
-/// The trips of `loop`'s dimensions [first, last) (an empty range where its
-/// upper bound is below its lower one), and their product in `total`.
+/// The trips of loops with bounds `lbs`, `ubs` and `steps` (an empty range
+/// where an upper bound is below its lower one), and their product in
+/// `total`.
+llvm::SmallVector<mlir::Value> tripCounts(mlir::OpBuilder &b, mlir::Location loc,
+                                          mlir::ValueRange lbs, mlir::ValueRange ubs,
+                                          mlir::ValueRange steps, mlir::Value &total);
+/// The same for `loop`'s dimensions [first, last).
 llvm::SmallVector<mlir::Value> tripCounts(mlir::OpBuilder &b, mlir::Location loc,
                                           mlir::scf::ParallelOp loop, unsigned first,
                                           unsigned last, mlir::Value &total);
 
-/// The values of `loop`'s induction variables for dimensions [first, first +
-/// trips.size()) at linear position `flat` of their iteration space, the
-/// last dimension fastest (consecutive positions, consecutive elements).
+/// The induction variables of loops with lower bounds `lbs` and `steps` at
+/// linear position `flat` of their iteration space (`trips` from
+/// tripCounts), the last loop fastest (consecutive positions, consecutive
+/// elements).
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
+                                           mlir::Value flat, llvm::ArrayRef<mlir::Value> trips,
+                                           mlir::ValueRange lbs, mlir::ValueRange steps);
+/// The same for `loop`'s dimensions [first, first + trips.size()).
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::Value flat, llvm::ArrayRef<mlir::Value> trips,
                                            mlir::scf::ParallelOp loop, unsigned first);
+
+/// A buffer of `elements` values of `type` in workgroup memory.
+mlir::Value workgroupBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                            int64_t elements);
 
 /// Nested scf.for over `loop`'s dimensions [0, count) with its bounds, run
 /// by every thread alike; `mapping` takes each induction variable to its

@@ -206,12 +206,8 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
 
   // The tiles in workgroup memory, row-major: row tiles [rows x depth],
   // column tiles [depth x columns].
-  auto workgroupSpace = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
-                                                           ::mlir::gpu::AddressSpace::Workgroup);
-  auto tile = [&](memref::LoadOp load, int64_t elements) -> Value {
-    return memref::AllocOp::create(b, loc, MemRefType::get({elements}, load.getType(),
-                                                           MemRefLayoutAttrInterface(),
-                                                           workgroupSpace));
+  auto tile = [&](memref::LoadOp load, int64_t elements) {
+    return workgroupBuffer(b, loc, load.getType(), elements);
   };
   SmallVector<Value> rowTiles, columnTiles;
   for (memref::LoadOp load : matmul.rowLoads)

@@ -87,14 +87,10 @@ Value combine(OpBuilder &b, const Accumulator &accumulator, Value lhs, Value rhs
 /// Workgroup arrays for the partials, one element per thread.
 SmallVector<Value> allocatePartials(OpBuilder &b, Location loc, const Reduction &reduction,
                                     int64_t threads) {
-  auto workgroupSpace = ::mlir::gpu::AddressSpaceAttr::get(b.getContext(),
-                                                           ::mlir::gpu::AddressSpace::Workgroup);
   SmallVector<Value> buffers;
   for (const Accumulator &accumulator : reduction.accumulators)
-    buffers.push_back(memref::AllocOp::create(
-        b, loc,
-        MemRefType::get({threads}, partialType(accumulator.identity.getType()),
-                        MemRefLayoutAttrInterface(), workgroupSpace)));
+    buffers.push_back(
+        workgroupBuffer(b, loc, partialType(accumulator.identity.getType()), threads));
   return buffers;
 }
 
