@@ -102,6 +102,21 @@ OPS = {
         lambda x, w: torch.softmax(F.layer_norm(x @ w, (512,)), -1) + (x @ w).amax(-1, keepdim=True),
         lambda: (torch.randn(64, 256), torch.randn(256, 512) * 0.1)),
     "long_rows": (lambda x: torch.cat([x.sum(-1), x.amax(-1), x.var(-1)]), lambda: (torch.randn(3, 5000),)),
+    # Reductions into one element and along long rows combine their
+    # threads' partials by subgroups: float sums, max and min (NaN where any
+    # element is, which SPIR-V's FMax alone leaves undefined), booleans
+    # (any, all), 32-bit integer max; 64-bit sums keep the tree.
+    "reductions_by_subgroups": (
+        lambda x, n, i: torch.stack([x.sum(), x.amax(), n.amin(), n.amax(), (x > 4).any().float(),
+                                     (x > -10).all().float(), (x > 100).any().float(),
+                                     i.amax().float(), i.sum().float()]),
+        lambda: (torch.randn(100000), torch.randn(100000).index_fill_(0, torch.tensor([77777]),
+                                                                      float("nan")),
+                 torch.randint(-5000, 5000, (100000,), dtype=torch.int32))),
+    "row_max_with_nan": (lambda x: torch.cat([x.amax(-1), x.amin(-1), x.mean(-1)]),
+                         lambda: (torch.randn(6, 5000).index_put_((torch.tensor([1, 4]),
+                                                                   torch.tensor([7, 4999])),
+                                                                  torch.tensor(float("nan"))),)),
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
     "int64_math": (lambda x: (x * 3 + 7) // 2 % 5, lambda: (torch.randint(-100, 100, (33,)),)),
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),
@@ -240,7 +255,8 @@ def test_inspect_shows_gpu_kernels(tmp_path):
     assert re.search(r"gpu    128x1x1 threads per workgroup, [1-9][\d.]* (B|KiB) workgroup memory, "
                      r"SPIR-V kernels/", text), text
     # And which strategies the mapping used.
-    assert "row reductions over the workgroup" in text and "a thread per element" in text, text
+    assert "row reductions over the workgroup, by subgroups" in text, text
+    assert "a thread per element" in text, text
 
 
 def test_float64_math_the_device_lacks_is_an_unsupported_op():

@@ -1,5 +1,7 @@
+// The mapping with reductions combining their partials by the
+// workgroup-memory tree; map-workgroups-subgroups.mlir has the subgroup path.
 // RUN: kiln-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},func.func(kiln-gpu-map-workgroups))' | FileCheck %s
+// RUN:   --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},func.func(kiln-gpu-map-workgroups{subgroups=false}))' | FileCheck %s
 
 // Rows of 8 elements, 128 threads: a workgroup takes 16 rows (the chunk's
 // alignment), and thread t takes elements t, t + 128, ... of its rows;
@@ -83,8 +85,8 @@ func.func @scatter(%id: index, %count: index, %index: memref<16xi64>, %src: memr
 // CHECK: gpu.barrier
 // CHECK-COUNT-6: gpu.barrier
 // CHECK: scf.if
-// CHECK:   memref.load %{{.*}}[] : memref<f32>
 // CHECK:   memref.load %[[SHARED]][%{{.*}}]
+// CHECK:   memref.load %{{.*}}[] : memref<f32>
 // CHECK:   memref.store %{{.*}}, %{{.*}}[] : memref<f32>
 // CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier

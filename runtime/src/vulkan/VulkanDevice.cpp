@@ -93,6 +93,17 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   use.features.shaderInt16 = need(has.features.shaderInt16, "shaderInt16");
   use.features.shaderFloat64 = need(has.features.shaderFloat64, "shaderFloat64");
   use.pNext = &use11;
+  // Reductions combine their threads' partials by subgroups.
+  VkPhysicalDeviceSubgroupProperties subgroups{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties2.pNext = &subgroups;
+  vk.vkGetPhysicalDeviceProperties2(physical_, &properties2);
+  constexpr VkSubgroupFeatureFlags kSubgroupOperations =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  need((subgroups.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+           (subgroups.supportedOperations & kSubgroupOperations) == kSubgroupOperations,
+       "subgroup arithmetic in compute shaders");
   if (!missing.empty())
     return Status::error(StatusCode::Unavailable,
                   "the device lacks features Kiln's Vulkan kernels use: " + missing);

@@ -48,6 +48,8 @@ void sequentialize(scf::ParallelOp loop) {
 
 struct GpuMapWorkgroupsPass
     : kiln::gpu::impl::GpuMapWorkgroupsPassBase<GpuMapWorkgroupsPass> {
+  using GpuMapWorkgroupsPassBase::GpuMapWorkgroupsPassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (!func->hasAttr(kiln::kernel::kKernelAttr) || func.isExternal())
@@ -245,6 +247,7 @@ struct GpuMapWorkgroupsPass
     Location loc = func.getLoc();
     ThreadValues values;
     values.threads = threads;
+    values.subgroups = subgroups;
     values.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     values.threadCount = arith::ConstantIndexOp::create(b, loc, threads);
     Value workgroup = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -309,7 +312,8 @@ struct GpuMapWorkgroupsPass
       } else if (loop && (rowReduction = cooperativeRowReduction(loop, splitRows, rows, threads,
                                                                    sharedLeft))) {
         sharedLeft -= partialBytes(*rowReduction, threads);
-        note("row reductions over the workgroup");
+        note(std::string("row reductions over the workgroup") +
+             (combinesBySubgroups(*rowReduction, values) ? ", by subgroups" : ""));
         op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);
       } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
         note("a thread per element");
@@ -317,7 +321,8 @@ struct GpuMapWorkgroupsPass
       } else if (!splitRows && isa<scf::ForOp>(op) &&
                  (scalar = scalarReduction(cast<scf::ForOp>(op), threads, sharedLeft))) {
         sharedLeft -= partialBytes(*scalar, threads);
-        note("a reduction into one element over the workgroup");
+        note(std::string("a reduction into one element over the workgroup") +
+             (combinesBySubgroups(*scalar, values) ? ", by subgroups" : ""));
         op = reduceAcrossThreads(*scalar, values);
       } else if (auto serial = dyn_cast<scf::ForOp>(op);
                  serial && (steps = parallelSteps(serial))) {

@@ -19,6 +19,9 @@ struct ThreadValues {
   mlir::Value threadCount;   // the workgroup size, a constant
   mlir::Value isFirstThread; // thread == 0
   int64_t threads;
+  /// Whether the target has subgroup operations (gpu.subgroup_reduce and
+  /// the subgroup ids), which reductions then combine their partials with.
+  bool subgroups = false;
 };
 
 /// Whether `op` (itself; not what it holds) may write memory.
@@ -116,11 +119,18 @@ mlir::Operation *serialLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::
 /// 1-bit elements).
 int64_t partialBytes(const Reduction &reduction, int64_t threads);
 
+/// Whether reduceAcrossThreads and reduceRowsAcrossThreads combine the
+/// reduction's partials by subgroups (else by the tree).
+bool combinesBySubgroups(const Reduction &reduction, const ThreadValues &values);
+
 /// A reduction into one element over all threads: each folds every T-th
 /// iteration of the nest's outer loop into partials from the combines'
-/// identities, the partials meet in workgroup memory and fold in a tree
-/// (log2 T rounds with a barrier after each), and thread 0 folds the total
-/// into each accumulator. Returns the last op.
+/// identities, then the partials combine across the threads, and one
+/// thread folds the total into each accumulator. With subgroups and 32-bit
+/// combines that have a subgroup reduction, each subgroup reduces its
+/// threads' partials, the first subgroup those of the subgroups (two
+/// barriers); otherwise the partials meet in workgroup memory and fold in a
+/// tree (log2 T rounds with a barrier after each). Returns the last op.
 mlir::Operation *reduceAcrossThreads(Reduction &reduction, const ThreadValues &values);
 
 /// A row reduction whose rows the workgroup's threads take one at a time,

@@ -1,9 +1,12 @@
 // Reductions shared over a workgroup's threads: each thread folds its share
-// of the iterations into partials from the combines' identities, which meet
-// in workgroup memory and fold in a tree (see Mapping.h).
+// of the iterations into partials from the combines' identities, which
+// combine by subgroups (where the target has them and the combine is a
+// subgroup reduction) or meet in workgroup memory and fold in a tree (see
+// Mapping.h).
 #include "Mapping.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace kiln::gpu;
@@ -94,12 +97,25 @@ SmallVector<Value> allocatePartials(OpBuilder &b, Location loc, const Reduction 
   return buffers;
 }
 
+/// Each accumulator's combine folded with the reduction's total,
+/// `totals`, at its indices through `mapping`.
+void foldIntoAccumulators(OpBuilder &b, Location loc, Reduction &reduction, ValueRange totals,
+                          IRMapping &mapping) {
+  for (auto [accumulator, all] : llvm::zip(reduction.accumulators, totals)) {
+    SmallVector<Value> indices;
+    for (Value index : accumulator.store.getIndices())
+      indices.push_back(mapping.lookupOrDefault(index));
+    Value memref = accumulator.store.getMemRef();
+    Value total = memref::LoadOp::create(b, loc, memref, indices);
+    memref::StoreOp::create(b, loc, combine(b, accumulator, total, all), memref, indices);
+  }
+}
+
 /// Each thread's partials into workgroup memory, a tree over the threads
 /// (log2 T rounds, each halving the live partials), and thread 0 folding
 /// the total into each accumulator, at its indices through `mapping`.
-void combineAcrossThreads(OpBuilder &b, Location loc, Reduction &reduction,
-                          ArrayRef<Value> partials, ArrayRef<Value> buffers, IRMapping &mapping,
-                          const ThreadValues &values) {
+void combineByTree(OpBuilder &b, Location loc, Reduction &reduction, ArrayRef<Value> partials,
+                   ArrayRef<Value> buffers, IRMapping &mapping, const ThreadValues &values) {
   for (auto [partial, buffer] : llvm::zip(partials, buffers))
     storePartial(b, loc, partial, buffer, values.thread);
   ::mlir::gpu::BarrierOp::create(b, loc);
@@ -128,18 +144,163 @@ void combineAcrossThreads(OpBuilder &b, Location loc, Reduction &reduction,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(first.thenBlock()->getTerminator());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers)) {
-    SmallVector<Value> indices;
-    for (Value index : accumulator.store.getIndices())
-      indices.push_back(mapping.lookupOrDefault(index));
-    Value memref = accumulator.store.getMemRef();
-    Value total = memref::LoadOp::create(b, loc, memref, indices);
-    Value all = loadPartial(b, loc, accumulator.identity.getType(), buffer, zero);
-    memref::StoreOp::create(b, loc, combine(b, accumulator, total, all), memref, indices);
+  SmallVector<Value> totals;
+  for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers))
+    totals.push_back(loadPartial(b, loc, accumulator.identity.getType(), buffer, zero));
+  foldIntoAccumulators(b, loc, reduction, totals, mapping);
+  // The next reduction's partials overwrite only what thread 0 no longer
+  // reads: buffer[0] is thread 0's own.
+}
+
+using SubgroupKind = ::mlir::gpu::AllReduceOperation;
+
+/// The subgroup reduction that computes `accumulator`'s combine, for the
+/// 32-bit types (and booleans, as 32-bit integers) that every Vulkan device
+/// reduces over subgroups: other widths need shaderSubgroupExtendedTypes.
+std::optional<SubgroupKind> subgroupKind(const Accumulator &accumulator) {
+  Type type = accumulator.identity.getType();
+  bool boolean = type.isInteger(1);
+  if (!type.isF32() && !type.isInteger(32) && !boolean)
+    return std::nullopt;
+  using Result = std::optional<SubgroupKind>;
+  // Booleans widen with zeros, so their signed order (true < false) has no
+  // 32-bit counterpart; sums and products still truncate to xor and and.
+  auto signedOrder = [boolean](SubgroupKind kind) -> Result {
+    return boolean ? std::nullopt : Result(kind);
+  };
+  auto booleanOnly = [boolean](SubgroupKind kind) -> Result {
+    return boolean ? Result(kind) : std::nullopt;
+  };
+  return llvm::TypeSwitch<Operation *, Result>(accumulator.combine)
+      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return SubgroupKind::ADD; })
+      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return SubgroupKind::MUL; })
+      .Case([](arith::MaxNumFOp) { return SubgroupKind::MAXNUMF; })
+      .Case([](arith::MinNumFOp) { return SubgroupKind::MINNUMF; })
+      .Case([](arith::MaximumFOp) { return SubgroupKind::MAXIMUMF; })
+      .Case([](arith::MinimumFOp) { return SubgroupKind::MINIMUMF; })
+      .Case([&](arith::MaxSIOp) { return signedOrder(SubgroupKind::MAXSI); })
+      .Case([&](arith::MinSIOp) { return signedOrder(SubgroupKind::MINSI); })
+      .Case([](arith::MaxUIOp) { return SubgroupKind::MAXUI; })
+      .Case([](arith::MinUIOp) { return SubgroupKind::MINUI; })
+      // MLIR 22 converts no bitwise subgroup reduction to SPIR-V; on
+      // booleans (0 or 1) and, or and xor are min, max and a sum's parity.
+      .Case([&](arith::AndIOp) { return booleanOnly(SubgroupKind::MINUI); })
+      .Case([&](arith::OrIOp) { return booleanOnly(SubgroupKind::MAXUI); })
+      .Case([&](arith::XOrIOp) { return booleanOnly(SubgroupKind::ADD); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Each accumulator's subgroup reduction, when all have one.
+std::optional<SmallVector<SubgroupKind>> subgroupKinds(const Reduction &reduction) {
+  SmallVector<SubgroupKind> kinds;
+  for (const Accumulator &accumulator : reduction.accumulators) {
+    std::optional<SubgroupKind> kind = subgroupKind(accumulator);
+    if (!kind)
+      return std::nullopt;
+    kinds.push_back(*kind);
   }
+  return kinds;
+}
+
+/// `value` reduced by `kind` over the active threads of its subgroup. A
+/// maximumf or minimumf is NaN where any thread's value is, as on the CPU:
+/// SPIR-V's FMax and FMin leave NaN operands undefined.
+Value reduceOverSubgroup(OpBuilder &b, Location loc, SubgroupKind kind, Value value) {
+  Type type = value.getType();
+  Type i32 = b.getI32Type();
+  if (type.isInteger(1))
+    value = arith::ExtUIOp::create(b, loc, i32, value);
+  Value reduced = ::mlir::gpu::SubgroupReduceOp::create(b, loc, value, kind, /*uniform=*/false);
+  if (kind == SubgroupKind::MAXIMUMF || kind == SubgroupKind::MINIMUMF) {
+    Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, value, value);
+    Value nanCount = ::mlir::gpu::SubgroupReduceOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i32, isNaN), SubgroupKind::ADD, /*uniform=*/false);
+    Value anyNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, nanCount,
+                                         arith::ConstantIntOp::create(b, loc, i32, 0));
+    Value nan = arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(type, APFloat::getNaN(cast<FloatType>(type).getFloatSemantics())));
+    reduced = arith::SelectOp::create(b, loc, anyNaN, nan, reduced);
+  }
+  if (type.isInteger(1))
+    reduced = arith::TruncIOp::create(b, loc, type, reduced);
+  return reduced;
+}
+
+/// The partials combined by subgroups: each subgroup reduces its threads'
+/// partials and its first thread stores the result at the subgroup's index
+/// in workgroup memory; the first subgroup folds those (each of its
+/// threads every S-th, S the subgroup size, which only the device knows)
+/// and reduces them again, and its first thread folds the totals into the
+/// accumulators. The barrier after it keeps the next reduction's partials
+/// from overwriting the ones the first subgroup still reads.
+void combineBySubgroups(OpBuilder &b, Location loc, Reduction &reduction,
+                        ArrayRef<SubgroupKind> kinds, ArrayRef<Value> partials,
+                        ArrayRef<Value> buffers, IRMapping &mapping) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value lane = ::mlir::gpu::LaneIdOp::create(b, loc, /*upper_bound=*/nullptr);
+  Value subgroup = ::mlir::gpu::SubgroupIdOp::create(b, loc, /*upper_bound=*/nullptr);
+  Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+  SmallVector<Value> reduced;
+  for (auto [kind, partial] : llvm::zip(kinds, partials))
+    reduced.push_back(reduceOverSubgroup(b, loc, kind, partial));
+  {
+    auto store = scf::IfOp::create(b, loc, firstLane, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(store.thenBlock()->getTerminator());
+    for (auto [value, buffer] : llvm::zip(reduced, buffers))
+      storePartial(b, loc, value, buffer, subgroup);
+  }
+  ::mlir::gpu::BarrierOp::create(b, loc);
+  {
+    Value firstSubgroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, subgroup, zero);
+    auto first = scf::IfOp::create(b, loc, firstSubgroup, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(first.thenBlock()->getTerminator());
+    Value count = ::mlir::gpu::NumSubgroupsOp::create(b, loc, /*upper_bound=*/nullptr);
+    Value size = ::mlir::gpu::SubgroupSizeOp::create(b, loc, /*upper_bound=*/nullptr);
+    SmallVector<Value> identities;
+    for (Accumulator &accumulator : reduction.accumulators)
+      identities.push_back(arith::ConstantOp::create(b, loc, accumulator.identity));
+    auto gather = scf::ForOp::create(b, loc, lane, count, size, identities);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(gather.getBody());
+      SmallVector<Value> folded;
+      for (auto [accumulator, buffer, carried] :
+           llvm::zip(reduction.accumulators, buffers, gather.getRegionIterArgs())) {
+        Value theirs = loadPartial(b, loc, accumulator.identity.getType(), buffer,
+                                   gather.getInductionVar());
+        folded.push_back(combine(b, accumulator, carried, theirs));
+      }
+      scf::YieldOp::create(b, loc, folded);
+    }
+    SmallVector<Value> totals;
+    for (auto [kind, value] : llvm::zip(kinds, gather.getResults()))
+      totals.push_back(reduceOverSubgroup(b, loc, kind, value));
+    auto write = scf::IfOp::create(b, loc, firstLane, /*withElse=*/false);
+    b.setInsertionPoint(write.thenBlock()->getTerminator());
+    foldIntoAccumulators(b, loc, reduction, totals, mapping);
+  }
+  ::mlir::gpu::BarrierOp::create(b, loc);
+}
+
+/// The partials combined across the threads, by subgroups where the
+/// target and the combines allow, else by the tree.
+void combineAcrossThreads(OpBuilder &b, Location loc, Reduction &reduction,
+                          ArrayRef<Value> partials, ArrayRef<Value> buffers, IRMapping &mapping,
+                          const ThreadValues &values) {
+  std::optional<SmallVector<SubgroupKind>> kinds;
+  if (values.subgroups && (kinds = subgroupKinds(reduction)))
+    combineBySubgroups(b, loc, reduction, *kinds, partials, buffers, mapping);
+  else
+    combineByTree(b, loc, reduction, partials, buffers, mapping, values);
 }
 
 } // namespace
+
+bool kiln::gpu::combinesBySubgroups(const Reduction &reduction, const ThreadValues &values) {
+  return values.subgroups && subgroupKinds(reduction).has_value();
+}
 
 int64_t kiln::gpu::partialBytes(const Reduction &reduction, int64_t threads) {
   int64_t bytes = 0;
@@ -179,7 +340,6 @@ Operation *kiln::gpu::reduceRowsAcrossThreads(scf::ParallelOp loop, Reduction &r
       b.clone(op, mapping);
   SmallVector<Value> partials = foldThreadShare(b, loc, reduction, mapping, values);
   combineAcrossThreads(b, loc, reduction, partials, buffers, mapping, values);
-  // The next row's partials overwrite only what thread 0 no longer reads.
   loop.erase();
   return outermost;
 }

@@ -80,9 +80,15 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       its accumulators, loads it at loop-invariant indices, combines it and
       stores it back) spreads over the threads: each folds every T-th
       iteration of the outer loop into partials from the combines'
-      identities, the partials meet in workgroup memory and fold in a tree
-      (T/2, T/4, ... threads, a barrier after each round), and thread 0
-      folds the totals into the accumulators. That is done for a reduction
+      identities, and the partials combine across the threads: with
+      `subgroups` and 32-bit (or boolean) combines that are subgroup
+      reductions, each subgroup reduces its threads' partials
+      (gpu.subgroup_reduce; maximumf and minimumf NaN where any is), the
+      first subgroup reduces the subgroups' results from workgroup memory,
+      and its first thread folds the totals into the accumulators (two
+      barriers); otherwise the partials meet in workgroup memory and fold
+      in a tree (T/2, T/4, ... threads, a barrier after each round), and
+      thread 0 folds the totals into the accumulators. That is done for a reduction
       into one element in a kernel not split into rows, and for a row
       reduction (a top-level scf.parallel whose body is index arithmetic
       and such a nest, indexed by the rows) when a workgroup has fewer
@@ -133,6 +139,11 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
     max_workgroup_size, at most 256), and `kiln_kernel.gpu_strategies`, a
     phrase per strategy used (kiln-inspect shows them).
   }];
+  let options = [
+    Option<"subgroups", "subgroups", "bool", /*default=*/"true",
+           "Combine reduction partials with subgroup operations (false: by "
+           "the workgroup-memory tree alone, for a target without them)">
+  ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect"];
