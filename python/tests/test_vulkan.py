@@ -117,6 +117,20 @@ OPS = {
                          lambda: (torch.randn(6, 5000).index_put_((torch.tensor([1, 4]),
                                                                    torch.tensor([7, 4999])),
                                                                   torch.tensor(float("nan"))),)),
+    # Selections over 100000 elements, a chunk of iterations per thread
+    # merged in thread order (thread 0 alone would loop past lavapipe's
+    # limit): the first extreme where the maximum repeats in two threads'
+    # chunks, NaN first, integers; and rows of ties.
+    "argmax_over_the_workgroup": (
+        lambda x, ties, n, i: torch.stack([x.argmax(), x.argmin(), ties.argmax(), ties.argmin(),
+                                           n.argmax(), n.argmin(), i.argmax(), i.argmin()]),
+        lambda: (torch.randn(100000),
+                 torch.zeros(100000).index_fill_(0, torch.tensor([90000, 60000]), 1.0)
+                 .index_fill_(0, torch.tensor([99999, 70001]), -1.0),
+                 torch.randn(100000).index_fill_(0, torch.tensor([88888, 55555]), float("nan")),
+                 torch.randint(-3, 3, (100000,)))),
+    "row_max_with_indices": (lambda x: torch.cat([torch.stack(x.max(-1)), torch.stack(x.min(-1))]),
+                             lambda: (torch.randint(0, 4, (3, 50000)).float(),)),
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
     "int64_math": (lambda x: (x * 3 + 7) // 2 % 5, lambda: (torch.randint(-100, 100, (33,)),)),
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),

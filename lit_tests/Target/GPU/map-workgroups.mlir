@@ -133,10 +133,10 @@ func.func @ordered_sum(%id: index, %count: index, %in: memref<1000xf32>, %out: m
 // squares) at once, through one workgroup array each.
 // CHECK-LABEL: func.func @row_statistics
 // CHECK-SAME: kiln_kernel.workgroup_alignment = 1 : i64
-// CHECK-DAG: %[[T:.*]] = gpu.thread_id x
-// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
 // CHECK: %[[SUMS:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[SQUARES:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[T:.*]] = gpu.thread_id x
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:   %[[STEP:.*]] = arith.muli %{{.*}}, %[[C128]]
 // CHECK:   %[[PARTIAL:.*]]:2 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[STEP]] iter_args
@@ -211,6 +211,7 @@ func.func @short_rows(%id: index, %count: index, %in: memref<1000x4xf32>, %out: 
 // CHECK-LABEL: func.func @matmul_then_row_sum
 // CHECK-SAME: kiln_kernel.gpu_strategies = ["matmul tiles 32x64x16 through workgroup memory (4x4 per thread)", "row reductions over the workgroup"]
 // CHECK-SAME: kiln_kernel.workgroup_alignment = 32 : i64
+// CHECK: %[[PARTIALS:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[A:.*]] = memref.alloc() : memref<512xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[B:.*]] = memref.alloc() : memref<1024xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step
@@ -232,7 +233,7 @@ func.func @short_rows(%id: index, %count: index, %in: memref<1000x4xf32>, %out: 
 // CHECK:       gpu.barrier
 // CHECK-COUNT-16: memref.store %[[OUT]]#{{[0-9]+}}, %{{.*}} : memref<64x512xf32>
 // CHECK: gpu.barrier
-// CHECK: memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}] : memref<128xf32, #gpu.address_space<workgroup>>
 func.func @matmul_then_row_sum(%id: index, %count: index, %a: memref<64x256xf32>, %b: memref<256x512xf32>, %c: memref<64x512xf32>, %out: memref<64xf32>)
     attributes {kiln_kernel.kernel = "matmul_then_row_sum", kiln_kernel.workgroup_extent = 64 : i64} {
   %c0 = arith.constant 0 : index
@@ -644,5 +645,39 @@ func.func @all_true(%id: index, %count: index, %in: memref<100000xi1>, %out: mem
 func.func @attention_symbolic_queries(%id: index, %count: index, %q: memref<1x2x?x64xf32>, %k: memref<1x2x?x64xf32>, %v: memref<1x2x?x64xf32>, %out: memref<1x2x?x64xf32>, %lse: memref<1x2x?xf32>)
     attributes {kiln_kernel.kernel = "attention_symbolic_queries", kiln_kernel.workgroup_extent = 2 : i64} {
   kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.125 : f64, is_causal = true} : memref<1x2x?x64xf32>, memref<1x2x?x64xf32>, memref<1x2x?x64xf32> into memref<1x2x?x64xf32>, memref<1x2x?xf32>
+  return
+}
+
+// -----
+
+// Two reductions in one kernel: the second runs after the barrier that
+// ends the first, so it takes the first's partials buffer again instead
+// of workgroup memory of its own.
+// CHECK-LABEL: func.func @two_sums_share_their_partials
+// CHECK: %[[PARTIALS:.*]] = memref.alloc() : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloc
+// CHECK: memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}]
+// CHECK: memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}]
+// CHECK: memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+func.func @two_sums_share_their_partials(%id: index, %count: index, %in: memref<1000xf32>,
+                                         %first: memref<f32>, %second: memref<f32>)
+    attributes {kiln_kernel.kernel = "two_sums_share_their_partials", kiln_kernel.workgroup_extent = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1000 = arith.constant 1000 : index
+  scf.for %i = %c0 to %c1000 step %c1 {
+    %x = memref.load %in[%i] : memref<1000xf32>
+    %acc = memref.load %first[] : memref<f32>
+    %s = arith.addf %acc, %x fastmath<reassoc> : f32
+    memref.store %s, %first[] : memref<f32>
+  }
+  scf.for %i = %c0 to %c1000 step %c1 {
+    %x = memref.load %in[%i] : memref<1000xf32>
+    %acc = memref.load %second[] : memref<f32>
+    %m = arith.maximumf %acc, %x : f32
+    memref.store %m, %second[] : memref<f32>
+  }
   return
 }

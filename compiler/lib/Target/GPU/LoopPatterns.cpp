@@ -102,6 +102,61 @@ static TypedAttr reductionIdentity(Operation *combine, Type type) {
   return value ? b.getIntegerAttr(intType, *value) : TypedAttr();
 }
 
+/// Whether a selection's parts come from where Mapping.h says: no
+/// candidate from an accumulator, and the condition from the candidates
+/// and the accumulators alone (selectConditionOps).
+static bool selectionIsClosed(const Reduction &reduction) {
+  Block *body = scf::ForOp(reduction.nest.back()).getBody();
+  for (const Accumulator &accumulator : reduction.accumulators) {
+    if (!isa<arith::SelectOp>(accumulator.combine))
+      return false;
+    // The candidate's computation in the innermost body.
+    SmallVector<Value> pending{accumulator.candidate};
+    DenseSet<Operation *> seen;
+    while (!pending.empty()) {
+      Operation *def = pending.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != body || !seen.insert(def).second)
+        continue;
+      if (llvm::any_of(reduction.accumulators,
+                       [&](const Accumulator &a) { return def == a.load; }))
+        return false;
+      llvm::append_range(pending, def->getOperands());
+    }
+  }
+  return selectConditionOps(reduction).has_value();
+}
+
+std::optional<SmallVector<Operation *>>
+kiln::gpu::selectConditionOps(const Reduction &reduction) {
+  Operation *outer = reduction.nest.front();
+  Block *body = scf::ForOp(reduction.nest.back()).getBody();
+  auto isLeaf = [&](Value value) {
+    return !outer->isAncestor(value.getParentRegion()->getParentOp()) ||
+           llvm::any_of(reduction.accumulators, [&](const Accumulator &a) {
+             return value == a.candidate || value == memref::LoadOp(a.load).getResult();
+           });
+  };
+  DenseSet<Operation *> slice;
+  SmallVector<Value> pending{reduction.selectCondition};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    if (isLeaf(value))
+      continue;
+    Operation *def = value.getDefiningOp();
+    // An induction variable, another load or anything else the partials
+    // of other iterations do not carry.
+    if (!def || def->getBlock() != body || !isPure(def) || def->getNumRegions())
+      return std::nullopt;
+    if (slice.insert(def).second)
+      llvm::append_range(pending, def->getOperands());
+  }
+  SmallVector<Operation *> ordered;
+  for (Operation &op : body->without_terminator())
+    if (slice.contains(&op))
+      ordered.push_back(&op);
+  return ordered;
+}
+
 std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
   Reduction reduction;
   scf::ForOp loop = outer;
@@ -142,22 +197,37 @@ std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
     Accumulator accumulator;
     accumulator.store = store;
     Operation *combine = store.getValueToStore().getDefiningOp();
-    if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2 ||
-        combine->getNumResults() != 1 || !combine->getResult(0).hasOneUse())
+    if (!combine || combine->getBlock() != body || combine->getNumResults() != 1 ||
+        !combine->getResult(0).hasOneUse())
       return std::nullopt;
-    for (unsigned i : {0u, 1u}) {
-      auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
-      if (load && load.getMemRef() == store.getMemRef() &&
-          load.getIndices() == store.getIndices() &&
-          load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
-        accumulator.load = load;
+    auto accumulatorLoad = [&](Value value) {
+      auto load = value.getDefiningOp<memref::LoadOp>();
+      return load && load.getMemRef() == store.getMemRef() &&
+                     load.getIndices() == store.getIndices()
+                 ? load
+                 : memref::LoadOp();
+    };
+    if (auto select = dyn_cast<arith::SelectOp>(combine)) {
+      if (reduction.selectCondition && reduction.selectCondition != select.getCondition())
+        return std::nullopt;
+      reduction.selectCondition = select.getCondition();
+      accumulator.load = accumulatorLoad(select.getFalseValue());
+      accumulator.candidate = select.getTrueValue();
+    } else if (combine->getNumOperands() == 2) {
+      for (unsigned i : {0u, 1u}) {
+        memref::LoadOp load = accumulatorLoad(combine->getOperand(i));
+        if (load && load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
+          accumulator.load = load;
+      }
+      accumulator.identity = reductionIdentity(combine, store.getValueToStore().getType());
     }
     if (!accumulator.load)
       return std::nullopt;
     accumulator.combine = combine;
-    accumulator.identity = reductionIdentity(combine, store.getValueToStore().getType());
     reduction.accumulators.push_back(accumulator);
   }
+  if (reduction.selects() && !selectionIsClosed(reduction))
+    return std::nullopt;
   // No other read of an accumulator's buffer inside: the values combined
   // must not depend on them.
   bool readsAccumulator = false;

@@ -269,8 +269,8 @@ struct GpuMapWorkgroupsPass
         b, loc, workgroup, workgroupCount, extent, rows, queryBlockColumns);
     Value begin = share.begin, end = share.end;
 
-    // Workgroup memory the cooperative reductions may still take.
-    int64_t sharedLeft = sharedBytes;
+    // What workgroup memory the strategies may still take.
+    WorkgroupMemory memory(&entry, sharedBytes);
     // What was done, in order, each phrase once.
     SmallVector<std::string> strategies;
     auto note = [&](std::string phrase) {
@@ -278,15 +278,16 @@ struct GpuMapWorkgroupsPass
         strategies.push_back(std::move(phrase));
     };
     for (Operation *op : topLevel) {
+      memory.startOp();
       if (auto attention = dyn_cast<kiln::kernel::AttentionOp>(op)) {
         auto blocks = attentionBlocks.find(op);
         std::optional<AttentionBlockShape> shape;
         if (blocks != attentionBlocks.end() &&
-            attentionBlockBytes(attention, blocks->second) <= sharedLeft)
+            attentionBlockBytes(attention, blocks->second) <= memory.bytesLeft())
           shape = blocks->second;
         FailureOr<Operation *> mapped =
             mapAttention(attention, shape, values, begin, end, share.columnBegin,
-                         share.columnEnd, queryBlockColumns, sharedLeft, note);
+                         share.columnEnd, queryBlockColumns, memory, note);
         if (failed(mapped))
           return failure();
         b.setInsertionPointAfter(*mapped);
@@ -301,8 +302,8 @@ struct GpuMapWorkgroupsPass
       std::optional<Reduction> rowReduction, scalar;
       std::optional<SmallVector<scf::ParallelOp>> steps;
       std::optional<ApartNest> apartNest;
-      if (matmul != matmuls.end() && tileBytes(matmul->second) <= sharedLeft) {
-        sharedLeft -= tileBytes(matmul->second);
+      if (matmul != matmuls.end() && tileBytes(matmul->second) <= memory.bytesLeft()) {
+        memory.reserve(tileBytes(matmul->second));
         const MatmulTileShape &shape = matmul->second.shape;
         note("matmul tiles " + std::to_string(shape.rows) + "x" +
                           std::to_string(shape.columns) + "x" + std::to_string(shape.depth) +
@@ -310,20 +311,17 @@ struct GpuMapWorkgroupsPass
                           std::to_string(shape.threadColumns) + " per thread)");
         op = tileMatmul(matmul->second, values, begin, end);
       } else if (loop && (rowReduction = cooperativeRowReduction(loop, splitRows, rows, threads,
-                                                                   sharedLeft))) {
-        sharedLeft -= partialBytes(*rowReduction, threads);
-        note(std::string("row reductions over the workgroup") +
-             (combinesBySubgroups(*rowReduction, values) ? ", by subgroups" : ""));
-        op = reduceRowsAcrossThreads(loop, *rowReduction, values, begin, end);
+                                                                   memory))) {
+        note("row reductions over the workgroup" + combiningPhrase(*rowReduction, values));
+        op = reduceRowsAcrossThreads(loop, *rowReduction, values, memory, begin, end);
       } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
         note("a thread per element");
         op = spreadOverThreads(loop, values.thread, values.threadCount, begin, end);
       } else if (!splitRows && isa<scf::ForOp>(op) &&
-                 (scalar = scalarReduction(cast<scf::ForOp>(op), threads, sharedLeft))) {
-        sharedLeft -= partialBytes(*scalar, threads);
-        note(std::string("a reduction into one element over the workgroup") +
-             (combinesBySubgroups(*scalar, values) ? ", by subgroups" : ""));
-        op = reduceAcrossThreads(*scalar, values);
+                 (scalar = scalarReduction(cast<scf::ForOp>(op), threads, memory))) {
+        note("a reduction into one element over the workgroup" +
+             combiningPhrase(*scalar, values));
+        op = reduceAcrossThreads(*scalar, values, memory);
       } else if (auto serial = dyn_cast<scf::ForOp>(op);
                  serial && (steps = parallelSteps(serial))) {
         note("a sequential loop, each of its steps over the threads");
@@ -379,10 +377,10 @@ struct GpuMapWorkgroupsPass
                                              std::optional<AttentionBlockShape> shape,
                                              const ThreadValues &values, Value begin, Value end,
                                              Value firstColumn, Value lastColumn,
-                                             int64_t columns, int64_t &sharedLeft,
+                                             int64_t columns, WorkgroupMemory &memory,
                                              function_ref<void(std::string)> note) {
     if (shape) {
-      sharedLeft -= attentionBlockBytes(op, *shape);
+      memory.reserve(attentionBlockBytes(op, *shape));
       note("attention by blocks of " + std::to_string(shape->queries) + " queries and tiles of " +
            std::to_string(shape->keys) + " keys through workgroup memory" +
            (firstColumn ? ", the blocks over the grid" : ""));
@@ -395,14 +393,24 @@ struct GpuMapWorkgroupsPass
     return spreadOverThreads(*loop, values.thread, values.threadCount, begin, end);
   }
 
+  /// How a reduction over the workgroup combines its threads' partials,
+  /// for the strategy's phrase.
+  static std::string combiningPhrase(const Reduction &reduction, const ThreadValues &values) {
+    if (reduction.selects())
+      return ", a chunk per thread in order";
+    return combinesBySubgroups(reduction, values) ? ", by subgroups" : "";
+  }
+
   /// The row reduction `loop` is, when a workgroup's threads should share
   /// each row's reduction: few rows per workgroup, long rows, a combine
-  /// that may be reordered, and workgroup memory for the partials.
+  /// that may be reordered or a selection, and workgroup memory for the
+  /// partials.
   static std::optional<Reduction> cooperativeRowReduction(scf::ParallelOp loop, bool splitRows,
                                                           int64_t rows, int64_t threads,
-                                                          int64_t sharedLeft) {
+                                                          const WorkgroupMemory &memory) {
     std::optional<Reduction> reduction = matchRowReduction(loop);
-    if (!reduction || !reduction->reorderable() || !iterationsWriteApart(loop))
+    if (!reduction || !(reduction->reorderable() || reduction->selects()) ||
+        !iterationsWriteApart(loop))
       return std::nullopt;
     auto iterations = iterationsPerWorkgroup(loop, splitRows, rows);
     if (!iterations || *iterations * kRowsPerCooperativeFraction > threads)
@@ -410,19 +418,19 @@ struct GpuMapWorkgroupsPass
     auto trips = constantTrips(*reduction);
     if (trips && *trips < kMinCooperativeTrips)
       return std::nullopt;
-    if (partialBytes(*reduction, threads) > sharedLeft)
+    if (memory.bytesToTake(partialTypes(*reduction), threads) > memory.bytesLeft())
       return std::nullopt;
     return reduction;
   }
 
   /// The reduction into one element `outer` is, when the workgroup's
-  /// threads may share it: a combine that may be reordered, and workgroup
-  /// memory for the partials.
+  /// threads may share it: a combine that may be reordered or a
+  /// selection, and workgroup memory for the partials.
   static std::optional<Reduction> scalarReduction(scf::ForOp outer, int64_t threads,
-                                                  int64_t sharedLeft) {
+                                                  const WorkgroupMemory &memory) {
     std::optional<Reduction> reduction = matchReduction(outer);
-    if (!reduction || !reduction->reorderable() ||
-        partialBytes(*reduction, threads) > sharedLeft)
+    if (!reduction || !(reduction->reorderable() || reduction->selects()) ||
+        memory.bytesToTake(partialTypes(*reduction), threads) > memory.bytesLeft())
       return std::nullopt;
     return reduction;
   }

@@ -43,23 +43,43 @@ bool iterationsWriteApart(mlir::scf::ParallelOp loop);
 /// nest), combines it with a value that does not depend on it, and stores
 /// the result back, writing nothing else. A layer norm's statistics have
 /// two accumulators (the sum and the sum of squares); a sum, one.
+///
+/// A selection keeps one of the iterations instead (an argmax's value and
+/// index): every accumulator stores `select(c, candidate, accumulator)`
+/// with one condition c, computed from the candidates and the accumulators
+/// alone, the candidates from neither accumulator.
 struct Accumulator {
   mlir::memref::LoadOp load;
   mlir::memref::StoreOp store;
   mlir::Operation *combine;
   /// The combine's identity where reordering it is allowed, else null.
   mlir::TypedAttr identity;
+  /// In a selection, the value the accumulator takes when c holds.
+  mlir::Value candidate;
+
+  mlir::Type type() const { return mlir::memref::LoadOp(load).getType(); }
 };
 struct Reduction {
   llvm::SmallVector<mlir::scf::ForOp> nest; // outermost first
   llvm::SmallVector<Accumulator> accumulators;
+  /// A selection's condition c; null for combines.
+  mlir::Value selectCondition;
 
   /// Whether the accumulators' combines may be reordered (each has an
   /// identity): what spreading the reduction over threads needs.
   bool reorderable() const;
+  /// Whether it is a selection: its threads may share it in order (a
+  /// chunk of iterations each, the chunks' choices folded in order).
+  bool selects() const { return bool(selectCondition); }
 };
 
 std::optional<Reduction> matchReduction(mlir::scf::ForOp outer);
+
+/// The ops of the innermost body that compute a selection's condition from
+/// its leaves (the candidates, the accumulators' loads, values from outside
+/// the nest), in order; nullopt where it needs anything else.
+std::optional<llvm::SmallVector<mlir::Operation *>>
+selectConditionOps(const Reduction &reduction);
 
 /// A loop over rows that reduces each (a softmax's max and sum, a norm's
 /// statistics, a matmul's dot products): a top-level scf.parallel whose
@@ -107,6 +127,39 @@ llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location lo
 mlir::Value workgroupBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                             int64_t elements);
 
+/// A kernel's workgroup memory. Its top-level ops run one after another
+/// with a barrier after each, so an op may take buffers that earlier ops
+/// took, of the same element type and size: a kernel of many reductions
+/// needs the partials of one.
+class WorkgroupMemory {
+public:
+  /// `bytes` of workgroup memory; buffers are allocated at the start of
+  /// `entry`, the kernel's body, where they dominate every op.
+  WorkgroupMemory(mlir::Block *entry, int64_t bytes) : entry(entry), left(bytes) {}
+
+  /// Bytes not yet taken.
+  int64_t bytesLeft() const { return left; }
+  /// Takes `bytes` for buffers of the caller's own, never shared.
+  void reserve(int64_t bytes) { left -= bytes; }
+  /// Starts the next top-level op: the buffers earlier ops took are free
+  /// for it.
+  void startOp() { takenByOp.clear(); }
+  /// The bytes that take(types, elements) would add.
+  int64_t bytesToTake(llvm::ArrayRef<mlir::Type> types, int64_t elements) const;
+  /// A buffer of `elements` values of each of `types` for the current op,
+  /// free ones reused.
+  llvm::SmallVector<mlir::Value> take(mlir::Location loc, llvm::ArrayRef<mlir::Type> types,
+                                      int64_t elements);
+
+private:
+  using BufferShape = std::pair<mlir::Type, int64_t>;
+  mlir::Block *entry;
+  mlir::Operation *lastAllocation = nullptr;
+  int64_t left;
+  llvm::DenseMap<BufferShape, llvm::SmallVector<mlir::Value>> pool;
+  llvm::DenseMap<BufferShape, unsigned> takenByOp;
+};
+
 /// Nested scf.for over `loop`'s dimensions [0, count) with its bounds, run
 /// by every thread alike; `mapping` takes each induction variable to its
 /// loop's and `b` is left inside the innermost. Returns the outermost, or
@@ -114,10 +167,10 @@ mlir::Value workgroupBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t
 mlir::Operation *serialLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::ParallelOp loop,
                              unsigned count, mlir::IRMapping &mapping);
 
-/// Bytes of workgroup memory a reduction's partials over `threads` threads
-/// take (booleans' as 32-bit integers: Vulkan's workgroup memory has no
-/// 1-bit elements).
-int64_t partialBytes(const Reduction &reduction, int64_t threads);
+/// The element types of a reduction's partials in workgroup memory, a
+/// buffer of one per thread each (booleans as 32-bit integers: Vulkan's
+/// workgroup memory has no 1-bit elements).
+llvm::SmallVector<mlir::Type> partialTypes(const Reduction &reduction);
 
 /// Whether reduceAcrossThreads and reduceRowsAcrossThreads combine the
 /// reduction's partials by subgroups (else by the tree).
@@ -130,16 +183,20 @@ bool combinesBySubgroups(const Reduction &reduction, const ThreadValues &values)
 /// combines that have a subgroup reduction, each subgroup reduces its
 /// threads' partials, the first subgroup those of the subgroups (two
 /// barriers); otherwise the partials meet in workgroup memory and fold in a
-/// tree (log2 T rounds with a barrier after each). Returns the last op.
-mlir::Operation *reduceAcrossThreads(Reduction &reduction, const ThreadValues &values);
+/// tree (log2 T rounds with a barrier after each). A selection's threads
+/// fold chunks of consecutive iterations instead, which merge in thread
+/// order in log2 T rounds, so that it keeps the iteration the loop keeps
+/// (an argmax's first extreme). Returns the last op.
+mlir::Operation *reduceAcrossThreads(Reduction &reduction, const ThreadValues &values,
+                                     WorkgroupMemory &memory);
 
 /// A row reduction whose rows the workgroup's threads take one at a time,
 /// all of them sharing each row's reduction as reduceAcrossThreads does
 /// (the rows clamped to [begin, end) when set). Returns the loop over the
 /// rows.
 mlir::Operation *reduceRowsAcrossThreads(mlir::scf::ParallelOp loop, Reduction &reduction,
-                                         const ThreadValues &values, mlir::Value begin,
-                                         mlir::Value end);
+                                         const ThreadValues &values, WorkgroupMemory &memory,
+                                         mlir::Value begin, mlir::Value end);
 
 /// A perfect nest of scf.for (outermost first, bounds from outside it,
 /// carrying nothing) that writes only by stores, some of whose loops write

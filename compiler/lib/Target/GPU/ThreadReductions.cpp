@@ -1,7 +1,8 @@
 // Reductions shared over a workgroup's threads: each thread folds its share
 // of the iterations into partials from the combines' identities, which
 // combine by subgroups (where the target has them and the combine is a
-// subgroup reduction) or meet in workgroup memory and fold in a tree (see
+// subgroup reduction) or meet in workgroup memory and fold in a tree; a
+// selection's threads take chunks in order and merge them in order (see
 // Mapping.h).
 #include "Mapping.h"
 
@@ -31,22 +32,79 @@ Value loadPartial(OpBuilder &b, Location loc, Type type, Value partials, Value a
   return value.getType() == type ? value : arith::TruncIOp::create(b, loc, type, value);
 }
 
-/// The reduction nest again at `b`, each thread folding every T-th
-/// iteration of its outer loop into partials that start at the combines'
-/// identities; `mapping` gives the values the nest uses from outside.
-/// Returns the partials, one per accumulator.
+/// `current` after a selection considers `candidates` (one value per
+/// accumulator each): the condition cloned from the nest, then a select per
+/// accumulator.
+SmallVector<Value> selectInto(OpBuilder &b, Location loc, const Reduction &reduction,
+                              ValueRange current, ValueRange candidates) {
+  IRMapping mapping;
+  for (auto [accumulator, value, candidate] :
+       llvm::zip(reduction.accumulators, current, candidates)) {
+    mapping.map(memref::LoadOp(accumulator.load).getResult(), value);
+    mapping.map(accumulator.candidate, candidate);
+  }
+  std::optional<SmallVector<Operation *>> conditionOps = selectConditionOps(reduction);
+  for (Operation *op : *conditionOps)
+    b.clone(*op, mapping);
+  Value condition = mapping.lookupOrDefault(reduction.selectCondition);
+  SmallVector<Value> selected;
+  for (auto [value, candidate] : llvm::zip(current, candidates))
+    selected.push_back(arith::SelectOp::create(b, loc, condition, candidate, value));
+  return selected;
+}
+
+/// The partials a thread's share starts from: the combines' identities, or
+/// for a selection, placeholders and a false "has chosen" flag after them.
+SmallVector<Value> initialPartials(OpBuilder &b, Location loc, const Reduction &reduction) {
+  SmallVector<Value> initial;
+  for (const Accumulator &accumulator : reduction.accumulators)
+    initial.push_back(arith::ConstantOp::create(
+        b, loc, reduction.selects() ? cast<TypedAttr>(b.getZeroAttr(accumulator.type()))
+                                    : accumulator.identity));
+  if (reduction.selects())
+    initial.push_back(arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0));
+  return initial;
+}
+
+/// The bounds of thread t's chunk of a loop from `lb` to `ub` by `step`:
+/// the t-th of T runs of ceil(trips / T) iterations, so that the chunks
+/// follow each other in thread order.
+std::pair<Value, Value> chunkBounds(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+                                    const ThreadValues &values) {
+  Value trips;
+  tripCounts(b, loc, lb, ub, step, trips);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value chunk = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, trips,
+                            arith::SubIOp::create(b, loc, values.threadCount, one)),
+      values.threadCount);
+  Value first = arith::MulIOp::create(b, loc, values.thread, chunk);
+  Value last = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, chunk), trips);
+  auto at = [&](Value iteration) {
+    return arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, iteration, step));
+  };
+  return {at(first), at(last)};
+}
+
+/// The reduction nest again at `b`, each thread folding its share of the
+/// iterations of the outer loop into partials (initialPartials): every T-th
+/// iteration where the combines may be reordered, else a chunk in order,
+/// the selection taking each iteration's candidates once it has chosen and
+/// the first iteration's before. `mapping` gives the values the nest uses
+/// from outside. Returns the partials.
 SmallVector<Value> foldThreadShare(OpBuilder &b, Location loc, Reduction &reduction,
                                    IRMapping &mapping, const ThreadValues &values) {
-  SmallVector<Value> identities;
-  for (Accumulator &accumulator : reduction.accumulators)
-    identities.push_back(arith::ConstantOp::create(b, loc, accumulator.identity));
+  bool inOrder = reduction.selects();
   std::function<SmallVector<Value>(unsigned, ValueRange)> rebuild =
       [&](unsigned level, ValueRange partials) -> SmallVector<Value> {
     scf::ForOp old = reduction.nest[level];
     Value lb = mapping.lookupOrDefault(old.getLowerBound());
     Value ub = mapping.lookupOrDefault(old.getUpperBound());
     Value step = mapping.lookupOrDefault(old.getStep());
-    if (level == 0) {
+    if (level == 0 && inOrder) {
+      std::tie(lb, ub) = chunkBounds(b, loc, lb, ub, step, values);
+    } else if (level == 0) {
       lb = arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, values.thread, step));
       step = arith::MulIOp::create(b, loc, step, values.threadCount);
     }
@@ -73,11 +131,19 @@ SmallVector<Value> foldThreadShare(OpBuilder &b, Location loc, Reduction &reduct
       }
       for (Accumulator &accumulator : reduction.accumulators)
         results.push_back(mapping.lookup(accumulator.combine->getResult(0)));
+      if (inOrder) {
+        Value chosen = carried.back();
+        for (size_t i = 0; i < results.size(); ++i)
+          results[i] = arith::SelectOp::create(
+              b, loc, chosen, results[i],
+              mapping.lookupOrDefault(reduction.accumulators[i].candidate));
+        results.push_back(arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+      }
     }
     scf::YieldOp::create(b, loc, results);
     return SmallVector<Value>(loop.getResults());
   };
-  return rebuild(0, identities);
+  return rebuild(0, initialPartials(b, loc, reduction));
 }
 
 /// `combine(lhs, rhs)`, cloned from an accumulator's combining op.
@@ -85,16 +151,6 @@ Value combine(OpBuilder &b, const Accumulator &accumulator, Value lhs, Value rhs
   Operation *combined = b.clone(*accumulator.combine);
   combined->setOperands({lhs, rhs});
   return combined->getResult(0);
-}
-
-/// Workgroup arrays for the partials, one element per thread.
-SmallVector<Value> allocatePartials(OpBuilder &b, Location loc, const Reduction &reduction,
-                                    int64_t threads) {
-  SmallVector<Value> buffers;
-  for (const Accumulator &accumulator : reduction.accumulators)
-    buffers.push_back(
-        workgroupBuffer(b, loc, partialType(accumulator.identity.getType()), threads));
-  return buffers;
 }
 
 /// Each accumulator's combine folded with the reduction's total,
@@ -132,7 +188,7 @@ void combineByTree(OpBuilder &b, Location loc, Reduction &reduction, ArrayRef<Va
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(round.thenBlock()->getTerminator());
       for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers)) {
-        Type type = accumulator.identity.getType();
+        Type type = accumulator.type();
         Value mine = loadPartial(b, loc, type, buffer, values.thread);
         Value theirs = loadPartial(b, loc, type, buffer, other);
         storePartial(b, loc, combine(b, accumulator, mine, theirs), buffer, values.thread);
@@ -146,10 +202,89 @@ void combineByTree(OpBuilder &b, Location loc, Reduction &reduction, ArrayRef<Va
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   SmallVector<Value> totals;
   for (auto [accumulator, buffer] : llvm::zip(reduction.accumulators, buffers))
-    totals.push_back(loadPartial(b, loc, accumulator.identity.getType(), buffer, zero));
+    totals.push_back(loadPartial(b, loc, accumulator.type(), buffer, zero));
   foldIntoAccumulators(b, loc, reduction, totals, mapping);
   // The next reduction's partials overwrite only what thread 0 no longer
   // reads: buffer[0] is thread 0's own.
+}
+
+/// Thread `mine`'s partials of a selection followed by `theirs`, whose
+/// chunk comes after: theirs considered as candidates, where both have
+/// chosen.
+SmallVector<Value> mergeInOrder(OpBuilder &b, Location loc, const Reduction &reduction,
+                                ArrayRef<Value> mine, ArrayRef<Value> theirs) {
+  Value myChoice = mine.back(), theirChoice = theirs.back();
+  SmallVector<Value> selected =
+      selectInto(b, loc, reduction, mine.drop_back(), theirs.drop_back());
+  SmallVector<Value> merged;
+  for (auto [value, selection, their] : llvm::zip(mine.drop_back(), selected, theirs.drop_back()))
+    merged.push_back(arith::SelectOp::create(
+        b, loc, theirChoice, arith::SelectOp::create(b, loc, myChoice, selection, their), value));
+  merged.push_back(arith::OrIOp::create(b, loc, myChoice, theirChoice));
+  return merged;
+}
+
+/// A selection's partials combined in thread order: into workgroup
+/// memory, then rounds in which thread t, a multiple of 2s, merges in
+/// t + s (s = 1, 2, 4, ...), so that each merge joins adjacent runs of
+/// chunks in order; thread 0 has the workgroup's choice, which its
+/// accumulators consider as one more candidate (at their indices through
+/// `mapping`).
+void combineInOrder(OpBuilder &b, Location loc, Reduction &reduction, ArrayRef<Value> partials,
+                    ArrayRef<Value> buffers, IRMapping &mapping, const ThreadValues &values) {
+  SmallVector<Type> types;
+  for (Value partial : partials)
+    types.push_back(partial.getType());
+  auto loadAll = [&](Value at) {
+    SmallVector<Value> loaded;
+    for (auto [type, buffer] : llvm::zip(types, buffers))
+      loaded.push_back(loadPartial(b, loc, type, buffer, at));
+    return loaded;
+  };
+  for (auto [partial, buffer] : llvm::zip(partials, buffers))
+    storePartial(b, loc, partial, buffer, values.thread);
+  ::mlir::gpu::BarrierOp::create(b, loc);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  for (int64_t span = 1; span < values.threads; span *= 2) {
+    Value mask = arith::ConstantIndexOp::create(b, loc, 2 * span - 1);
+    Value other =
+        arith::AddIOp::create(b, loc, values.thread, arith::ConstantIndexOp::create(b, loc, span));
+    Value merges = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                              arith::AndIOp::create(b, loc, values.thread, mask), zero),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, other, values.threadCount));
+    auto round = scf::IfOp::create(b, loc, merges, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(round.thenBlock()->getTerminator());
+      SmallVector<Value> mine = loadAll(values.thread);
+      SmallVector<Value> theirs = loadAll(other);
+      for (auto [value, buffer] : llvm::zip(mergeInOrder(b, loc, reduction, mine, theirs), buffers))
+        storePartial(b, loc, value, buffer, values.thread);
+    }
+    ::mlir::gpu::BarrierOp::create(b, loc);
+  }
+  auto first = scf::IfOp::create(b, loc, values.isFirstThread, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(first.thenBlock()->getTerminator());
+  SmallVector<Value> total = loadAll(zero);
+  auto chosen = scf::IfOp::create(b, loc, total.back(), /*withElse=*/false);
+  b.setInsertionPoint(chosen.thenBlock()->getTerminator());
+  SmallVector<Value> current;
+  for (Accumulator &accumulator : reduction.accumulators) {
+    SmallVector<Value> indices;
+    for (Value index : accumulator.store.getIndices())
+      indices.push_back(mapping.lookupOrDefault(index));
+    current.push_back(memref::LoadOp::create(b, loc, accumulator.store.getMemRef(), indices));
+  }
+  SmallVector<Value> selected =
+      selectInto(b, loc, reduction, current, ArrayRef<Value>(total).drop_back());
+  for (auto [accumulator, value, load] : llvm::zip(reduction.accumulators, selected, current))
+    memref::StoreOp::create(b, loc, value, accumulator.store.getMemRef(),
+                            cast<memref::LoadOp>(load.getDefiningOp()).getIndices());
+  // As in the tree, the next reduction's partials overwrite only what
+  // thread 0 no longer reads.
 }
 
 using SubgroupKind = ::mlir::gpu::AllReduceOperation;
@@ -158,7 +293,7 @@ using SubgroupKind = ::mlir::gpu::AllReduceOperation;
 /// 32-bit types (and booleans, as 32-bit integers) that every Vulkan device
 /// reduces over subgroups: other widths need shaderSubgroupExtendedTypes.
 std::optional<SubgroupKind> subgroupKind(const Accumulator &accumulator) {
-  Type type = accumulator.identity.getType();
+  Type type = accumulator.type();
   bool boolean = type.isInteger(1);
   if (!type.isF32() && !type.isInteger(32) && !boolean)
     return std::nullopt;
@@ -268,7 +403,7 @@ void combineBySubgroups(OpBuilder &b, Location loc, Reduction &reduction,
       SmallVector<Value> folded;
       for (auto [accumulator, buffer, carried] :
            llvm::zip(reduction.accumulators, buffers, gather.getRegionIterArgs())) {
-        Value theirs = loadPartial(b, loc, accumulator.identity.getType(), buffer,
+        Value theirs = loadPartial(b, loc, accumulator.type(), buffer,
                                    gather.getInductionVar());
         folded.push_back(combine(b, accumulator, carried, theirs));
       }
@@ -284,13 +419,15 @@ void combineBySubgroups(OpBuilder &b, Location loc, Reduction &reduction,
   ::mlir::gpu::BarrierOp::create(b, loc);
 }
 
-/// The partials combined across the threads, by subgroups where the
-/// target and the combines allow, else by the tree.
+/// The partials combined across the threads: a selection's in order, else
+/// by subgroups where the target and the combines allow, else by the tree.
 void combineAcrossThreads(OpBuilder &b, Location loc, Reduction &reduction,
                           ArrayRef<Value> partials, ArrayRef<Value> buffers, IRMapping &mapping,
                           const ThreadValues &values) {
   std::optional<SmallVector<SubgroupKind>> kinds;
-  if (values.subgroups && (kinds = subgroupKinds(reduction)))
+  if (reduction.selects())
+    combineInOrder(b, loc, reduction, partials, buffers, mapping, values);
+  else if (values.subgroups && (kinds = subgroupKinds(reduction)))
     combineBySubgroups(b, loc, reduction, *kinds, partials, buffers, mapping);
   else
     combineByTree(b, loc, reduction, partials, buffers, mapping, values);
@@ -302,21 +439,22 @@ bool kiln::gpu::combinesBySubgroups(const Reduction &reduction, const ThreadValu
   return values.subgroups && subgroupKinds(reduction).has_value();
 }
 
-int64_t kiln::gpu::partialBytes(const Reduction &reduction, int64_t threads) {
-  int64_t bytes = 0;
+SmallVector<Type> kiln::gpu::partialTypes(const Reduction &reduction) {
+  SmallVector<Type> types;
   for (const Accumulator &accumulator : reduction.accumulators)
-    bytes += threads *
-             llvm::divideCeil(partialType(accumulator.identity.getType()).getIntOrFloatBitWidth(),
-                              8);
-  return bytes;
+    types.push_back(partialType(accumulator.type()));
+  if (reduction.selects()) // the "has chosen" flags
+    types.push_back(partialType(IntegerType::get(reduction.nest.front()->getContext(), 1)));
+  return types;
 }
 
-Operation *kiln::gpu::reduceAcrossThreads(Reduction &reduction, const ThreadValues &values) {
+Operation *kiln::gpu::reduceAcrossThreads(Reduction &reduction, const ThreadValues &values,
+                                          WorkgroupMemory &memory) {
   scf::ForOp outer = reduction.nest.front();
   OpBuilder b(outer);
   Location loc = outer.getLoc();
   IRMapping mapping;
-  SmallVector<Value> buffers = allocatePartials(b, loc, reduction, values.threads);
+  SmallVector<Value> buffers = memory.take(loc, partialTypes(reduction), values.threads);
   SmallVector<Value> partials = foldThreadShare(b, loc, reduction, mapping, values);
   combineAcrossThreads(b, loc, reduction, partials, buffers, mapping, values);
   Operation *last = &*std::prev(b.getInsertionPoint());
@@ -325,13 +463,13 @@ Operation *kiln::gpu::reduceAcrossThreads(Reduction &reduction, const ThreadValu
 }
 
 Operation *kiln::gpu::reduceRowsAcrossThreads(scf::ParallelOp loop, Reduction &reduction,
-                                              const ThreadValues &values, Value begin,
-                                              Value end) {
+                                              const ThreadValues &values,
+                                              WorkgroupMemory &memory, Value begin, Value end) {
   if (begin)
     clampFirstDim(loop, begin, end);
   OpBuilder b(loop);
   Location loc = loop.getLoc();
-  SmallVector<Value> buffers = allocatePartials(b, loc, reduction, values.threads);
+  SmallVector<Value> buffers = memory.take(loc, partialTypes(reduction), values.threads);
   IRMapping mapping;
   Operation *outermost = serialLoops(b, loc, loop, loop.getNumLoops(), mapping);
   scf::ForOp nest = reduction.nest.front();
