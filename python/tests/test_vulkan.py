@@ -134,6 +134,14 @@ OPS = {
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
     "int64_math": (lambda x: (x * 3 + 7) // 2 % 5, lambda: (torch.randint(-100, 100, (33,)),)),
     "cumsum": (lambda x: x.cumsum(-1), lambda: (torch.randn(4, 50),)),
+    # Few rows along a long axis go by blocks (one thread per row would loop
+    # past lavapipe's limit): whole-number floats, whose sums are exact in
+    # any order, so that the answer is eager's bit for bit; an axis in the
+    # middle; int64.
+    "cumsum_by_blocks": (lambda x, middle, i: (x.cumsum(-1), middle.cumsum(1), i.cumsum(-1)),
+                         lambda: (torch.randint(-9, 10, (2, 70000)).float(),
+                                  torch.randint(-9, 10, (2, 5000, 3)).float(),
+                                  torch.randint(-9, 10, (3, 40000)))),
     # 300 steps along the axis, each over 1000 rows: every thread runs the
     # steps, each taking its share of the rows (thread 0 alone would loop
     # 300 x 1000 times, past lavapipe's limit).
@@ -240,6 +248,17 @@ def test_attention_with_a_symbolic_sequence_goes_over_the_grid():
         assert_ran_on_vulkan()
 
 
+def test_scans_by_blocks_with_rows_counted_at_launch():
+    """A symbolic cumsum chooses at launch: few rows by blocks of the axis,
+    many a step at a time. The blocks reassociate the sums (as ATen's CUDA
+    cumsum does), so the tolerance follows the sums' size."""
+    compiled = _compile(lambda x: x.cumsum(-1), dynamic=True)
+    for shape in [(2, 70000), (3, 1000), (300, 400)]:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), x.cumsum(-1), rtol=1e-5, atol=2e-3)
+    assert_ran_on_vulkan()
+
+
 def test_half_precision():
     model = Block().half()
     x = torch.randn(6, 64).half()
@@ -305,22 +324,22 @@ def test_a_failed_compile_dumps_the_stages_before_it(tmp_path):
 
 
 def test_loops_a_device_cuts_short_are_an_error_not_a_wrong_answer():
-    """A scan along 70000 elements runs 70000 iterations in one thread:
-    lavapipe stops an invocation's loops after 65535 iterations in all, and
-    the kernel's check (its loop stopped below its bound) makes that an
-    error naming the kernel. A device that runs loops to their end gives the
-    right answer."""
-    fn = lambda x: x.cumsum(-1)  # noqa: E731
-    x = torch.randn(2, 70000)
+    """A 1-D scatter of 70000 updates (which may meet, so thread 0 runs them
+    alone) runs 70000 iterations in one thread: lavapipe stops an
+    invocation's loops after 65535 iterations in all, and the kernel's check
+    (its loop stopped below its bound) makes that an error naming the
+    kernel. A device that runs loops to their end gives the right answer."""
+    fn = lambda index, src: torch.zeros(10).index_add(0, index, src)  # noqa: E731
+    index, src = torch.randint(0, 10, (70000,)), torch.randn(70000)
     compiled = _compile(fn)
-    compiled(x[:, :100])  # compiles and loads; this size fits
+    compiled(index[:100], src[:100])  # compiles and loads; this size fits
     devices = {e.device for e in kiln.compiler.executables() if e.device.startswith("vulkan")}
     assert len(devices) == 1, devices
     torch._dynamo.reset()
     compiled = _compile(fn)
     if "llvmpipe" not in devices.pop():
-        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-3)
+        torch.testing.assert_close(compiled(index, src), fn(index, src), rtol=1e-4, atol=1e-3)
         return
-    with pytest.raises(RuntimeError, match=r"kernel '\w*cumsum\w*' ended a loop before its last "
+    with pytest.raises(RuntimeError, match=r"kernel '\w*' ended a loop before its last "
                                            r"iteration: the Vulkan device \(llvmpipe"):
-        compiled(x)
+        compiled(index, src)

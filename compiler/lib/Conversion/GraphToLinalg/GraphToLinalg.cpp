@@ -1004,12 +1004,17 @@ LogicalResult lowerCumsum(RewriterBase &rewriter, CumsumOp op) {
         SmallVector<OpFoldResult> offsets = offsetsAt(b, k);
         Value slice = tensor::ExtractSliceOp::create(b, l, sliceType, input, offsets,
                                                      sizes, strides);
-        // running += slice, written over the running slice.
+        // running += slice, written over the running slice. Float sums
+        // may be reassociated, as a reduction's: a GPU scans a long axis
+        // by blocks (as ATen's CUDA cumsum does).
         auto add = linalg::GenericOp::create(
             b, l, TypeRange{sliceType}, ValueRange{slice}, ValueRange{carried[1]},
             ArrayRef<AffineMap>{identity, identity}, iterators, "", "",
             [&](OpBuilder &nb, Location nl, ValueRange a) {
-              linalg::YieldOp::create(nb, nl, addScalar(nb, nl, a[1], a[0]));
+              Value sum = isa<FloatType>(a[1].getType())
+                              ? arith::AddFOp::create(nb, nl, a[1], a[0], reductionFlags(nb))
+                              : addScalar(nb, nl, a[1], a[0]);
+              linalg::YieldOp::create(nb, nl, sum);
             });
         Value running = add.getResult(0);
         Value next = tensor::InsertSliceOp::create(b, l, running, carried[0], offsets, sizes,

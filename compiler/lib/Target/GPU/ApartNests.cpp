@@ -6,20 +6,11 @@
 #include "Mapping.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace kiln::gpu;
 
 namespace {
-
-/// The buffer `memref` views (through subviews, casts, reshapes), itself
-/// when it is not a view.
-Value rootBuffer(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
-}
 
 /// The position of `iv` among `indices` when it appears there exactly once.
 std::optional<unsigned> positionOf(ValueRange indices, Value iv) {

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
@@ -60,10 +61,7 @@ bool kiln::gpu::iterationsWriteApart(scf::ParallelOp loop) {
   return apart;
 }
 
-/// The identity of a combining op, when reordering it is allowed: float
-/// sums and products only with the reassoc flag (the CPU kernels reassociate
-/// them too); min, max and the bitwise ops always.
-static TypedAttr reductionIdentity(Operation *combine, Type type) {
+TypedAttr kiln::gpu::reorderableIdentity(Operation *combine, Type type) {
   Builder b(combine->getContext());
   if (auto fastmath = dyn_cast<arith::ArithFastMathInterface>(combine);
       isa<arith::AddFOp, arith::MulFOp>(combine) &&
@@ -219,7 +217,7 @@ std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
         if (load && load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
           accumulator.load = load;
       }
-      accumulator.identity = reductionIdentity(combine, store.getValueToStore().getType());
+      accumulator.identity = reorderableIdentity(combine, store.getValueToStore().getType());
     }
     if (!accumulator.load)
       return std::nullopt;
@@ -332,6 +330,12 @@ SmallVector<Value> kiln::gpu::delinearize(OpBuilder &b, Location loc, Value flat
                                           unsigned first) {
   return delinearize(b, loc, flat, trips, loop.getLowerBound().slice(first, trips.size()),
                      loop.getStep().slice(first, trips.size()));
+}
+
+Value kiln::gpu::rootBuffer(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
 }
 
 Value kiln::gpu::workgroupBuffer(OpBuilder &b, Location loc, Type type, int64_t elements) {

@@ -300,6 +300,7 @@ struct GpuMapWorkgroupsPass
       auto loop = dyn_cast<scf::ParallelOp>(op);
       auto matmul = matmuls.find(op);
       std::optional<Reduction> rowReduction, scalar;
+      std::optional<Scan> scan;
       std::optional<SmallVector<scf::ParallelOp>> steps;
       std::optional<ApartNest> apartNest;
       if (matmul != matmuls.end() && tileBytes(matmul->second) <= memory.bytesLeft()) {
@@ -323,16 +324,26 @@ struct GpuMapWorkgroupsPass
              combiningPhrase(*scalar, values));
         op = reduceAcrossThreads(*scalar, values, memory);
       } else if (auto serial = dyn_cast<scf::ForOp>(op);
+                 serial && !splitRows && (steps = parallelSteps(serial)) &&
+                 (scan = scanByBlocks(serial, *steps, threads, memory))) {
+        // Few rows (or a count known at launch: then few rows go by blocks
+        // and many a step at a time).
+        std::optional<int64_t> maxRows;
+        if (!constantRows(scan->steps.front()))
+          maxRows = threads / kRowsPerCooperativeFraction;
+        note(maxRows ? "a scan by blocks of its axis over the threads where its rows (counted "
+                       "at launch) are few, else a step at a time"
+                     : "a scan by blocks of its axis over the threads");
+        BlockScan mapped = blockScan(*scan, values, memory, maxRows);
+        if (mapped.stepwise)
+          spreadSteps(*parallelSteps(mapped.stepwise), values);
+        op = mapped.op;
+      } else if (auto serial = dyn_cast<scf::ForOp>(op);
                  serial && (steps = parallelSteps(serial))) {
         note("a sequential loop, each of its steps over the threads");
         if (splitRows)
           clamp(serial, begin, end);
-        for (scf::ParallelOp step : *steps) {
-          Operation *spread = spreadOverThreads(step, values.thread, values.threadCount,
-                                                Value(), Value());
-          b.setInsertionPointAfter(spread);
-          gpu::BarrierOp::create(b, spread->getLoc());
-        }
+        spreadSteps(*steps, values);
       } else if (auto nest = dyn_cast<scf::ForOp>(op);
                  nest && (apartNest = matchApartNest(nest))) {
         note("a loop nest whose writes fall apart by some of its loops, those over the threads, "
@@ -421,6 +432,43 @@ struct GpuMapWorkgroupsPass
     if (memory.bytesToTake(partialTypes(*reduction), threads) > memory.bytesLeft())
       return std::nullopt;
     return reduction;
+  }
+
+  /// Each of a sequential loop's steps spread over the threads, a barrier
+  /// after each.
+  static void spreadSteps(ArrayRef<scf::ParallelOp> steps, const ThreadValues &values) {
+    for (scf::ParallelOp step : steps) {
+      Operation *spread =
+          spreadOverThreads(step, values.thread, values.threadCount, Value(), Value());
+      OpBuilder b(spread->getContext());
+      b.setInsertionPointAfter(spread);
+      gpu::BarrierOp::create(b, spread->getLoc());
+    }
+  }
+
+  /// Whether a loop's iteration count is a constant.
+  static bool constantRows(scf::ParallelOp loop) {
+    for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+      if (!constantTrips(lb, ub, step))
+        return false;
+    return true;
+  }
+
+  /// The scan `loop` is, when its threads should share each row's scan:
+  /// few rows, a long axis, and workgroup memory for the chunks' totals.
+  /// (Many rows go a step at a time, the rows over the threads.)
+  static std::optional<Scan> scanByBlocks(scf::ForOp loop, ArrayRef<scf::ParallelOp> steps,
+                                          int64_t threads, const WorkgroupMemory &memory) {
+    std::optional<Scan> scan = matchScan(loop, steps);
+    if (!scan || (constantRows(steps.front()) &&
+                  iterations(steps.front(), 0, threads) * kRowsPerCooperativeFraction > threads))
+      return std::nullopt;
+    auto trips = constantTrips(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+    if (trips && *trips < kMinCooperativeTrips)
+      return std::nullopt;
+    if (memory.bytesToTake(scan->accumulator.type(), threads + 1) > memory.bytesLeft())
+      return std::nullopt;
+    return scan;
   }
 
   /// The reduction into one element `outer` is, when the workgroup's

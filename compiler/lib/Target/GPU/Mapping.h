@@ -75,6 +75,11 @@ struct Reduction {
 
 std::optional<Reduction> matchReduction(mlir::scf::ForOp outer);
 
+/// The identity of a combining op of `type` values, when reordering it is
+/// allowed: float sums and products only with the reassoc flag (the CPU
+/// kernels reassociate them too); min, max and the bitwise ops always.
+mlir::TypedAttr reorderableIdentity(mlir::Operation *combine, mlir::Type type);
+
 /// The ops of the innermost body that compute a selection's condition from
 /// its leaves (the candidates, the accumulators' loads, values from outside
 /// the nest), in order; nullopt where it needs anything else.
@@ -122,6 +127,17 @@ llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location lo
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc,
                                            mlir::Value flat, llvm::ArrayRef<mlir::Value> trips,
                                            mlir::scf::ParallelOp loop, unsigned first);
+
+/// The bounds of the calling thread's chunk of a loop from `lb` to `ub` by
+/// `step`: the t-th of T runs of ceil(trips / T) iterations, so that the
+/// chunks follow each other in thread order.
+std::pair<mlir::Value, mlir::Value> chunkBounds(mlir::OpBuilder &b, mlir::Location loc,
+                                                mlir::Value lb, mlir::Value ub, mlir::Value step,
+                                                const ThreadValues &values);
+
+/// The buffer `memref` views (through subviews, casts, reshapes), itself
+/// when it is not a view.
+mlir::Value rootBuffer(mlir::Value memref);
 
 /// A buffer of `elements` values of `type` in workgroup memory.
 mlir::Value workgroupBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
@@ -197,6 +213,39 @@ mlir::Operation *reduceAcrossThreads(Reduction &reduction, const ThreadValues &v
 mlir::Operation *reduceRowsAcrossThreads(mlir::scf::ParallelOp loop, Reduction &reduction,
                                          const ThreadValues &values, WorkgroupMemory &memory,
                                          mlir::Value begin, mlir::Value end);
+
+/// A scan along a loop: a sequential scf.for over k whose body is parallel
+/// loops over the same rows (bounds from outside it; views aside), one of
+/// which accumulates, C[rows] = combine(C[rows], v) with a reorderable
+/// combine; the loop reads nothing it writes but the carry C, which only
+/// steps after the accumulation read, each at its rows. A cumsum's loop:
+/// C[r] += x[r, k], then out[r, k] = C[r].
+struct Scan {
+  mlir::scf::ForOp loop;
+  llvm::SmallVector<mlir::scf::ParallelOp> steps;
+  unsigned accumulating; // the position of the accumulation in steps
+  Accumulator accumulator;
+};
+
+/// `loop`, whose body is `steps` (the sequential loop of parallel steps
+/// that kiln-gpu-map-workgroups recognizes), as a Scan, when it is one.
+std::optional<Scan> matchScan(mlir::scf::ForOp loop, llvm::ArrayRef<mlir::scf::ParallelOp> steps);
+
+/// The scan by blocks, its rows one after another: each thread folds a
+/// chunk of the loop's iterations (chunkBounds), thread 0 turns the chunks'
+/// totals into prefixes in workgroup memory, and each thread runs its
+/// chunk's steps again from the carry combined with its prefix, the carry
+/// in a register; thread 0 then adds the row's total to the carry. Four
+/// barriers a row instead of one per iteration. With `maxRows` (the rows'
+/// count known only at launch), that runs where the rows are at most
+/// maxRows, and a copy of the loop, left for the caller, where they are
+/// more.
+struct BlockScan {
+  mlir::Operation *op = nullptr; // the loop over the rows, or the choice
+  mlir::scf::ForOp stepwise;     // the copy, with maxRows
+};
+BlockScan blockScan(Scan &scan, const ThreadValues &values, WorkgroupMemory &memory,
+                    std::optional<int64_t> maxRows);
 
 /// A perfect nest of scf.for (outermost first, bounds from outside it,
 /// carrying nothing) that writes only by stores, some of whose loops write

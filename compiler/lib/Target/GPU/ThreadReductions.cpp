@@ -66,27 +66,6 @@ SmallVector<Value> initialPartials(OpBuilder &b, Location loc, const Reduction &
   return initial;
 }
 
-/// The bounds of thread t's chunk of a loop from `lb` to `ub` by `step`:
-/// the t-th of T runs of ceil(trips / T) iterations, so that the chunks
-/// follow each other in thread order.
-std::pair<Value, Value> chunkBounds(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
-                                    const ThreadValues &values) {
-  Value trips;
-  tripCounts(b, loc, lb, ub, step, trips);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value chunk = arith::DivUIOp::create(
-      b, loc,
-      arith::AddIOp::create(b, loc, trips,
-                            arith::SubIOp::create(b, loc, values.threadCount, one)),
-      values.threadCount);
-  Value first = arith::MulIOp::create(b, loc, values.thread, chunk);
-  Value last = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, chunk), trips);
-  auto at = [&](Value iteration) {
-    return arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, iteration, step));
-  };
-  return {at(first), at(last)};
-}
-
 /// The reduction nest again at `b`, each thread folding its share of the
 /// iterations of the outer loop into partials (initialPartials): every T-th
 /// iteration where the combines may be reordered, else a chunk in order,
@@ -480,4 +459,22 @@ Operation *kiln::gpu::reduceRowsAcrossThreads(scf::ParallelOp loop, Reduction &r
   combineAcrossThreads(b, loc, reduction, partials, buffers, mapping, values);
   loop.erase();
   return outermost;
+}
+
+std::pair<Value, Value> kiln::gpu::chunkBounds(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+                                    const ThreadValues &values) {
+  Value trips;
+  tripCounts(b, loc, lb, ub, step, trips);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value chunk = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, trips,
+                            arith::SubIOp::create(b, loc, values.threadCount, one)),
+      values.threadCount);
+  Value first = arith::MulIOp::create(b, loc, values.thread, chunk);
+  Value last = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, first, chunk), trips);
+  auto at = [&](Value iteration) {
+    return arith::AddIOp::create(b, loc, lb, arith::MulIOp::create(b, loc, iteration, step));
+  };
+  return {at(first), at(last)};
 }
