@@ -323,6 +323,34 @@ def test_a_failed_compile_dumps_the_stages_before_it(tmp_path):
     assert "math.exp" in (folder / "05-gpu.mlir").read_text()
 
 
+def test_dumped_stages_parse_and_run_again(tmp_path):
+    """Every stage a Vulkan compile dumps parses with kiln-opt, its target
+    attribute included, and the GPU stage's output runs through the next
+    pass (kiln-spirv-form-kernels) as it is, so a dump reproduces a bug."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    kiln_opt = Path(os.environ.get("KILN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build")) \
+        / "bin" / "kiln-opt"
+    if not kiln_opt.exists():
+        pytest.fail(f"{kiln_opt} is not built")
+    with torch.no_grad():
+        _compile(Block(), dump_dir=str(tmp_path))(torch.randn(4, 64))
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    stages = sorted(folder.glob("0*.mlir"))
+    assert len(stages) >= 6, stages
+    for stage in stages:
+        done = subprocess.run([str(kiln_opt), str(stage), "-o", os.devnull],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, (stage.name, done.stderr[-2000:])
+    done = subprocess.run([str(kiln_opt), str(folder / "05-gpu.mlir"),
+                           "--pass-pipeline=builtin.module(kiln-spirv-form-kernels)"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "spirv.target_env" in done.stdout
+
+
 def test_loops_a_device_cuts_short_are_an_error_not_a_wrong_answer():
     """A 1-D scatter of 70000 updates (which may meet, so thread 0 runs them
     alone) runs 70000 iterations in one thread: lavapipe stops an

@@ -482,9 +482,10 @@ private:
     // The features the kernels were compiled with, so that a CPU without
     // one refuses them at load instead of dying on the instruction.
     executable.cpu = targetDescription_.getChip().str();
-    for (llvm::StringRef feature : llvm::split(targetDescription_.getFeatures(), ','))
-      if (feature.consume_front("+"))
-        executable.cpuFeatures.push_back(feature.str());
+    if (llvm::StringRef(executable.format).starts_with("cpu-"))
+      for (llvm::StringRef feature : llvm::split(targetDescription_.getFeatures(), ','))
+        if (feature.consume_front("+"))
+          executable.cpuFeatures.push_back(feature.str());
     executable.bytes = std::move(library);
     artifact.graphName = entry.getName().str();
     if (failed(bindSymbols(entry, artifact)))

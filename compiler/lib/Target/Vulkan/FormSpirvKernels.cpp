@@ -34,8 +34,8 @@ struct FormSpirvKernelsPass
       return signalPassFailure();
     auto environment = targetEnvironment(*target);
     if (failed(environment)) {
-      module.emitError("kiln_kernel.target features must be '<SPIR-V capabilities>;<SPIR-V "
-                       "extensions>', comma-separated, not '")
+      module.emitError("kiln_kernel.target features must be SPIR-V capabilities and "
+                       "extensions, '+name' each, comma-separated, not '")
           << (*target).getFeatures() << "'";
       return signalPassFailure();
     }
@@ -49,25 +49,23 @@ struct FormSpirvKernelsPass
     }
   }
 
-  /// The SPIR-V environment the target describes: its features are
-  /// "<capabilities>;<extensions>".
+  /// The SPIR-V environment the target describes: its features ("+name")
+  /// name capabilities and extensions; those it turns off ("-name") are
+  /// left out.
   FailureOr<spirv::TargetEnvAttr> targetEnvironment(kiln::kernel::TargetAttr target) {
-    auto [capabilityList, extensionList] = target.getFeatures().split(';');
     SmallVector<spirv::Capability> capabilities;
     SmallVector<spirv::Extension> extensions;
-    for (StringRef name : llvm::split(capabilityList, ',')) {
-      auto capability = spirv::symbolizeCapability(name);
-      if (!capability)
-        return failure();
-      capabilities.push_back(*capability);
-    }
-    for (StringRef name : llvm::split(extensionList, ',')) {
-      if (name.empty())
+    for (StringRef feature : llvm::split(target.getFeatures(), ',')) {
+      if (feature.consume_front("-"))
         continue;
-      auto extension = spirv::symbolizeExtension(name);
-      if (!extension)
+      if (!feature.consume_front("+"))
         return failure();
-      extensions.push_back(*extension);
+      if (auto capability = spirv::symbolizeCapability(feature))
+        capabilities.push_back(*capability);
+      else if (auto extension = spirv::symbolizeExtension(feature))
+        extensions.push_back(*extension);
+      else
+        return failure();
     }
     MLIRContext *context = &getContext();
     auto triple = spirv::VerCapExtAttr::get(spirv::Version::V_1_3, capabilities, extensions, context);

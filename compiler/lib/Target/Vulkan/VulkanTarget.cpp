@@ -28,10 +28,20 @@ public:
   kernel::TargetAttr describe(mlir::MLIRContext &context) const override {
     return kernel::TargetAttr::get(&context, "vulkan", name, "vulkan-spirv",
                                    "spirv64-unknown-vulkan1.2", "vulkan1.2",
-                                   (std::string(kCapabilities) + ";" + kExtensions.str()),
+                                   features(),
                                    /*vector_bits=*/0, /*vector_registers=*/0, /*l1_bytes=*/0,
                                    /*l2_bytes=*/0, /*subgroup_size=*/0, kMaxWorkgroupSize,
                                    kSharedMemoryBytes);
+  }
+
+  /// The capabilities and extensions as every target writes its features,
+  /// "+name" each, comma-separated: so a dumped stage parses again.
+  static std::string features() {
+    std::string all;
+    for (llvm::StringRef list : {llvm::StringRef(kCapabilities), llvm::StringRef(kExtensions)})
+      for (llvm::StringRef name : llvm::split(list, ','))
+        all += (all.empty() ? "+" : ",+") + name.str();
+    return all;
   }
 
   // A workgroup per few rows: as many as the rows allow, up to the grid
