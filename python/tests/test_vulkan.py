@@ -259,6 +259,18 @@ def test_scans_by_blocks_with_rows_counted_at_launch():
     assert_ran_on_vulkan()
 
 
+def test_softmax_of_long_rows_counted_at_launch():
+    """A symbolic softmax stores its exponentials as it sums them: that
+    reduction still goes over the workgroup's threads (a thread per row of
+    70000 would loop past lavapipe's limit)."""
+    fn = lambda x: (x.softmax(-1), x.amax(-1), x.sum(-1))  # noqa: E731
+    compiled = _compile(fn, dynamic=True)
+    for shape in [(2, 70000), (300, 1000)]:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-3)
+    assert_ran_on_vulkan()
+
+
 def test_half_precision():
     model = Block().half()
     x = torch.randn(6, 64).half()

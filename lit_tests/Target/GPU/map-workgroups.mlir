@@ -681,3 +681,62 @@ func.func @two_sums_share_their_partials(%id: index, %count: index, %in: memref<
   }
   return
 }
+
+// -----
+
+// A row reduction that also stores an element per iteration (a softmax's
+// exponentials, written as their sum is taken): the threads share the row,
+// each storing the elements of its own iterations.
+// CHECK-LABEL: func.func @sum_and_store_exponentials
+// CHECK-SAME: ["row reductions over the workgroup"]
+// CHECK: %[[PARTIAL:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK:   %[[E:.*]] = math.exp
+// CHECK:   memref.store %[[E]], %{{.*}}[%{{.*}}, %[[K]]] : memref<2x5000xf32>
+// CHECK:   arith.addf %{{.*}}, %[[E]]
+// CHECK: gpu.barrier
+func.func @sum_and_store_exponentials(%id: index, %count: index, %in: memref<2x5000xf32>,
+                                      %e: memref<2x5000xf32>, %sum: memref<2xf32>)
+    attributes {kiln_kernel.kernel = "sum_and_store_exponentials", kiln_kernel.workgroup_extent = 2 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c5000 = arith.constant 5000 : index
+  scf.parallel (%r) = (%c0) to (%c2) step (%c1) {
+    scf.for %k = %c0 to %c5000 step %c1 {
+      %x = memref.load %in[%r, %k] : memref<2x5000xf32>
+      %acc = memref.load %sum[%r] : memref<2xf32>
+      %ex = math.exp %x : f32
+      %s = arith.addf %acc, %ex fastmath<reassoc> : f32
+      memref.store %ex, %e[%r, %k] : memref<2x5000xf32>
+      memref.store %s, %sum[%r] : memref<2xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Storing the running sum (a scan) reads the accumulator: no reduction the
+// threads may share, so a thread per row.
+// CHECK-LABEL: func.func @store_the_running_sum
+// CHECK-SAME: ["a thread per element"]
+func.func @store_the_running_sum(%id: index, %count: index, %in: memref<2x5000xf32>,
+                                 %running: memref<2x5000xf32>, %sum: memref<2xf32>)
+    attributes {kiln_kernel.kernel = "store_the_running_sum", kiln_kernel.workgroup_extent = 2 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c5000 = arith.constant 5000 : index
+  scf.parallel (%r) = (%c0) to (%c2) step (%c1) {
+    scf.for %k = %c0 to %c5000 step %c1 {
+      %x = memref.load %in[%r, %k] : memref<2x5000xf32>
+      %acc = memref.load %sum[%r] : memref<2xf32>
+      %s = arith.addf %acc, %x fastmath<reassoc> : f32
+      memref.store %s, %running[%r, %k] : memref<2x5000xf32>
+      memref.store %s, %sum[%r] : memref<2xf32>
+    }
+    scf.reduce
+  }
+  return
+}

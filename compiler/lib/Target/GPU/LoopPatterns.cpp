@@ -100,26 +100,60 @@ TypedAttr kiln::gpu::reorderableIdentity(Operation *combine, Type type) {
   return value ? b.getIntegerAttr(intType, *value) : TypedAttr();
 }
 
+/// Whether `value`'s computation in the nest's innermost body reads an
+/// accumulator.
+static bool readsAccumulators(const Reduction &reduction, Value value) {
+  Block *body = scf::ForOp(reduction.nest.back()).getBody();
+  SmallVector<Value> pending{value};
+  DenseSet<Operation *> seen;
+  while (!pending.empty()) {
+    Operation *def = pending.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != body || !seen.insert(def).second)
+      continue;
+    if (llvm::any_of(reduction.accumulators,
+                     [&](const Accumulator &a) { return def == a.load; }))
+      return true;
+    llvm::append_range(pending, def->getOperands());
+  }
+  return false;
+}
+
+/// Whether a reduction's element stores each write an element of their
+/// own per iteration (every loop of the nest indexes them directly), to a
+/// buffer nothing else in the nest touches, a value computed without the
+/// accumulators: then the threads may run the iterations in any order.
+static bool elementStoresApart(const Reduction &reduction) {
+  scf::ForOp outer = reduction.nest.front();
+  DenseSet<Value> roots;
+  for (memref::StoreOp store : reduction.elementStores) {
+    for (scf::ForOp loop : reduction.nest)
+      if (!llvm::is_contained(store.getIndices(), loop.getInductionVar()))
+        return false;
+    if (!roots.insert(rootBuffer(store.getMemRef())).second)
+      return false;
+    if (readsAccumulators(reduction, store.getValueToStore()))
+      return false;
+  }
+  for (const Accumulator &accumulator : reduction.accumulators)
+    if (roots.contains(rootBuffer(memref::StoreOp(accumulator.store).getMemRef())))
+      return false;
+  bool readsWritten = false;
+  outer.walk([&](memref::LoadOp load) {
+    if (roots.contains(rootBuffer(load.getMemRef())))
+      readsWritten = true;
+  });
+  return !readsWritten;
+}
+
 /// Whether a selection's parts come from where Mapping.h says: no
 /// candidate from an accumulator, and the condition from the candidates
 /// and the accumulators alone (selectConditionOps).
 static bool selectionIsClosed(const Reduction &reduction) {
-  Block *body = scf::ForOp(reduction.nest.back()).getBody();
   for (const Accumulator &accumulator : reduction.accumulators) {
     if (!isa<arith::SelectOp>(accumulator.combine))
       return false;
-    // The candidate's computation in the innermost body.
-    SmallVector<Value> pending{accumulator.candidate};
-    DenseSet<Operation *> seen;
-    while (!pending.empty()) {
-      Operation *def = pending.pop_back_val().getDefiningOp();
-      if (!def || def->getBlock() != body || !seen.insert(def).second)
-        continue;
-      if (llvm::any_of(reduction.accumulators,
-                       [&](const Accumulator &a) { return def == a.load; }))
-        return false;
-      llvm::append_range(pending, def->getOperands());
-    }
+    if (readsAccumulators(reduction, accumulator.candidate))
+      return false;
   }
   return selectConditionOps(reduction).has_value();
 }
@@ -184,14 +218,18 @@ std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
     return std::nullopt;
   for (memref::StoreOp store : stores) {
     // Each accumulator is a buffer of its own, at indices invariant in the
-    // whole nest.
+    // whole nest; a store at indices that vary writes elements of its own
+    // (checked below).
+    if (llvm::any_of(store.getIndices(), [&](Value index) {
+          return outer->isAncestor(index.getParentRegion()->getParentOp());
+        })) {
+      reduction.elementStores.push_back(store);
+      continue;
+    }
     if (llvm::any_of(reduction.accumulators, [&](Accumulator &other) {
           return other.store.getMemRef() == store.getMemRef();
         }))
       return std::nullopt;
-    for (Value index : store.getIndices())
-      if (outer->isAncestor(index.getParentRegion()->getParentOp()))
-        return std::nullopt;
     Accumulator accumulator;
     accumulator.store = store;
     Operation *combine = store.getValueToStore().getDefiningOp();
@@ -224,7 +262,8 @@ std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
     accumulator.combine = combine;
     reduction.accumulators.push_back(accumulator);
   }
-  if (reduction.selects() && !selectionIsClosed(reduction))
+  if (reduction.accumulators.empty() || !elementStoresApart(reduction) ||
+      (reduction.selects() && !selectionIsClosed(reduction)))
     return std::nullopt;
   // No other read of an accumulator's buffer inside: the values combined
   // must not depend on them.

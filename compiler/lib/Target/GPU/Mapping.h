@@ -41,8 +41,9 @@ bool iterationsWriteApart(mlir::scf::ParallelOp loop);
 /// becomes: a perfect nest of scf.for whose innermost body, for each
 /// accumulator, loads it (`out[indices]`, the same indices throughout the
 /// nest), combines it with a value that does not depend on it, and stores
-/// the result back, writing nothing else. A layer norm's statistics have
-/// two accumulators (the sum and the sum of squares); a sum, one.
+/// the result back, writing nothing else but element stores (below). A
+/// layer norm's statistics have two accumulators (the sum and the sum of
+/// squares); a sum, one.
 ///
 /// A selection keeps one of the iterations instead (an argmax's value and
 /// index): every accumulator stores `select(c, candidate, accumulator)`
@@ -62,6 +63,10 @@ struct Accumulator {
 struct Reduction {
   llvm::SmallVector<mlir::scf::ForOp> nest; // outermost first
   llvm::SmallVector<Accumulator> accumulators;
+  /// Stores beside the accumulators that write an element per iteration (a
+  /// softmax's exponentials, stored as their sum is taken), from values
+  /// that do not read the accumulators, to buffers the nest does not read.
+  llvm::SmallVector<mlir::memref::StoreOp> elementStores;
   /// A selection's condition c; null for combines.
   mlir::Value selectCondition;
 

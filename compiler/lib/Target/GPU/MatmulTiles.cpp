@@ -98,7 +98,8 @@ std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int
   if (numLoops < 2 || numLoops > 64)
     return std::nullopt;
   std::optional<Reduction> reduction = matchRowReduction(loop);
-  if (!reduction || reduction->selects() || reduction->nest.size() != 1 ||
+  if (!reduction || reduction->selects() || !reduction->elementStores.empty() ||
+      reduction->nest.size() != 1 ||
       reduction->accumulators.size() != 1 ||
       !iterationsWriteApart(loop))
     return std::nullopt;
