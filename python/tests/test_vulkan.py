@@ -8,7 +8,10 @@ Vulkan device, and the bridge copied tensors to it.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -339,12 +342,8 @@ def test_dumped_stages_parse_and_run_again(tmp_path):
     """Every stage a Vulkan compile dumps parses with kiln-opt, its target
     attribute included, and the GPU stage's output runs through the next
     pass (kiln-spirv-form-kernels) as it is, so a dump reproduces a bug."""
-    import os
-    import subprocess
-    from pathlib import Path
-
-    kiln_opt = Path(os.environ.get("KILN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build")) \
-        / "bin" / "kiln-opt"
+    build = Path(os.environ.get("KILN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build"))
+    kiln_opt = build / "bin" / "kiln-opt"
     if not kiln_opt.exists():
         pytest.fail(f"{kiln_opt} is not built")
     with torch.no_grad():

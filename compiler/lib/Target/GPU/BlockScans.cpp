@@ -81,7 +81,8 @@ std::optional<Accumulator> matchAccumulation(scf::ParallelOp step) {
 /// `combine` again, the accumulator's operand `running` and the other `value`.
 Value combineAgain(OpBuilder &b, const Accumulator &accumulator, Value running, Value value) {
   Operation *combined = b.clone(*accumulator.combine);
-  bool accumulatorFirst = accumulator.combine->getOperand(0) == memref::LoadOp(accumulator.load).getResult();
+  bool accumulatorFirst =
+      accumulator.combine->getOperand(0) == memref::LoadOp(accumulator.load).getResult();
   combined->setOperands(accumulatorFirst ? ValueRange{running, value} : ValueRange{value, running});
   return combined->getResult(0);
 }

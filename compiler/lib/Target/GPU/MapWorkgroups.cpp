@@ -448,7 +448,8 @@ struct GpuMapWorkgroupsPass
 
   /// Whether a loop's iteration count is a constant.
   static bool constantRows(scf::ParallelOp loop) {
-    for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+    for (auto [lb, ub, step] :
+         llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
       if (!constantTrips(lb, ub, step))
         return false;
     return true;

@@ -461,8 +461,8 @@ Operation *kiln::gpu::reduceRowsAcrossThreads(scf::ParallelOp loop, Reduction &r
   return outermost;
 }
 
-std::pair<Value, Value> kiln::gpu::chunkBounds(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
-                                    const ThreadValues &values) {
+std::pair<Value, Value> kiln::gpu::chunkBounds(OpBuilder &b, Location loc, Value lb, Value ub,
+                                               Value step, const ThreadValues &values) {
   Value trips;
   tripCounts(b, loc, lb, ub, step, trips);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
