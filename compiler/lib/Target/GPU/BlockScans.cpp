@@ -55,36 +55,10 @@ std::optional<Accumulator> matchAccumulation(scf::ParallelOp step) {
   }
   if (stores.size() != 1 || !llvm::equal(stores[0].getIndices(), step.getInductionVars()))
     return std::nullopt;
-  Accumulator accumulator;
-  accumulator.store = stores[0];
-  Operation *combine = accumulator.store.getValueToStore().getDefiningOp();
-  if (!combine || combine->getBlock() != body || combine->getNumOperands() != 2 ||
-      combine->getNumResults() != 1 || !combine->getResult(0).hasOneUse())
-    return std::nullopt;
-  for (unsigned i : {0u, 1u}) {
-    auto load = combine->getOperand(i).getDefiningOp<memref::LoadOp>();
-    if (load && load.getMemRef() == accumulator.store.getMemRef() &&
-        load.getIndices() == accumulator.store.getIndices() && load->hasOneUse() &&
-        combine->getOperand(1 - i) != load.getResult())
-      accumulator.load = load;
-  }
-  if (!accumulator.load)
-    return std::nullopt;
-  accumulator.combine = combine;
-  accumulator.identity =
-      reorderableIdentity(combine, accumulator.store.getValueToStore().getType());
-  if (!accumulator.identity)
+  std::optional<Accumulator> accumulator = matchAccumulator(stores[0]);
+  if (!accumulator || !accumulator->identity)
     return std::nullopt;
   return accumulator;
-}
-
-/// `combine` again, the accumulator's operand `running` and the other `value`.
-Value combineAgain(OpBuilder &b, const Accumulator &accumulator, Value running, Value value) {
-  Operation *combined = b.clone(*accumulator.combine);
-  bool accumulatorFirst =
-      accumulator.combine->getOperand(0) == memref::LoadOp(accumulator.load).getResult();
-  combined->setOperands(accumulatorFirst ? ValueRange{running, value} : ValueRange{value, running});
-  return combined->getResult(0);
 }
 
 /// `block`'s ops but its terminator and those in `skip` cloned at `b`.
@@ -194,12 +168,15 @@ BlockScan kiln::gpu::blockScan(Scan &scan, const ThreadValues &values, Workgroup
     for (auto [iv, row] : llvm::zip(step.getInductionVars(), rows))
       mapping.map(iv, row);
   };
-  // The value iteration k adds, with `mapping` taking the loop's variable
-  // to k: the views the loop's body makes, then the accumulation's body.
-  auto addedAt = [&](IRMapping &mapping) {
+  // What the loop's body makes besides its steps (the views of iteration
+  // k), with `mapping` taking the loop's variable to k.
+  auto cloneViews = [&](IRMapping &mapping) {
     for (Operation &op : loop.getBody()->without_terminator())
       if (!llvm::is_contained(scan.steps, &op))
         b.clone(op, mapping);
+  };
+  // The value iteration k adds: the accumulation's body, after the views.
+  auto addedAt = [&](IRMapping &mapping) {
     atRows(mapping, accumulating);
     cloneBody(b, accumulating.getBody(), mapping,
               {accumulator.load, accumulator.combine, accumulator.store});
@@ -220,9 +197,10 @@ BlockScan kiln::gpu::blockScan(Scan &scan, const ThreadValues &values, Workgroup
     b.setInsertionPointToStart(total.getBody());
     IRMapping mapping;
     mapping.map(loop.getInductionVar(), total.getInductionVar());
+    cloneViews(mapping);
     Value added = addedAt(mapping);
     scf::YieldOp::create(
-        b, loc, combineAgain(b, accumulator, total.getRegionIterArgs().front(), added));
+        b, loc, combineWith(b, accumulator, total.getRegionIterArgs().front(), added));
   }
   memref::StoreOp::create(b, loc, total.getResult(0), partials, values.thread);
   ::mlir::gpu::BarrierOp::create(b, loc);
@@ -243,7 +221,7 @@ BlockScan kiln::gpu::blockScan(Scan &scan, const ThreadValues &values, Workgroup
       Value before = scanTotals.getRegionIterArgs().front();
       Value chunk = memref::LoadOp::create(b, loc, partials, i);
       memref::StoreOp::create(b, loc, before, partials, i);
-      scf::YieldOp::create(b, loc, combineAgain(b, accumulator, before, chunk));
+      scf::YieldOp::create(b, loc, combineWith(b, accumulator, before, chunk));
     }
     memref::StoreOp::create(b, loc, scanTotals.getResult(0), partials, values.threadCount);
   }
@@ -251,7 +229,7 @@ BlockScan kiln::gpu::blockScan(Scan &scan, const ThreadValues &values, Workgroup
 
   // Each thread scans its chunk again from the carry and its prefix,
   // running every step of each iteration with the carry in a register.
-  Value start = combineAgain(b, accumulator, memref::LoadOp::create(b, loc, carry, rows),
+  Value start = combineWith(b, accumulator, memref::LoadOp::create(b, loc, carry, rows),
                              memref::LoadOp::create(b, loc, partials, values.thread));
   auto rescan = scf::ForOp::create(b, loc, first, last, step, ValueRange{start});
   {
@@ -260,18 +238,11 @@ BlockScan kiln::gpu::blockScan(Scan &scan, const ThreadValues &values, Workgroup
     IRMapping mapping;
     mapping.map(loop.getInductionVar(), rescan.getInductionVar());
     Value running = rescan.getRegionIterArgs().front();
-    bool viewsCloned = false;
+    cloneViews(mapping);
     for (auto [i, stepLoop] : llvm::enumerate(scan.steps)) {
       if (i == scan.accumulating) {
-        running = combineAgain(b, accumulator, running, addedAt(mapping));
-        viewsCloned = true;
+        running = combineWith(b, accumulator, running, addedAt(mapping));
         continue;
-      }
-      if (!viewsCloned) {
-        for (Operation &op : loop.getBody()->without_terminator())
-          if (!llvm::is_contained(scan.steps, &op))
-            b.clone(op, mapping);
-        viewsCloned = true;
       }
       atRows(mapping, stepLoop);
       SmallVector<Operation *> carryLoads;
@@ -293,7 +264,7 @@ BlockScan kiln::gpu::blockScan(Scan &scan, const ThreadValues &values, Workgroup
     b.setInsertionPoint(update.thenBlock()->getTerminator());
     Value old = memref::LoadOp::create(b, loc, carry, rows);
     Value all = memref::LoadOp::create(b, loc, partials, values.threadCount);
-    memref::StoreOp::create(b, loc, combineAgain(b, accumulator, old, all), carry, rows);
+    memref::StoreOp::create(b, loc, combineWith(b, accumulator, old, all), carry, rows);
   }
   // The next row's totals overwrite what thread 0 has just read.
   ::mlir::gpu::BarrierOp::create(b, loc);

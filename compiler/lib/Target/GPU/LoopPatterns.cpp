@@ -145,21 +145,11 @@ static bool elementStoresApart(const Reduction &reduction) {
   return !readsWritten;
 }
 
-/// Whether a selection's parts come from where Mapping.h says: no
-/// candidate from an accumulator, and the condition from the candidates
-/// and the accumulators alone (selectConditionOps).
-static bool selectionIsClosed(const Reduction &reduction) {
-  for (const Accumulator &accumulator : reduction.accumulators) {
-    if (!isa<arith::SelectOp>(accumulator.combine))
-      return false;
-    if (readsAccumulators(reduction, accumulator.candidate))
-      return false;
-  }
-  return selectConditionOps(reduction).has_value();
-}
-
-std::optional<SmallVector<Operation *>>
-kiln::gpu::selectConditionOps(const Reduction &reduction) {
+/// The ops of the innermost body that compute a selection's condition from
+/// its leaves (the candidates, the accumulators' loads, values from outside
+/// the nest), in order; nullopt where it needs anything else.
+static std::optional<SmallVector<Operation *>>
+selectConditionOps(const Reduction &reduction) {
   Operation *outer = reduction.nest.front();
   Block *body = scf::ForOp(reduction.nest.back()).getBody();
   auto isLeaf = [&](Value value) {
@@ -187,6 +177,64 @@ kiln::gpu::selectConditionOps(const Reduction &reduction) {
     if (slice.contains(&op))
       ordered.push_back(&op);
   return ordered;
+}
+
+/// Whether a selection's parts come from where Mapping.h says: no
+/// candidate from an accumulator, and the condition from the candidates
+/// and the accumulators alone (selectConditionOps).
+static bool selectionIsClosed(Reduction &reduction) {
+  for (const Accumulator &accumulator : reduction.accumulators) {
+    if (!isa<arith::SelectOp>(accumulator.combine))
+      return false;
+    if (readsAccumulators(reduction, accumulator.candidate))
+      return false;
+  }
+  std::optional<SmallVector<Operation *>> conditionOps = selectConditionOps(reduction);
+  if (!conditionOps)
+    return false;
+  reduction.conditionOps = std::move(*conditionOps);
+  return true;
+}
+
+std::optional<Accumulator> kiln::gpu::matchAccumulator(memref::StoreOp store) {
+  Accumulator accumulator;
+  accumulator.store = store;
+  Operation *combine = store.getValueToStore().getDefiningOp();
+  if (!combine || combine->getBlock() != store->getBlock() || combine->getNumResults() != 1 ||
+      !combine->getResult(0).hasOneUse())
+    return std::nullopt;
+  auto accumulatorLoad = [&](Value value) {
+    auto load = value.getDefiningOp<memref::LoadOp>();
+    return load && load.getMemRef() == store.getMemRef() &&
+                   load.getIndices() == store.getIndices()
+               ? load
+               : memref::LoadOp();
+  };
+  if (auto select = dyn_cast<arith::SelectOp>(combine)) {
+    accumulator.load = accumulatorLoad(select.getFalseValue());
+    accumulator.candidate = select.getTrueValue();
+  } else if (combine->getNumOperands() == 2) {
+    for (unsigned i : {0u, 1u}) {
+      memref::LoadOp load = accumulatorLoad(combine->getOperand(i));
+      if (load && load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
+        accumulator.load = load;
+    }
+    accumulator.identity = reorderableIdentity(combine, store.getValueToStore().getType());
+  }
+  if (!accumulator.load)
+    return std::nullopt;
+  accumulator.combine = combine;
+  return accumulator;
+}
+
+Value kiln::gpu::combineWith(OpBuilder &b, const Accumulator &accumulator, Value accumulated,
+                            Value value) {
+  Operation *combined = b.clone(*accumulator.combine);
+  bool accumulatorFirst =
+      accumulator.combine->getOperand(0) == memref::LoadOp(accumulator.load).getResult();
+  combined->setOperands(accumulatorFirst ? ValueRange{accumulated, value}
+                                         : ValueRange{value, accumulated});
+  return combined->getResult(0);
 }
 
 std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
@@ -230,37 +278,15 @@ std::optional<Reduction> kiln::gpu::matchReduction(scf::ForOp outer) {
           return other.store.getMemRef() == store.getMemRef();
         }))
       return std::nullopt;
-    Accumulator accumulator;
-    accumulator.store = store;
-    Operation *combine = store.getValueToStore().getDefiningOp();
-    if (!combine || combine->getBlock() != body || combine->getNumResults() != 1 ||
-        !combine->getResult(0).hasOneUse())
+    std::optional<Accumulator> accumulator = matchAccumulator(store);
+    if (!accumulator)
       return std::nullopt;
-    auto accumulatorLoad = [&](Value value) {
-      auto load = value.getDefiningOp<memref::LoadOp>();
-      return load && load.getMemRef() == store.getMemRef() &&
-                     load.getIndices() == store.getIndices()
-                 ? load
-                 : memref::LoadOp();
-    };
-    if (auto select = dyn_cast<arith::SelectOp>(combine)) {
+    if (auto select = dyn_cast<arith::SelectOp>(accumulator->combine)) {
       if (reduction.selectCondition && reduction.selectCondition != select.getCondition())
         return std::nullopt;
       reduction.selectCondition = select.getCondition();
-      accumulator.load = accumulatorLoad(select.getFalseValue());
-      accumulator.candidate = select.getTrueValue();
-    } else if (combine->getNumOperands() == 2) {
-      for (unsigned i : {0u, 1u}) {
-        memref::LoadOp load = accumulatorLoad(combine->getOperand(i));
-        if (load && load->hasOneUse() && combine->getOperand(1 - i) != load.getResult())
-          accumulator.load = load;
-      }
-      accumulator.identity = reorderableIdentity(combine, store.getValueToStore().getType());
     }
-    if (!accumulator.load)
-      return std::nullopt;
-    accumulator.combine = combine;
-    reduction.accumulators.push_back(accumulator);
+    reduction.accumulators.push_back(*accumulator);
   }
   if (reduction.accumulators.empty() || !elementStoresApart(reduction) ||
       (reduction.selects() && !selectionIsClosed(reduction)))

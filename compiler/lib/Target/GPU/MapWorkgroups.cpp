@@ -420,7 +420,7 @@ struct GpuMapWorkgroupsPass
                                                           int64_t rows, int64_t threads,
                                                           const WorkgroupMemory &memory) {
     std::optional<Reduction> reduction = matchRowReduction(loop);
-    if (!reduction || !(reduction->reorderable() || reduction->selects()) ||
+    if (!reduction || !reduction->spreadable() ||
         !iterationsWriteApart(loop))
       return std::nullopt;
     auto iterations = iterationsPerWorkgroup(loop, splitRows, rows);
@@ -429,7 +429,7 @@ struct GpuMapWorkgroupsPass
     auto trips = constantTrips(*reduction);
     if (trips && *trips < kMinCooperativeTrips)
       return std::nullopt;
-    if (memory.bytesToTake(partialTypes(*reduction), threads) > memory.bytesLeft())
+    if (!memory.fits(partialTypes(*reduction), threads))
       return std::nullopt;
     return reduction;
   }
@@ -467,7 +467,7 @@ struct GpuMapWorkgroupsPass
     auto trips = constantTrips(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
     if (trips && *trips < kMinCooperativeTrips)
       return std::nullopt;
-    if (memory.bytesToTake(scan->accumulator.type(), threads + 1) > memory.bytesLeft())
+    if (!memory.fits(scan->accumulator.type(), threads + 1))
       return std::nullopt;
     return scan;
   }
@@ -478,8 +478,8 @@ struct GpuMapWorkgroupsPass
   static std::optional<Reduction> scalarReduction(scf::ForOp outer, int64_t threads,
                                                   const WorkgroupMemory &memory) {
     std::optional<Reduction> reduction = matchReduction(outer);
-    if (!reduction || !(reduction->reorderable() || reduction->selects()) ||
-        memory.bytesToTake(partialTypes(*reduction), threads) > memory.bytesLeft())
+    if (!reduction || !reduction->spreadable() ||
+        !memory.fits(partialTypes(*reduction), threads))
       return std::nullopt;
     return reduction;
   }

@@ -67,8 +67,10 @@ struct Reduction {
   /// softmax's exponentials, stored as their sum is taken), from values
   /// that do not read the accumulators, to buffers the nest does not read.
   llvm::SmallVector<mlir::memref::StoreOp> elementStores;
-  /// A selection's condition c; null for combines.
+  /// A selection's condition c (null for combines), and the ops of the
+  /// innermost body that compute it from the candidates and accumulators.
   mlir::Value selectCondition;
+  llvm::SmallVector<mlir::Operation *> conditionOps;
 
   /// Whether the accumulators' combines may be reordered (each has an
   /// identity): what spreading the reduction over threads needs.
@@ -76,6 +78,8 @@ struct Reduction {
   /// Whether it is a selection: its threads may share it in order (a
   /// chunk of iterations each, the chunks' choices folded in order).
   bool selects() const { return bool(selectCondition); }
+  /// Whether the workgroup's threads may share it: reordered or in order.
+  bool spreadable() const { return reorderable() || selects(); }
 };
 
 std::optional<Reduction> matchReduction(mlir::scf::ForOp outer);
@@ -85,11 +89,15 @@ std::optional<Reduction> matchReduction(mlir::scf::ForOp outer);
 /// kernels reassociate them too); min, max and the bitwise ops always.
 mlir::TypedAttr reorderableIdentity(mlir::Operation *combine, mlir::Type type);
 
-/// The ops of the innermost body that compute a selection's condition from
-/// its leaves (the candidates, the accumulators' loads, values from outside
-/// the nest), in order; nullopt where it needs anything else.
-std::optional<llvm::SmallVector<mlir::Operation *>>
-selectConditionOps(const Reduction &reduction);
+/// `store`'s accumulator, when it stores `combine(load, v)` (a load of the
+/// same element, used only there) or `select(c, candidate, load)`: the
+/// combine's identity set where it may be reordered.
+std::optional<Accumulator> matchAccumulator(mlir::memref::StoreOp store);
+
+/// `combine` cloned from `accumulator`, with `accumulated` where it takes
+/// the accumulator and `value` in its other operand.
+mlir::Value combineWith(mlir::OpBuilder &b, const Accumulator &accumulator,
+                        mlir::Value accumulated, mlir::Value value);
 
 /// A loop over rows that reduces each (a softmax's max and sum, a norm's
 /// statistics, a matmul's dot products): a top-level scf.parallel whose
@@ -167,6 +175,10 @@ public:
   void startOp() { takenByOp.clear(); }
   /// The bytes that take(types, elements) would add.
   int64_t bytesToTake(llvm::ArrayRef<mlir::Type> types, int64_t elements) const;
+  /// Whether take(types, elements) fits in what is left.
+  bool fits(llvm::ArrayRef<mlir::Type> types, int64_t elements) const {
+    return bytesToTake(types, elements) <= left;
+  }
   /// A buffer of `elements` values of each of `types` for the current op,
   /// free ones reused.
   llvm::SmallVector<mlir::Value> take(mlir::Location loc, llvm::ArrayRef<mlir::Type> types,

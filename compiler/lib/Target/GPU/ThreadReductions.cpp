@@ -43,8 +43,7 @@ SmallVector<Value> selectInto(OpBuilder &b, Location loc, const Reduction &reduc
     mapping.map(memref::LoadOp(accumulator.load).getResult(), value);
     mapping.map(accumulator.candidate, candidate);
   }
-  std::optional<SmallVector<Operation *>> conditionOps = selectConditionOps(reduction);
-  for (Operation *op : *conditionOps)
+  for (Operation *op : reduction.conditionOps)
     b.clone(*op, mapping);
   Value condition = mapping.lookupOrDefault(reduction.selectCondition);
   SmallVector<Value> selected;
@@ -125,11 +124,12 @@ SmallVector<Value> foldThreadShare(OpBuilder &b, Location loc, Reduction &reduct
   return rebuild(0, initialPartials(b, loc, reduction));
 }
 
-/// `combine(lhs, rhs)`, cloned from an accumulator's combining op.
-Value combine(OpBuilder &b, const Accumulator &accumulator, Value lhs, Value rhs) {
-  Operation *combined = b.clone(*accumulator.combine);
-  combined->setOperands({lhs, rhs});
-  return combined->getResult(0);
+/// An accumulator's indices, through `mapping`.
+SmallVector<Value> accumulatorIndices(Accumulator &accumulator, IRMapping &mapping) {
+  SmallVector<Value> indices;
+  for (Value index : accumulator.store.getIndices())
+    indices.push_back(mapping.lookupOrDefault(index));
+  return indices;
 }
 
 /// Each accumulator's combine folded with the reduction's total,
@@ -137,12 +137,10 @@ Value combine(OpBuilder &b, const Accumulator &accumulator, Value lhs, Value rhs
 void foldIntoAccumulators(OpBuilder &b, Location loc, Reduction &reduction, ValueRange totals,
                           IRMapping &mapping) {
   for (auto [accumulator, all] : llvm::zip(reduction.accumulators, totals)) {
-    SmallVector<Value> indices;
-    for (Value index : accumulator.store.getIndices())
-      indices.push_back(mapping.lookupOrDefault(index));
+    SmallVector<Value> indices = accumulatorIndices(accumulator, mapping);
     Value memref = accumulator.store.getMemRef();
     Value total = memref::LoadOp::create(b, loc, memref, indices);
-    memref::StoreOp::create(b, loc, combine(b, accumulator, total, all), memref, indices);
+    memref::StoreOp::create(b, loc, combineWith(b, accumulator, total, all), memref, indices);
   }
 }
 
@@ -170,7 +168,7 @@ void combineByTree(OpBuilder &b, Location loc, Reduction &reduction, ArrayRef<Va
         Type type = accumulator.type();
         Value mine = loadPartial(b, loc, type, buffer, values.thread);
         Value theirs = loadPartial(b, loc, type, buffer, other);
-        storePartial(b, loc, combine(b, accumulator, mine, theirs), buffer, values.thread);
+        storePartial(b, loc, combineWith(b, accumulator, mine, theirs), buffer, values.thread);
       }
     }
     ::mlir::gpu::BarrierOp::create(b, loc);
@@ -251,17 +249,14 @@ void combineInOrder(OpBuilder &b, Location loc, Reduction &reduction, ArrayRef<V
   auto chosen = scf::IfOp::create(b, loc, total.back(), /*withElse=*/false);
   b.setInsertionPoint(chosen.thenBlock()->getTerminator());
   SmallVector<Value> current;
-  for (Accumulator &accumulator : reduction.accumulators) {
-    SmallVector<Value> indices;
-    for (Value index : accumulator.store.getIndices())
-      indices.push_back(mapping.lookupOrDefault(index));
-    current.push_back(memref::LoadOp::create(b, loc, accumulator.store.getMemRef(), indices));
-  }
+  for (Accumulator &accumulator : reduction.accumulators)
+    current.push_back(memref::LoadOp::create(b, loc, accumulator.store.getMemRef(),
+                                             accumulatorIndices(accumulator, mapping)));
   SmallVector<Value> selected =
       selectInto(b, loc, reduction, current, ArrayRef<Value>(total).drop_back());
-  for (auto [accumulator, value, load] : llvm::zip(reduction.accumulators, selected, current))
+  for (auto [accumulator, value] : llvm::zip(reduction.accumulators, selected))
     memref::StoreOp::create(b, loc, value, accumulator.store.getMemRef(),
-                            cast<memref::LoadOp>(load.getDefiningOp()).getIndices());
+                            accumulatorIndices(accumulator, mapping));
   // As in the tree, the next reduction's partials overwrite only what
   // thread 0 no longer reads.
 }
@@ -384,7 +379,7 @@ void combineBySubgroups(OpBuilder &b, Location loc, Reduction &reduction,
            llvm::zip(reduction.accumulators, buffers, gather.getRegionIterArgs())) {
         Value theirs = loadPartial(b, loc, accumulator.type(), buffer,
                                    gather.getInductionVar());
-        folded.push_back(combine(b, accumulator, carried, theirs));
+        folded.push_back(combineWith(b, accumulator, carried, theirs));
       }
       scf::YieldOp::create(b, loc, folded);
     }
