@@ -132,6 +132,11 @@ OPS = {
                  .index_fill_(0, torch.tensor([99999, 70001]), -1.0),
                  torch.randn(100000).index_fill_(0, torch.tensor([88888, 55555]), float("nan")),
                  torch.randint(-3, 3, (100000,)))),
+    # Other lengths: 777 (chunks of 7, the last threads' chunks empty),
+    # 130 (one element for most threads) and 1.
+    "argmax_other_lengths": (
+        lambda a, b, c: torch.stack([a.argmax(), a.argmin(), b.argmax(), c.argmax()]),
+        lambda: (torch.randint(0, 5, (777,)).float(), torch.randn(130), torch.randn(1))),
     "row_max_with_indices": (lambda x: torch.cat([torch.stack(x.max(-1)), torch.stack(x.min(-1))]),
                              lambda: (torch.randint(0, 4, (3, 50000)).float(),)),
     "embedding": (lambda idx, table: table[idx].sum(1), lambda: (torch.randint(0, 10, (4, 3)), torch.randn(10, 8))),
