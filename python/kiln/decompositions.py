@@ -630,60 +630,6 @@ def _max_pool2d_with_indices_backward(grad, x, kernel_size, stride, padding, dil
     return aten.view.default(grad_input, list(x.shape))
 
 
-# Sorting compares every pair along the dim: O(n^2) work, parallel, fine
-# for the short rows models sort (top-k expert routing) and far slower than
-# ATen's O(n log n) sort beyond; longer rows run in eager.
-SORT_LIMIT = 1024
-
-
-def _sort(x: torch.Tensor, dim: int = -1, descending: bool = False, stable: bool = True):
-    """A stable sort by rank: element i goes to the number of elements before
-    it in the order (NaN last ascending, first descending; ties by index), one
-    scatter for the values and one for the indices."""
-    if x.dim() == 0:
-        return aten.clone.default(x), aten.zeros_like.default(x, dtype=torch.int64)
-    dim = dim % x.dim()
-    n = x.shape[dim]
-    if n > SORT_LIMIT:
-        return NotImplemented
-    last = aten.movedim.int(x, dim, -1) if dim != x.dim() - 1 else x
-    a_i = aten.unsqueeze.default(last, -1)  # [..., i, 1]
-    a_j = aten.unsqueeze.default(last, -2)  # [..., 1, j]
-    before = aten.gt.Tensor(a_i, a_j) if not descending else aten.lt.Tensor(a_i, a_j)
-    tie = aten.eq.Tensor(a_i, a_j)
-    if x.dtype.is_floating_point:
-        nan_i, nan_j = aten.isnan.default(a_i), aten.isnan.default(a_j)
-        # NaN sorts as the largest value; two NaNs tie.
-        larger_nan = aten.logical_and.default(nan_i, aten.logical_not.default(nan_j))
-        smaller_nan = aten.logical_and.default(nan_j, aten.logical_not.default(nan_i))
-        before = aten.logical_or.default(before, smaller_nan if descending else larger_nan)
-        tie = aten.logical_or.default(tie, aten.logical_and.default(nan_i, nan_j))
-    iota = _iota(n, x.device)
-    earlier = aten.lt.Tensor(aten.view.default(iota, [1, n]), aten.view.default(iota, [n, 1]))
-    before = aten.logical_or.default(before, aten.logical_and.default(tie, earlier))
-    rank = aten.sum.dim_IntList(aten._to_copy.default(before, dtype=torch.int64), [-1])
-    values = aten.scatter.src(aten.zeros_like.default(last), -1, rank, last)
-    positions = aten.expand.default(iota, list(last.shape))
-    indices = aten.scatter.src(aten.zeros_like.default(rank), -1, rank, positions)
-    if dim != x.dim() - 1:
-        values, indices = aten.movedim.int(values, -1, dim), aten.movedim.int(indices, -1, dim)
-    return values, indices
-
-
-def _sort_stable(x, *, stable=None, dim=-1, descending=False):
-    return _sort(x, dim, descending)
-
-
-def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-    """The first k of a sort (largest first unless `largest` is False)."""
-    result = _sort(x, dim, descending=largest)
-    if result is NotImplemented or x.dim() == 0:
-        return result
-    values, indices = result
-    dim = dim % x.dim()
-    return aten.slice.Tensor(values, dim, 0, k), aten.slice.Tensor(indices, dim, 0, k)
-
-
 def _reduced_count(x: torch.Tensor, dims: Sequence[int] | None) -> tuple[list[int], int]:
     """The normalized reduced dims (None or [] is every dim) and their element count."""
     rank = max(x.dim(), 1)
@@ -923,9 +869,6 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.avg_pool3d.default: functools.partial(_avg_pool, 3),
     aten.max_pool2d_with_indices_backward.default: _max_pool2d_with_indices_backward,
     aten.embedding_renorm.default: _embedding_renorm,
-    aten.sort.default: _sort,
-    aten.sort.stable: _sort_stable,
-    aten.topk.default: _topk,
     aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
     aten.var.correction: _var,
     aten.var_mean.correction: _var_mean,

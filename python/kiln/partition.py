@@ -12,7 +12,6 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partit
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from kiln.errors import SerializeError
-from kiln.decompositions import SORT_LIMIT
 from kiln.layout import is_reproducible
 from kiln.fx_serialize import (
     SourceLoc,
@@ -134,9 +133,6 @@ class KilnSupport(OperatorSupportBase):
             return self.reason(source)
         if not isinstance(node.target, torch._ops.OpOverload):
             return "not an ATen operator"
-        if node.target in _SORTS:
-            return (f"sorts rows longer than {SORT_LIMIT} (Kiln sorts by pairwise ranks, "
-                    "O(n^2); ATen's O(n log n) sort is faster there)")
         if str(node.target) not in self.supported_ops:
             return "op not supported by Kiln"
         if self._forced(node):
@@ -355,10 +351,6 @@ def _symint_operand(node: torch.fx.Node, takes_symint_scalars: bool) -> str | No
             return f"argument {argument.name}"
     return None
 
-
-# What remains of a sort after Kiln's decompositions (kiln/decompositions.py
-# rewrites the rest).
-_SORTS = (torch.ops.aten.sort.default, torch.ops.aten.sort.stable, torch.ops.aten.topk.default)
 
 # Ops whose argument 1 is an advanced index: a list of optional tensors.
 _ADVANCED_INDEXING = (torch.ops.aten.index.Tensor, torch.ops.aten.index_put.default)

@@ -142,6 +142,8 @@ OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "any_all": lambda x: (x > 0).any(-1).float() + (x > -5).all(-1).float(),
     "fills": lambda x: torch.zeros_like(x) + torch.full_like(x, 2.0) * torch.ones_like(x) + x,
     "cumsum": lambda x: torch.cumsum(x, 0) + torch.cumsum(x * 2, -1),
+    "sort_topk": lambda x: torch.sort(x, -1)[0] * 2 + torch.sort(x, 0, descending=True)[1]
+    + torch.topk(x, 3, -1)[0].sum(-1, True),
     "pad": lambda x: F.pad(x, (1, 2)).sum(-1) + F.pad(x, (0, 0, 2, 0), value=1.5)[2:].sum(-1),
     "gather": lambda x: torch.gather(x, 1, (x.abs() * 3).long() % x.shape[1]) * 2,
     "index": lambda x: x[torch.arange(x.shape[0]) % 3] + x[:, torch.tensor([0, 2, 1])].sum(-1, True)

@@ -838,6 +838,67 @@ def test_sort_and_topk_match_eager():
     check(lambda t: torch.topk(t, 3, dim=1), f32(5, 40))
 
 
+@pytest.mark.parametrize("shape, dim", [((3, 1), 1), ((2, 1000), 1), ((4, 1025), -1),
+                                        ((5000,), 0), ((3, 70, 5), 1), ((33, 6), 0), ((), 0)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_by_bitonic_network(shape, dim, descending):
+    """Rows of any length (not only powers of two, and past the 1024 the
+    pairwise ranks stopped at), every dim, with ties and NaN: the stable
+    order, values and indices both."""
+    torch.manual_seed(len(shape) * 7 + dim)
+    x = torch.randint(-20, 20, shape).float() / 4  # many ties
+    if x.numel() > 4:
+        x.view(-1)[::7] = float("nan")
+
+    def fn(t):
+        return torch.sort(t, dim=dim, descending=descending, stable=True)
+
+    since = len(kiln.compile_records())
+    values, indices = compile_kiln(fn, fallback="error")(x)
+    expected = fn(x)
+    torch.testing.assert_close(values, expected.values, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(indices, expected.indices, rtol=0, atol=0)
+    assert_kiln_ran(since, strict=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_sort_integers(dtype):
+    """Integers sort signed, uint8 and bool unsigned (200 after 100, True after False)."""
+    torch.manual_seed(1)
+    if dtype == torch.bool:
+        x = torch.rand(4, 37) > 0.5
+    else:
+        low, high = (0, 256) if dtype == torch.uint8 else (-1000, 1000)
+        x = torch.randint(low, high, (4, 37), dtype=dtype)
+
+    def fn(t):
+        ascending = torch.sort(t, dim=1, stable=True)
+        descending = torch.sort(t, dim=1, descending=True, stable=True)
+        return ascending.values, ascending.indices, descending.values, descending.indices
+
+    since = len(kiln.compile_records())
+    for actual, expected in zip(compile_kiln(fn, fallback="error")(x), fn(x)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert_kiln_ran(since, strict=True)
+
+
+def test_topk_and_argsort():
+    """topk's largest and smallest k (distinct values: ATen leaves ties' order
+    open), argsort, and a top-k routing as mixture-of-experts models write it."""
+    torch.manual_seed(2)
+    x = torch.randperm(3 * 2000).float().reshape(3, 2000) / 7
+    check(lambda t: torch.topk(t, 5, dim=1), x)
+    check(lambda t: torch.topk(t, 2, dim=0, largest=False), x)
+    check(lambda t: torch.argsort(t, dim=1, descending=True), x)
+    logits = torch.randn(64, 8)
+
+    def route(t):
+        weights, experts = torch.topk(torch.softmax(t, -1), 2, dim=-1)
+        return weights / weights.sum(-1, keepdim=True), experts
+
+    check(route, logits)
+
+
 def test_uint8_arithmetic_matches_eager():
     """uint8 compares, divides, reduces and casts unsigned (200 > 100, not -56)."""
     torch.manual_seed(0)

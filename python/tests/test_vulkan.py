@@ -164,6 +164,18 @@ OPS = {
     "index_put_rows_accumulate": (lambda x, idx, v: x.index_put((idx,), v, accumulate=True),
                                   lambda: (torch.randn(100, 64), torch.randint(-100, 100, (3000,)),
                                            torch.randn(3000, 64))),
+    # Sorts by a bitonic network, each step over the threads: rows of
+    # 3000 (not a power of two) with ties and NaN, both directions, a middle
+    # dim, int64, and a top-k routing (many short rows, a workgroup taking
+    # several).
+    "sort_rows": (lambda x: (torch.sort(x, dim=-1, stable=True),
+                             torch.sort(x, dim=0, descending=True, stable=True)),
+                  lambda: (torch.randint(-50, 50, (3, 3000)).float().index_fill_(
+                      1, torch.tensor([5, 2999, 1000]), float("nan")),)),
+    "sort_middle_int64": (lambda x: torch.sort(x, dim=1, descending=True, stable=True),
+                          lambda: (torch.randint(-5, 5, (2, 300, 3)),)),
+    "topk_routing": (lambda x: torch.topk(torch.softmax(x, -1), 2, -1),
+                     lambda: (torch.randn(500, 8),)),
     "index_add": (lambda x, idx, src: x.index_add(0, idx, src),
                   lambda: (torch.zeros(5, 3), torch.tensor([0, 2, 2, 4]), torch.randn(4, 3))),
     # Without libm: log1p-based inverse hyperbolics, polynomial inverse trig,
@@ -276,6 +288,17 @@ def test_softmax_of_long_rows_counted_at_launch():
     for shape in [(2, 70000), (300, 1000)]:
         x = torch.randn(*shape)
         torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-3)
+    assert_ran_on_vulkan()
+
+
+def test_sorts_with_lengths_counted_at_launch():
+    """A symbolic row length: the network's stages are counted at launch
+    (ceil(log2 n)), so one kernel sorts rows of 5, 1000 and 4097."""
+    fn = lambda x: torch.sort(x, dim=-1, descending=True, stable=True)  # noqa: E731
+    compiled = _compile(fn, dynamic=True)
+    for shape in [(3, 5), (2, 1000), (4, 4097)]:
+        x = torch.randint(-100, 100, shape).float()
+        torch.testing.assert_close(compiled(x), fn(x), rtol=0, atol=0)
     assert_ran_on_vulkan()
 
 

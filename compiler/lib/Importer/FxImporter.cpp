@@ -1607,6 +1607,59 @@ LogicalResult cumsum(Importer &im) {
                        ->getResults());
 }
 
+/// The (values, indices) of a stable sort of `input` along `dim`.
+std::pair<Value, Value> sortAlong(Importer &im, Value input, int64_t dim, bool descending) {
+  auto type = cast<RankedTensorType>(input.getType());
+  auto indexType = graph::symbolicTensorType(graph::dimExprs(type), im.builder().getI64Type());
+  auto sort = graph::SortOp::create(im.builder(), im.loc(), TypeRange{type, indexType}, input,
+                                    dim, descending);
+  return {sort.getValues(), sort.getIndices()};
+}
+
+/// The last dim (0 for a scalar): where sort and topk go by default.
+int64_t lastDim(Value v) {
+  return std::max<int64_t>(cast<RankedTensorType>(v.getType()).getRank() - 1, 0);
+}
+
+/// aten.sort and aten.sort.stable (whose flags are keywords only): Kiln's
+/// sort is always stable, one of the orders an unstable sort may give.
+LogicalResult sort(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  auto dim = im.dim(1, "dim", cast<RankedTensorType>(input->getType()).getRank(),
+                    lastDim(*input));
+  if (failed(dim))
+    return failure();
+  auto [values, indices] = sortAlong(im, *input, *dim, im.flag(2, "descending", false));
+  return im.define(ValueRange{values, indices});
+}
+
+/// aten.topk: the first k of a sort, largest first unless `largest` is
+/// false; equal values in index order (ATen leaves their order open).
+LogicalResult topk(Importer &im) {
+  auto input = im.tensor(0);
+  if (failed(input))
+    return failure();
+  auto type = cast<RankedTensorType>(input->getType());
+  auto k = im.integer(im.arg(1, "k"), "k");
+  auto dim = im.dim(2, "dim", type.getRank(), lastDim(*input));
+  if (failed(k) || failed(dim))
+    return failure();
+  int64_t length = type.getRank() ? type.getDimSize(*dim) : 1;
+  if (*k < 0 || (!ShapedType::isDynamic(length) && *k > length))
+    return im.fail("k " + std::to_string(*k) + " is out of range for a dim of " +
+                   std::to_string(length) + " (ATen raises)");
+  auto [values, indices] = sortAlong(im, *input, *dim, im.flag(3, "largest", true));
+  if (type.getRank() == 0)
+    return im.define(ValueRange{values, indices});
+  Value firstValues =
+      graph::SliceOp::create(im.builder(), im.loc(), im.outType(0), values, *dim, 0, 1);
+  Value firstIndices =
+      graph::SliceOp::create(im.builder(), im.loc(), im.outType(1), indices, *dim, 0, 1);
+  return im.define(ValueRange{firstValues, firstIndices});
+}
+
 /// aten.as_strided, where it only restates a row-major layout: Kiln values
 /// are dense and row-major, so an as_strided with the value's own element
 /// count, row-major strides (ignoring size-1 dims, whose stride is never
@@ -1705,7 +1758,8 @@ const llvm::StringSet<> &symbolicTargets() {
       "aten._scaled_dot_product_flash_attention_for_cpu.default",
       // Gathers and scans: index checks compare with the symbols' values.
       "aten.index.Tensor", "aten.index_select.default", "aten.gather.default",
-      "aten.cumsum.default", "aten.constant_pad_nd.default",
+      "aten.cumsum.default", "aten.constant_pad_nd.default", "aten.sort.default",
+      "aten.sort.stable", "aten.topk.default",
       // Direct convolution with a symbolic batch.
       "aten.convolution.default",
       "aten.arange.start_step",
@@ -1764,6 +1818,8 @@ const llvm::StringMap<Handler> &handlers() {
     });
     add({"aten.index_put.default"}, indexPut);
     add({"aten.cumsum.default"}, cumsum);
+    add({"aten.sort.default", "aten.sort.stable"}, sort);
+    add({"aten.topk.default"}, topk);
     add({"aten.as_strided.default"}, asStrided);
     add({"aten.minimum.default"}, binary<MinimumOp>);
     add({"aten.clamp.default", "aten.clamp.Tensor"},

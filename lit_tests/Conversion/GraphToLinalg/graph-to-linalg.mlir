@@ -801,3 +801,18 @@ func.func @conv2d(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x
   %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// sort stays one op (kiln-lower-sort lowers its buffer form), into empty
+// tensors, unsigned where its input is.
+// CHECK-LABEL: func.func @sort
+// CHECK: %[[V:.*]] = tensor.empty() : tensor<3x9xf32>
+// CHECK: %[[I:.*]] = tensor.empty() : tensor<3x9xi64>
+// CHECK: kiln_kernel.sort %{{.*}} into %[[V]], %[[I]] {descending = true, dim = 1 : i64} : tensor<3x9xf32> into tensor<3x9xf32>, tensor<3x9xi64> -> tensor<3x9xf32>, tensor<3x9xi64>
+// CHECK: kiln_kernel.sort %{{.*}} into %{{.*}}, %{{.*}} {dim = 0 : i64, kiln_kernel.unsigned} : tensor<5xi8>
+func.func @sort(%x: tensor<3x9xf32>, %u: tensor<5xui8>) -> (tensor<3x9xf32>, tensor<3x9xi64>, tensor<5xi64>) {
+  %0:2 = kiln_graph.sort %x {dim = 1 : i64, descending = true} : tensor<3x9xf32> -> tensor<3x9xf32>, tensor<3x9xi64>
+  %1:2 = kiln_graph.sort %u {dim = 0 : i64} : tensor<5xui8> -> tensor<5xui8>, tensor<5xi64>
+  return %0#0, %0#1, %1#1 : tensor<3x9xf32>, tensor<3x9xi64>, tensor<5xi64>
+}

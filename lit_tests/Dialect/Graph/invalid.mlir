@@ -815,3 +815,19 @@ func.func @conv2d_groups_do_not_divide(%x: tensor<1x4x8x8xf32>, %w: tensor<6x1x3
   %0 = kiln_graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : tensor<1x4x8x8xf32>, tensor<6x1x3x3xf32> -> tensor<1x6x6x6xf32>
   return
 }
+
+// -----
+
+func.func @sort_dim(%a: tensor<4x5xf32>) -> tensor<4x5xi64> {
+  // expected-error @+1 {{dim must be in [0, rank)}}
+  %0:2 = kiln_graph.sort %a {dim = 2 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
+  return %0#1 : tensor<4x5xi64>
+}
+
+// -----
+
+func.func @sort_indices_type(%a: tensor<4x5xf32>) -> tensor<4x5xi32> {
+  // expected-error @+1 {{indices must be i64 of the input's shape}}
+  %0:2 = kiln_graph.sort %a {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi32>
+  return %0#1 : tensor<4x5xi32>
+}

@@ -373,3 +373,12 @@ func.func @conv2d(%x: tensor<1x3x9x12xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<
   %0 = kiln_graph.conv2d %x, %w bias %b {strides = array<i64: 2, 1>, dilations = array<i64: 1, 2>} : tensor<1x3x9x12xf32>, tensor<8x3x3x3xf32>, tensor<8xf32> -> tensor<1x8x4x8xf32>
   return %0 : tensor<1x8x4x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @sort
+func.func @sort(%x: tensor<4x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xi64>) {
+  // CHECK: kiln_graph.sort %{{.*}} {descending = true, dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
+  %0:2 = kiln_graph.sort %x {dim = 1 : i64, descending = true} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
+  return %0#0, %0#1 : tensor<4x5xf32>, tensor<4x5xi64>
+}

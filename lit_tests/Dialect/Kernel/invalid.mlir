@@ -265,3 +265,27 @@ func.func @unsigned_flag(%x: i32) -> i32 {
 
 // expected-error @+1 {{'kiln_kernel.gpu_strategies' must be an array of strings, not [1]}}
 func.func private @k_strategies(index, index) attributes {kiln_kernel.gpu_strategies = [1]}
+
+// -----
+
+func.func @sort_shapes(%x: memref<4x5xf32>, %v: memref<4x6xf32>, %i: memref<4x5xi64>) {
+  // expected-error @+1 {{values must have the input's shape and element type, and indices its shape in i64}}
+  kiln_kernel.sort %x into %v, %i {dim = 1 : i64} : memref<4x5xf32> into memref<4x6xf32>, memref<4x5xi64>
+  return
+}
+
+// -----
+
+func.func @sort_dim(%x: memref<4x5xf32>, %i: memref<4x5xi64>) {
+  // expected-error @+1 {{dim must be in [0, rank)}}
+  kiln_kernel.sort %x into %x, %i {dim = 2 : i64} : memref<4x5xf32> into memref<4x5xf32>, memref<4x5xi64>
+  return
+}
+
+// -----
+
+func.func @sort_results(%x: memref<4xf32>, %i: memref<4xi64>) {
+  // expected-error @+1 {{returns its inits on tensors and nothing on buffers}}
+  %0:2 = kiln_kernel.sort %x into %x, %i {dim = 0 : i64} : memref<4xf32> into memref<4xf32>, memref<4xi64> -> tensor<4xf32>, tensor<4xi64>
+  return
+}

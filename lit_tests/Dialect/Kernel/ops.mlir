@@ -114,3 +114,16 @@ module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name =
     return
   }
 }
+
+// -----
+
+// kiln_kernel.sort on tensors returns its inits; on buffers it writes them.
+// CHECK-LABEL: func.func @sort
+// CHECK: kiln_kernel.sort %{{.*}} into %{{.*}}, %{{.*}} {descending = true, dim = 1 : i64} : tensor<4x5xf32> into tensor<4x5xf32>, tensor<4x5xi64> -> tensor<4x5xf32>, tensor<4x5xi64>
+// CHECK: kiln_kernel.sort %{{.*}} into %{{.*}}, %{{.*}} {dim = 0 : i64} : memref<?xi32> into memref<?xi32>, memref<?xi64>
+func.func @sort(%x: tensor<4x5xf32>, %v: tensor<4x5xf32>, %i: tensor<4x5xi64>, %xb: memref<?xi32>,
+                %vb: memref<?xi32>, %ib: memref<?xi64>) -> tensor<4x5xi64> {
+  %0:2 = kiln_kernel.sort %x into %v, %i {dim = 1 : i64, descending = true} : tensor<4x5xf32> into tensor<4x5xf32>, tensor<4x5xi64> -> tensor<4x5xf32>, tensor<4x5xi64>
+  kiln_kernel.sort %xb into %vb, %ib {dim = 0 : i64} : memref<?xi32> into memref<?xi32>, memref<?xi64>
+  return %0#1 : tensor<4x5xi64>
+}

@@ -10,6 +10,15 @@ func.func @conv(%id: index, %count: index, %in: memref<1x1x4x4xf32>, %w: memref<
 
 // -----
 
+func.func @sort(%id: index, %count: index, %x: memref<8xf32>, %v: memref<8xf32>, %i: memref<8xi64>)
+    attributes {kiln_kernel.kernel = "sort"} {
+  // expected-error @+1 {{has no GPU lowering here}}
+  kiln_kernel.sort %x into %v, %i {dim = 0 : i64} : memref<8xf32> into memref<8xf32>, memref<8xi64>
+  return
+}
+
+// -----
+
 func.func @no_ids(%out: memref<4xf32>) attributes {kiln_kernel.kernel = "no_ids"} {
   // expected-error @-1 {{kernel must start with (index workgroup_id, index workgroup_count)}}
   return
@@ -23,7 +32,7 @@ func.func @nested_attention(%id: index, %count: index, %q: memref<1x1x4x8xf32>, 
   %c2 = arith.constant 2 : index
   %c1 = arith.constant 1 : index
   scf.for %i = %c0 to %c2 step %c1 {
-    // expected-error @+1 {{has no GPU lowering here (kiln-gpu-lower-kernel-ops lowers convolutions, and attention must be a kernel's top-level op)}}
+    // expected-error @+1 {{has no GPU lowering here (kiln-gpu-lower-kernel-ops lowers convolutions, kiln-lower-sort sorts, and attention must be a kernel's top-level op)}}
     kiln_kernel.attention %q, %k, %v into %out, %lse {scale = 0.35 : f64, is_causal = false} : memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32> into memref<1x1x4x8xf32>, memref<1x1x4xf32>
   }
   return

@@ -463,16 +463,21 @@ def _compare_statistics(a: Any, e: Any) -> str | None:
 
 
 # Ops whose order among equal values is unspecified (ATen's topk picks them
-# in heap order): their indices may differ from eager's where values tie.
-_TIE_ORDER_UNSPECIFIED = ("topk", "sort")
+# in heap order, and its unstable sort of a long row in any order): their
+# indices may differ from eager's where values tie.
+_TIE_ORDER_UNSPECIFIED = ("topk", "sort", "argsort")
 
 
 def _ties_explain(name: str, sample: Any, actual: Any, expected: Any) -> bool:
     """Do Kiln's (values, indices) differ from eager's only in the order of
     equal values? The values must match exactly and Kiln's indices must pick
-    them from the input."""
+    them from the input. (argsort: its indices must be a permutation along
+    the dim that picks the values eager's pick, unless it was asked to be
+    stable.)"""
     import torch
 
+    if name.split(".")[0] == "argsort" and isinstance(actual, torch.Tensor):
+        return _argsort_ties_explain(sample, actual, expected)
     if name.split(".")[0] not in _TIE_ORDER_UNSPECIFIED or not isinstance(actual, tuple):
         return False
     values, indices = actual
@@ -488,6 +493,25 @@ def _ties_explain(name: str, sample: Any, actual: Any, expected: Any) -> bool:
     if x.dim() == 0:
         return torch.equal(indices, expected[1])
     return torch.equal(torch.gather(x, dim, indices), values)
+
+
+def _argsort_ties_explain(sample: Any, actual: Any, expected: Any) -> bool:
+    import torch
+
+    if sample.kwargs.get("stable") or actual.shape != expected.shape:
+        return False
+    x = sample.input
+    if x.dim() == 0:
+        return torch.equal(actual, expected)
+    positional = [a for a in sample.args if isinstance(a, int) and not isinstance(a, bool)]
+    dim = sample.kwargs.get("dim", positional[0] if positional else -1)
+    positions = torch.arange(x.shape[dim]).view([-1 if d == dim % x.dim() else 1
+                                                 for d in range(x.dim())])
+    if not torch.equal(actual.sort(dim).values, positions.expand_as(actual)):
+        return False
+    picked, expected_picked = torch.gather(x, dim, actual), torch.gather(x, dim, expected)
+    return bool(((picked == expected_picked) | (picked.isnan() & expected_picked.isnan())).all()
+                if picked.is_floating_point() else torch.equal(picked, expected_picked))
 
 
 def _inputs_differ(actual: Any, expected: Any, override: tuple[float, float]) -> str | None:

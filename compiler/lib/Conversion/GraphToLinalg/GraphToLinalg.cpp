@@ -1114,6 +1114,21 @@ LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
   return success();
 }
 
+/// Sort stays one op as well (kiln-lower-sort: a bitonic network on the
+/// buffers of its results), unsigned where its input is.
+LogicalResult lowerSort(RewriterBase &rewriter, SortOp op) {
+  Location loc = op.getLoc();
+  Value values = emptyLike(rewriter, loc, tensorType(op.getValues()));
+  Value indices = emptyLike(rewriter, loc, tensorType(op.getIndices()));
+  auto sort = kiln::kernel::SortOp::create(
+      rewriter, loc, TypeRange{values.getType(), indices.getType()}, op.getInput(), values,
+      indices, op.getDimAttr(), op.getDescendingAttr());
+  if (op->hasAttr(kUnsignedAttr))
+    sort->setAttr(kUnsignedAttr, rewriter.getUnitAttr());
+  rewriter.replaceOp(op, sort);
+  return success();
+}
+
 /// Convolution stays one op too (kiln-lower-convolution); the elementwise ops
 /// after it in its kernel become its epilogue (kiln-fuse-elementwise).
 LogicalResult lowerConv2d(RewriterBase &rewriter, Conv2dOp op) {
@@ -1154,7 +1169,7 @@ bool lowersSymbolicShapes(Operation *op) {
          isa<SumOp, MeanOp, AmaxOp, AminOp, ProdOp, AllOp, AnyOp, SoftmaxOp, LogSoftmaxOp,
              ArgmaxOp, ArgminOp, LayerNormOp, MatmulOp, ReshapeOp, PermuteOp, ExpandOp,
              SliceOp, ConcatOp, EmbeddingOp, IotaOp, ConstantOp, AttentionOp, SizeOp, IndexOp,
-             GatherOp, CumsumOp, PadOp, Conv2dOp>(op);
+             GatherOp, CumsumOp, PadOp, Conv2dOp, SortOp>(op);
 }
 
 LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
@@ -1186,6 +1201,7 @@ LogicalResult lowerOp(RewriterBase &rewriter, Operation *op) {
       .Case<ScatterOp>([&](auto o) { return lowerScatter(rewriter, o); })
       .Case<AttentionOp>([&](auto o) { return lowerAttention(rewriter, o); })
       .Case<Conv2dOp>([&](auto o) { return lowerConv2d(rewriter, o); })
+      .Case<SortOp>([&](auto o) { return lowerSort(rewriter, o); })
       .Case<ConstantOp>([&](auto o) { return lowerConstant(rewriter, o); })
       .Case<SizeOp>([&](auto o) { return lowerSize(rewriter, o); })
       .Default([](Operation *o) {

@@ -149,7 +149,8 @@ std::vector<kiln::PipelineStage> kiln::cpu::kernelStages() {
       {"bufferized", "kiln-bufferize-kernels,func.func(kiln-stack-temporaries),"
                      "buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,"
-                "convert-linalg-to-loops,kiln-promote-accumulators,kiln-distribute-workgroups)"},
+                "kiln-lower-sort,convert-linalg-to-loops,kiln-promote-accumulators,"
+                "kiln-distribute-workgroups)"},
       // Conversions that work function by function are nested, so that
       // they run on the kernels in parallel; the rest need the module
       // (kiln-approximate-math declares libm functions in it).

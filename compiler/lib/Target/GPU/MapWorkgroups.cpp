@@ -114,23 +114,34 @@ struct GpuMapWorkgroupsPass
 
   /// The parallel loops a top-level scf.for runs one after another, when
   /// its threads can share each: the loop carries nothing, and its body is
-  /// such loops (each writing its iterations apart) and ops that write
-  /// nothing (views, loads). A scan's steps along its axis are; so is a
-  /// row loop whose rows each run a few elementwise loops.
+  /// such loops (each writing its iterations apart), loops of them in turn,
+  /// and ops that write nothing (views, loads). A scan's steps along its
+  /// axis are; so is a row loop whose rows each run a few elementwise
+  /// loops, and a sorting network's stages of steps. Every thread runs the
+  /// serial loops (their bounds are the same for all), each step spread
+  /// over the threads with a barrier after it.
   static std::optional<SmallVector<scf::ParallelOp>> parallelSteps(scf::ForOp loop) {
-    if (loop.getNumResults() != 0)
-      return std::nullopt;
     SmallVector<scf::ParallelOp> steps;
-    for (Operation &op : loop.getBody()->without_terminator()) {
-      auto step = dyn_cast<scf::ParallelOp>(op);
-      if (step && step.getNumResults() == 0 && iterationsWriteApart(step))
-        steps.push_back(step);
-      else if (writesAnything(&op))
-        return std::nullopt;
-    }
-    if (steps.empty())
+    if (!collectParallelSteps(loop, steps) || steps.empty())
       return std::nullopt;
     return steps;
+  }
+
+  static bool collectParallelSteps(scf::ForOp loop, SmallVectorImpl<scf::ParallelOp> &steps) {
+    if (loop.getNumResults() != 0)
+      return false;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      auto step = dyn_cast<scf::ParallelOp>(op);
+      auto inner = dyn_cast<scf::ForOp>(op);
+      if (step && step.getNumResults() == 0 && iterationsWriteApart(step))
+        steps.push_back(step);
+      else if (inner && writesAnything(inner)) {
+        if (!collectParallelSteps(inner, steps))
+          return false;
+      } else if (writesAnything(&op))
+        return false;
+    }
+    return true;
   }
 
   /// The work of one iteration of a loop of parallel steps: the iterations
@@ -140,6 +151,13 @@ struct GpuMapWorkgroupsPass
     for (scf::ParallelOp step : steps)
       most = std::max(most, iterations(step, /*firstDim=*/0, threads));
     return most;
+  }
+
+  /// Whether every step is directly in `loop`'s body (no loop between).
+  static bool stepsInBody(scf::ForOp loop, ArrayRef<scf::ParallelOp> steps) {
+    return llvm::all_of(steps, [&](scf::ParallelOp step) {
+      return step->getParentOp() == loop.getOperation();
+    });
   }
 
   /// The iterations of `loop` one workgroup runs: `rows` of the first
@@ -166,13 +184,14 @@ struct GpuMapWorkgroupsPass
   LogicalResult map(func::FuncOp func, int64_t threads, int64_t sharedBytes) {
     Block &entry = func.getBody().front();
     // Of Kiln's own kernel ops, attention at the top level is this
-    // mapping's; kiln-gpu-lower-kernel-ops lowers convolutions before it.
+    // mapping's; kiln-gpu-lower-kernel-ops lowers convolutions and
+    // kiln-lower-sort sorts before it.
     WalkResult kernelOps = func.walk([&](Operation *op) {
       if (!op->getDialect() || op->getDialect()->getNamespace() != "kiln_kernel" ||
           (isa<kiln::kernel::AttentionOp>(op) && op->getBlock() == &entry))
         return WalkResult::advance();
       op->emitOpError("has no GPU lowering here (kiln-gpu-lower-kernel-ops lowers convolutions, "
-                      "and attention must be a kernel's top-level op)");
+                      "kiln-lower-sort sorts, and attention must be a kernel's top-level op)");
       return WalkResult::interrupt();
     });
     if (kernelOps.wasInterrupted())
@@ -325,6 +344,7 @@ struct GpuMapWorkgroupsPass
         op = reduceAcrossThreads(*scalar, values, memory);
       } else if (auto serial = dyn_cast<scf::ForOp>(op);
                  serial && !splitRows && (steps = parallelSteps(serial)) &&
+                 stepsInBody(serial, *steps) &&
                  (scan = scanByBlocks(serial, *steps, threads, memory))) {
         // Few rows (or a count known at launch: then few rows go by blocks
         // and many a step at a time).

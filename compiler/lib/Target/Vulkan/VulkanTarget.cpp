@@ -57,7 +57,8 @@ public:
         // exp, erf, tanh, ... as the CPU computes them (inline polynomials,
         // within a few ulp): SPIR-V's GLSL set has no erf, and its precision
         // for the rest is the device's.
-        {"gpu", "func.func(kiln-gpu-lower-kernel-ops,kiln-gpu-prepare-kernels,convert-linalg-to-parallel-loops,"
+        {"gpu", "func.func(kiln-gpu-lower-kernel-ops,kiln-gpu-prepare-kernels,"
+                "convert-linalg-to-parallel-loops,kiln-lower-sort{parallel-steps=true},"
                 "kiln-gpu-map-workgroups),kiln-approximate-math{libm-calls=false},canonicalize,cse"},
         {"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand{include-bf16=true},"
                       "canonicalize,cse),"

@@ -713,6 +713,22 @@ LogicalResult ScatterOp::verify() {
   return success();
 }
 
+LeadingDim SortOp::getLeadingDim() {
+  // Each row before `dim` sorts on its own (read at the result's position).
+  return rowwise(*this, /*reducesDim0=*/getDim() == 0, /*alignedOperands=*/1);
+}
+
+LogicalResult SortOp::verify() {
+  auto input = tensorType(getInput());
+  if ((int64_t)getDim() < 0 || (int64_t)getDim() >= std::max<int64_t>(input.getRank(), 1))
+    return emitOpError("dim must be in [0, rank)");
+  if (getValues().getType() != input)
+    return emitOpError("values must have the input's type");
+  if (getIndices().getType() != input.clone(IntegerType::get(getContext(), 64)))
+    return emitOpError("indices must be i64 of the input's shape");
+  return success();
+}
+
 LogicalResult CumsumOp::verify() {
   auto input = tensorType(getInput());
   if ((int64_t)getDim() < 0 || (int64_t)getDim() >= std::max<int64_t>(input.getRank(), 1))

@@ -90,7 +90,7 @@ static void printExtent(OpAsmPrinter &printer, Operation *, IntegerAttr extent,
     printer << extent.getInt();
 }
 
-/// The destination-style kernel ops (attention, conv2d) take all tensors and
+/// The destination-style kernel ops (attention, conv2d, sort) take all tensors and
 /// return their inits, or all buffers and return nothing.
 static LogicalResult verifyDestinationForm(DestinationStyleOpInterface op) {
   bool onTensors = isa<RankedTensorType>(op.getDpsInits()[0].getType());
@@ -140,6 +140,26 @@ LogicalResult Conv2dOp::verify() {
   return success();
 }
 
+LogicalResult SortOp::verify() {
+  if (failed(verifyDestinationForm(*this)))
+    return failure();
+  auto input = cast<ShapedType>(getInput().getType());
+  auto values = cast<ShapedType>(getValuesInit().getType());
+  auto indices = cast<ShapedType>(getIndicesInit().getType());
+  if (values.getShape() != input.getShape() || indices.getShape() != input.getShape() ||
+      values.getElementType() != input.getElementType() ||
+      !indices.getElementType().isInteger(64))
+    return emitOpError("values must have the input's shape and element type, and indices its "
+                       "shape in i64");
+  if ((int64_t)getDim() < 0 || (int64_t)getDim() >= std::max<int64_t>(input.getRank(), 1))
+    return emitOpError("dim must be in [0, rank)");
+  return success();
+}
+
+void SortOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  destinationEffects(*this, effects);
+}
 void AttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
   destinationEffects(*this, effects);

@@ -23,7 +23,7 @@ using namespace mlir;
 
 namespace {
 
-/// Kiln's destination-style kernel ops (attention, conv2d) write their
+/// Kiln's destination-style kernel ops (attention, conv2d, sort) write their
 /// results into the buffers of their inits: the op is recreated on buffers,
 /// with the same attributes and no results.
 template <typename KernelOp>
@@ -107,6 +107,7 @@ struct BufferizeKernelsPass
           DestinationBufferization<kiln::kernel::AttentionOp>>(*ctx);
       kiln::kernel::Conv2dOp::attachInterface<DestinationBufferization<kiln::kernel::Conv2dOp>>(
           *ctx);
+      kiln::kernel::SortOp::attachInterface<DestinationBufferization<kiln::kernel::SortOp>>(*ctx);
     });
   }
 

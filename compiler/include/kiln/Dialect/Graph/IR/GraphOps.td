@@ -521,6 +521,24 @@ def Graph_CumsumOp : Graph_Op<"cumsum", [Pure, Graph_OwnLeadingDim]> {
   let hasVerifier = 1;
 }
 
+def Graph_SortOp : Graph_Op<"sort", [Pure, Graph_OwnKernel, Graph_OwnLeadingDim]> {
+  let summary = "aten.sort along `dim` (stable): the sorted values and their indices (i64)";
+  let description = [{
+    Ascending, or largest first with `descending`; NaN sorts as the largest
+    value (last ascending, first descending), and equal values keep their
+    order (a stable sort: every target sorts by (value, index), a total
+    order, so any sorting network gives ATen's stable answer). Lowered to
+    kiln_kernel.sort, a bitonic network: O(n log^2 n) compare-exchanges in
+    log^2 n steps of independent pairs. Rows before `dim` are independent,
+    so the op is parallel along dim 0 unless it sorts dim 0.
+  }];
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$descending);
+  let results = (outs Graph_Tensor:$values, Graph_Tensor:$indices);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($values) `,` type($indices)";
+  let hasVerifier = 1;
+}
+
 def Graph_ScatterOp : Graph_Op<"scatter", [Pure, Graph_OwnLeadingDim]> {
   let summary = "aten.scatter / scatter_reduce: gather's inverse, into a copy of the input";
   let description = [{

@@ -70,6 +70,34 @@ def Kernel_AttentionOp : Kernel_Op<"attention", [DestinationStyleOpInterface, De
   let hasVerifier = 1;
 }
 
+def Kernel_SortOp : Kernel_Op<"sort", [DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "A stable sort along `dim` inside a kernel, on tensors or on buffers";
+  let description = [{
+    `kiln_graph.sort` (same semantics) in destination style: bufferization
+    places the sorted values in `values_init` and their indices along `dim`
+    in `indices_init` (i64). On buffers, `kiln-lower-sort` writes the input
+    and the positions there and sorts both in place with a bitonic network
+    whose compare-exchanges order (value, index): ascending, or largest
+    first with `descending`, NaN as the largest value, integers unsigned
+    with `kiln_kernel.unsigned` (and for i1).
+  }];
+  let arguments = (ins AnyShaped:$input, AnyShaped:$values_init, AnyShaped:$indices_init,
+                       I64Attr:$dim, DefaultValuedAttr<BoolAttr, "false">:$descending);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $input `into` $values_init `,` $indices_init attr-dict `:` type($input) `into`
+    type($values_init) `,` type($indices_init) (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// values_init and indices_init, the last two operands.
+    mlir::MutableOperandRange getDpsInitsMutable() {
+      return mlir::MutableOperandRange(getOperation(), 1, 2);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Kernel_Conv2dOp : Kernel_Op<"conv2d", [AttrSizedOperandSegments,
     DestinationStyleOpInterface, DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Direct 2-D convolution inside a kernel, on tensors or on buffers";

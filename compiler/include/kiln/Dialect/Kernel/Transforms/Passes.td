@@ -82,6 +82,30 @@ def DistributeWorkgroupsPass
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def LowerSortPass : Pass<"kiln-lower-sort", "mlir::func::FuncOp"> {
+  let summary = "Lower kiln_kernel.sort on buffers to a bitonic sorting network";
+  let description = [{
+    The input and each element's position along `dim` are written into the
+    values and indices buffers, which are then sorted in place by a bitonic
+    network: for each stage t < ceil(log2 n), a step of compare-exchanges
+    between mirrored positions of each block of 2^(t+1) ("flip") and steps
+    between positions 2^s apart for s = t-1 .. 0, every compare-exchange
+    putting the earlier (value, index) first. Pairs whose second position
+    is past n are skipped, as if the row were padded to a power of two with
+    values after every other, which no step moves. Each step is a loop nest
+    of independent pairs; stage and step loops run in order around them, and
+    where the op sorts a dim after the first, a loop over the first dim
+    encloses it all (the rows the workgroups split). With
+    `parallel-steps`, the init and each step are scf.parallel loops marked
+    `kiln_kernel.writes_apart` (what a GPU target spreads over its threads,
+    with a barrier after each); otherwise scf.for nests.
+  }];
+  let options = [Option<"parallelSteps", "parallel-steps", "bool", "false",
+                        "Emit the init and each step as an scf.parallel marked writes_apart">];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
+}
+
 def PromoteAccumulatorsPass
     : Pass<"kiln-promote-accumulators", "mlir::func::FuncOp"> {
   let summary = "Keep loop-carried values of kernel-local buffers in registers";
