@@ -3,17 +3,14 @@
 // RUN: not kiln-import-fx %t/k-too-large.json 2>&1 | FileCheck %s --check-prefix=LARGE
 
 // sort (dim and descending positional), sort.stable (keywords only, the
-// last dim by default) and topk (a sort, largest first by default, then
-// its first k).
+// last dim by default) and topk (a sort keeping the first k, largest first
+// by default).
 // CHECK-LABEL: func.func @sorts
 // CHECK-SAME: (%[[X:.*]]: tensor<4x6xf32>
 // CHECK: kiln_graph.sort %[[X]] {descending = true, dim = 0 : i64} : tensor<4x6xf32> -> tensor<4x6xf32>, tensor<4x6xi64>
 // CHECK: kiln_graph.sort %[[X]] {dim = 1 : i64} : tensor<4x6xf32> -> tensor<4x6xf32>, tensor<4x6xi64>
-// CHECK: %[[TV:.*]], %[[TI:.*]] = kiln_graph.sort %[[X]] {descending = true, dim = 1 : i64}
-// CHECK: kiln_graph.slice %[[TV]] {dim = 1 : i64, start = 0 : i64, step = 1 : i64} : tensor<4x6xf32> -> tensor<4x2xf32>
-// CHECK: kiln_graph.slice %[[TI]] {dim = 1 : i64, start = 0 : i64, step = 1 : i64} : tensor<4x6xi64> -> tensor<4x2xi64>
-// CHECK: %{{.*}}, %[[LI:.*]] = kiln_graph.sort %[[X]] {dim = 0 : i64}
-// CHECK: kiln_graph.slice %[[LI]] {dim = 0 : i64, start = 0 : i64, step = 1 : i64} : tensor<4x6xi64> -> tensor<3x6xi64>
+// CHECK: kiln_graph.sort %[[X]] {descending = true, dim = 1 : i64, k = 2 : i64} : tensor<4x6xf32> -> tensor<4x2xf32>, tensor<4x2xi64>
+// CHECK: kiln_graph.sort %[[X]] {dim = 0 : i64, k = 3 : i64} : tensor<4x6xf32> -> tensor<3x6xf32>, tensor<3x6xi64>
 
 // LARGE: k 7 is out of range for a dim of 6 (ATen raises)
 

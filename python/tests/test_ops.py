@@ -882,6 +882,38 @@ def test_sort_integers(dtype):
     assert_kiln_ran(since, strict=True)
 
 
+@pytest.mark.parametrize("k, largest, dim", [(1, True, 1), (5, False, 1), (64, True, 1),
+                                             (65, True, 1), (300, False, 1), (3, True, 0)])
+def test_topk_selects_the_first_k(k, largest, dim):
+    """k up to 64 by selection in one pass, more by a sort (the first k of
+    it): with ties and NaN, the first k of the stable sort, whose values are
+    topk's; an ascending row (every element enters the selection) too."""
+    torch.manual_seed(k)
+    x = torch.randint(-30, 30, (4, 300)).float() / 4
+    x.view(-1)[::11] = float("nan")
+    x[3] = torch.arange(300.0) * (1 if largest else -1)
+
+    def fn(t):
+        return torch.topk(t, k, dim=dim, largest=largest)
+
+    since = len(kiln.compile_records())
+    values, indices = compile_kiln(fn, fallback="error")(x)
+    stable = torch.sort(x, dim=dim, descending=largest, stable=True)
+    torch.testing.assert_close(values, stable.values.narrow(dim, 0, k), equal_nan=True,
+                               rtol=0, atol=0)
+    torch.testing.assert_close(indices, stable.indices.narrow(dim, 0, k), rtol=0, atol=0)
+    torch.testing.assert_close(values, fn(x).values, equal_nan=True, rtol=0, atol=0)
+    assert_kiln_ran(since, strict=True)
+
+
+def test_topk_of_integers():
+    torch.manual_seed(3)
+    x = torch.randint(0, 256, (5, 200), dtype=torch.uint8)
+    y = torch.randint(-10**6, 10**6, (5, 200))
+    fn = lambda a, b: (torch.topk(a, 7).values, torch.topk(b, 7, largest=False))  # noqa: E731
+    check(fn, x, y)
+
+
 def test_topk_and_argsort():
     """topk's largest and smallest k (distinct values: ATen leaves ties' order
     open), argsort, and a top-k routing as mixture-of-experts models write it."""

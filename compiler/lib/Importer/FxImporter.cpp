@@ -1612,7 +1612,7 @@ std::pair<Value, Value> sortAlong(Importer &im, Value input, int64_t dim, bool d
   auto type = cast<RankedTensorType>(input.getType());
   auto indexType = graph::symbolicTensorType(graph::dimExprs(type), im.builder().getI64Type());
   auto sort = graph::SortOp::create(im.builder(), im.loc(), TypeRange{type, indexType}, input,
-                                    dim, descending);
+                                    dim, descending, /*k=*/nullptr);
   return {sort.getValues(), sort.getIndices()};
 }
 
@@ -1635,7 +1635,8 @@ LogicalResult sort(Importer &im) {
   return im.define(ValueRange{values, indices});
 }
 
-/// aten.topk: the first k of a sort, largest first unless `largest` is
+/// aten.topk: the first k of a sort (a sort with k, which a target may
+/// select without sorting the rest), largest first unless `largest` is
 /// false; equal values in index order (ATen leaves their order open).
 LogicalResult topk(Importer &im) {
   auto input = im.tensor(0);
@@ -1650,14 +1651,14 @@ LogicalResult topk(Importer &im) {
   if (*k < 0 || (!ShapedType::isDynamic(length) && *k > length))
     return im.fail("k " + std::to_string(*k) + " is out of range for a dim of " +
                    std::to_string(length) + " (ATen raises)");
-  auto [values, indices] = sortAlong(im, *input, *dim, im.flag(3, "largest", true));
-  if (type.getRank() == 0)
+  bool largest = im.flag(3, "largest", true);
+  if (type.getRank() == 0) {
+    auto [values, indices] = sortAlong(im, *input, *dim, largest);
     return im.define(ValueRange{values, indices});
-  Value firstValues =
-      graph::SliceOp::create(im.builder(), im.loc(), im.outType(0), values, *dim, 0, 1);
-  Value firstIndices =
-      graph::SliceOp::create(im.builder(), im.loc(), im.outType(1), indices, *dim, 0, 1);
-  return im.define(ValueRange{firstValues, firstIndices});
+  }
+  auto sort = graph::SortOp::create(im.builder(), im.loc(), TypeRange{im.outType(0), im.outType(1)},
+                                    *input, *dim, largest, im.builder().getI64IntegerAttr(*k));
+  return im.define(sort->getResults());
 }
 
 /// aten.as_strided, where it only restates a row-major layout: Kiln values

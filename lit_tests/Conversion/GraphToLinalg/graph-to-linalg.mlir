@@ -811,8 +811,13 @@ func.func @conv2d(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x
 // CHECK: %[[I:.*]] = tensor.empty() : tensor<3x9xi64>
 // CHECK: kiln_kernel.sort %{{.*}} into %[[V]], %[[I]] {descending = true, dim = 1 : i64} : tensor<3x9xf32> into tensor<3x9xf32>, tensor<3x9xi64> -> tensor<3x9xf32>, tensor<3x9xi64>
 // CHECK: kiln_kernel.sort %{{.*}} into %{{.*}}, %{{.*}} {dim = 0 : i64, kiln_kernel.unsigned} : tensor<5xi8>
-func.func @sort(%x: tensor<3x9xf32>, %u: tensor<5xui8>) -> (tensor<3x9xf32>, tensor<3x9xi64>, tensor<5xi64>) {
+// A top-k sorts into whole-length temporaries and keeps their first k.
+// CHECK: %[[TOP:.*]]:2 = kiln_kernel.sort %{{.*}} into %{{.*}}, %{{.*}} {descending = true, dim = 1 : i64, k = 2 : i64} : tensor<3x9xf32> into tensor<3x9xf32>, tensor<3x9xi64>
+// CHECK: tensor.extract_slice %[[TOP]]#0[0, 0] [3, 2] [1, 1] : tensor<3x9xf32> to tensor<3x2xf32>
+// CHECK: tensor.extract_slice %[[TOP]]#1[0, 0] [3, 2] [1, 1] : tensor<3x9xi64> to tensor<3x2xi64>
+func.func @sort(%x: tensor<3x9xf32>, %u: tensor<5xui8>) -> (tensor<3x9xf32>, tensor<3x9xi64>, tensor<5xi64>, tensor<3x2xi64>) {
   %0:2 = kiln_graph.sort %x {dim = 1 : i64, descending = true} : tensor<3x9xf32> -> tensor<3x9xf32>, tensor<3x9xi64>
   %1:2 = kiln_graph.sort %u {dim = 0 : i64} : tensor<5xui8> -> tensor<5xui8>, tensor<5xi64>
-  return %0#0, %0#1, %1#1 : tensor<3x9xf32>, tensor<3x9xi64>, tensor<5xi64>
+  %2:2 = kiln_graph.sort %x {dim = 1 : i64, descending = true, k = 2 : i64} : tensor<3x9xf32> -> tensor<3x2xf32>, tensor<3x2xi64>
+  return %0#0, %0#1, %1#1, %2#1 : tensor<3x9xf32>, tensor<3x9xi64>, tensor<5xi64>, tensor<3x2xi64>
 }

@@ -827,7 +827,23 @@ func.func @sort_dim(%a: tensor<4x5xf32>) -> tensor<4x5xi64> {
 // -----
 
 func.func @sort_indices_type(%a: tensor<4x5xf32>) -> tensor<4x5xi32> {
-  // expected-error @+1 {{indices must be i64 of the input's shape}}
+  // expected-error @+1 {{indices must be i64 of the values' shape}}
   %0:2 = kiln_graph.sort %a {dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi32>
   return %0#1 : tensor<4x5xi32>
+}
+
+// -----
+
+func.func @sort_k_too_large(%a: tensor<4x5xf32>) -> tensor<4x6xi64> {
+  // expected-error @+1 {{k must be in [0, the sorted dim's size]}}
+  %0:2 = kiln_graph.sort %a {dim = 1 : i64, k = 6 : i64} : tensor<4x5xf32> -> tensor<4x6xf32>, tensor<4x6xi64>
+  return %0#1 : tensor<4x6xi64>
+}
+
+// -----
+
+func.func @sort_k_shape(%a: tensor<4x5xf32>) -> tensor<4x5xi64> {
+  // expected-error @+1 {{values must have the input's type (k along dim with k)}}
+  %0:2 = kiln_graph.sort %a {dim = 1 : i64, k = 2 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
+  return %0#1 : tensor<4x5xi64>
 }

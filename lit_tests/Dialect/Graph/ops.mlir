@@ -380,5 +380,7 @@ func.func @conv2d(%x: tensor<1x3x9x12xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<
 func.func @sort(%x: tensor<4x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xi64>) {
   // CHECK: kiln_graph.sort %{{.*}} {descending = true, dim = 1 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
   %0:2 = kiln_graph.sort %x {dim = 1 : i64, descending = true} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
+  // CHECK: kiln_graph.sort %{{.*}} {dim = 0 : i64, k = 2 : i64} : tensor<4x5xf32> -> tensor<2x5xf32>, tensor<2x5xi64>
+  %1:2 = kiln_graph.sort %x {dim = 0 : i64, k = 2 : i64} : tensor<4x5xf32> -> tensor<2x5xf32>, tensor<2x5xi64>
   return %0#0, %0#1 : tensor<4x5xf32>, tensor<4x5xi64>
 }

@@ -289,3 +289,11 @@ func.func @sort_results(%x: memref<4xf32>, %i: memref<4xi64>) {
   %0:2 = kiln_kernel.sort %x into %x, %i {dim = 0 : i64} : memref<4xf32> into memref<4xf32>, memref<4xi64> -> tensor<4xf32>, tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @sort_k(%x: memref<4x5xf32>, %i: memref<4x5xi64>) {
+  // expected-error @+1 {{k must be in [0, the sorted dim's size]}}
+  kiln_kernel.sort %x into %x, %i {dim = 1 : i64, k = 7 : i64} : memref<4x5xf32> into memref<4x5xf32>, memref<4x5xi64>
+  return
+}

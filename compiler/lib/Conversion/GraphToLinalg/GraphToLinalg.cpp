@@ -1114,18 +1114,34 @@ LogicalResult lowerAttention(RewriterBase &rewriter, AttentionOp op) {
   return success();
 }
 
-/// Sort stays one op as well (kiln-lower-sort: a bitonic network on the
-/// buffers of its results), unsigned where its input is.
+/// Sort stays one op as well (kiln-lower-sort), unsigned where its input
+/// is. A top-k (with k) sorts into whole-length temporaries, of which it
+/// keeps the first k along the dim (a target may select only those).
 LogicalResult lowerSort(RewriterBase &rewriter, SortOp op) {
   Location loc = op.getLoc();
-  Value values = emptyLike(rewriter, loc, tensorType(op.getValues()));
-  Value indices = emptyLike(rewriter, loc, tensorType(op.getIndices()));
+  auto inputType = tensorType(op.getInput());
+  Value values = emptyLike(rewriter, loc, inputType);
+  Value indices = emptyLike(rewriter, loc, inputType.clone(rewriter.getI64Type()));
   auto sort = kiln::kernel::SortOp::create(
       rewriter, loc, TypeRange{values.getType(), indices.getType()}, op.getInput(), values,
-      indices, op.getDimAttr(), op.getDescendingAttr());
+      indices, op.getDimAttr(), op.getDescendingAttr(), op.getKAttr());
   if (op->hasAttr(kUnsignedAttr))
     sort->setAttr(kUnsignedAttr, rewriter.getUnitAttr());
-  rewriter.replaceOp(op, sort);
+  if (!op.getK()) {
+    rewriter.replaceOp(op, sort);
+    return success();
+  }
+  int64_t rank = inputType.getRank();
+  SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+  SmallVector<Value> firsts;
+  for (auto [result, sorted] : llvm::zip(op->getResults(), sort->getResults())) {
+    auto type = tensorType(result);
+    SmallVector<OpFoldResult> sizes = kiln::kernel::dimSizes(rewriter, loc, dimExprs(type));
+    firsts.push_back(tensor::ExtractSliceOp::create(rewriter, loc, withoutEncoding(type), sorted,
+                                                    offsets, sizes, strides));
+  }
+  rewriter.replaceOp(op, firsts);
   return success();
 }
 

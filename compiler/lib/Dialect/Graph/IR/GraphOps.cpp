@@ -722,10 +722,20 @@ LogicalResult SortOp::verify() {
   auto input = tensorType(getInput());
   if ((int64_t)getDim() < 0 || (int64_t)getDim() >= std::max<int64_t>(input.getRank(), 1))
     return emitOpError("dim must be in [0, rank)");
-  if (getValues().getType() != input)
-    return emitOpError("values must have the input's type");
-  if (getIndices().getType() != input.clone(IntegerType::get(getContext(), 64)))
-    return emitOpError("indices must be i64 of the input's shape");
+  // With k, the results keep the first k along `dim`.
+  SmallVector<AffineExpr> shape = dimExprs(input);
+  if (IntegerAttr k = getKAttr()) {
+    if (k.getInt() < 0 || input.getRank() == 0 ||
+        (!input.isDynamicDim(getDim()) && k.getInt() > input.getDimSize(getDim())))
+      return emitOpError("k must be in [0, the sorted dim's size]");
+    shape[getDim()] = getAffineConstantExpr(k.getInt(), getContext());
+  }
+  if (tensorType(getValues()).getElementType() != input.getElementType() ||
+      dimExprs(tensorType(getValues())) != shape)
+    return emitOpError("values must have the input's type (k along dim with k)");
+  if (!tensorType(getIndices()).getElementType().isInteger(64) ||
+      dimExprs(tensorType(getIndices())) != shape)
+    return emitOpError("indices must be i64 of the values' shape");
   return success();
 }
 

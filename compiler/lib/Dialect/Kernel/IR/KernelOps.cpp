@@ -153,6 +153,10 @@ LogicalResult SortOp::verify() {
                        "shape in i64");
   if ((int64_t)getDim() < 0 || (int64_t)getDim() >= std::max<int64_t>(input.getRank(), 1))
     return emitOpError("dim must be in [0, rank)");
+  if (IntegerAttr k = getKAttr();
+      k && (k.getInt() < 0 || input.getRank() == 0 ||
+            (!input.isDynamicDim(getDim()) && k.getInt() > input.getDimSize(getDim()))))
+    return emitOpError("k must be in [0, the sorted dim's size]");
   return success();
 }
 

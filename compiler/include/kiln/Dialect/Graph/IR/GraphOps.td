@@ -528,12 +528,14 @@ def Graph_SortOp : Graph_Op<"sort", [Pure, Graph_OwnKernel, Graph_OwnLeadingDim]
     value (last ascending, first descending), and equal values keep their
     order (a stable sort: every target sorts by (value, index), a total
     order, so any sorting network gives ATen's stable answer). Lowered to
-    kiln_kernel.sort, a bitonic network: O(n log^2 n) compare-exchanges in
-    log^2 n steps of independent pairs. Rows before `dim` are independent,
-    so the op is parallel along dim 0 unless it sorts dim 0.
+    kiln_kernel.sort: a merge sort per row on a CPU, a bitonic network on a
+    GPU, O(n log^2 n) compare-exchanges in With `k` (aten.topk), the results
+    are the first k along `dim` only. Rows before `dim` are independent, so
+    the op is parallel along dim 0 unless it sorts dim 0.
   }];
   let arguments = (ins Graph_Tensor:$input, I64Attr:$dim,
-                       DefaultValuedAttr<BoolAttr, "false">:$descending);
+                       DefaultValuedAttr<BoolAttr, "false">:$descending,
+                       OptionalAttr<I64Attr>:$k);
   let results = (outs Graph_Tensor:$values, Graph_Tensor:$indices);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($values) `,` type($indices)";
   let hasVerifier = 1;

@@ -80,10 +80,13 @@ def Kernel_SortOp : Kernel_Op<"sort", [DestinationStyleOpInterface,
     and the positions there and sorts both in place with a bitonic network
     whose compare-exchanges order (value, index): ascending, or largest
     first with `descending`, NaN as the largest value, integers unsigned
-    with `kiln_kernel.unsigned` (and for i1).
+    with `kiln_kernel.unsigned` (and for i1). With `k` (a top-k), only the
+    first k positions along `dim` need to be right: a target may select
+    them without sorting the rest.
   }];
   let arguments = (ins AnyShaped:$input, AnyShaped:$values_init, AnyShaped:$indices_init,
-                       I64Attr:$dim, DefaultValuedAttr<BoolAttr, "false">:$descending);
+                       I64Attr:$dim, DefaultValuedAttr<BoolAttr, "false">:$descending,
+                       OptionalAttr<I64Attr>:$k);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $input `into` $values_init `,` $indices_init attr-dict `:` type($input) `into`

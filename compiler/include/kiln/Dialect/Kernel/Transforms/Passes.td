@@ -83,25 +83,32 @@ def DistributeWorkgroupsPass
 }
 
 def LowerSortPass : Pass<"kiln-lower-sort", "mlir::func::FuncOp"> {
-  let summary = "Lower kiln_kernel.sort on buffers to a bitonic sorting network";
+  let summary = "Lower kiln_kernel.sort on buffers to a merge sort or a bitonic network";
   let description = [{
-    The input and each element's position along `dim` are written into the
-    values and indices buffers, which are then sorted in place by a bitonic
-    network: for each stage t < ceil(log2 n), a step of compare-exchanges
+    Both order (value, index) pairs, a total order, so either gives the
+    stable sort. Where the op sorts a dim after the first, a loop over the
+    first dim encloses it all (the rows the workgroups split).
+
+    By default (a CPU core), each row is sorted alone by a bottom-up merge
+    sort: copied with its positions into a run buffer, merged in ceil(log2
+    n) passes of runs of 1, 2, 4, ... between two run buffers (a branchless
+    merge: the cursors advance by the comparison), copied into the outputs.
+    O(n log n) work; the four run buffers are the kernel's temporaries.
+
+    With `parallel-steps` (a GPU), the input and the positions are written
+    into the values and indices buffers, which a bitonic network sorts in
+    place: for each stage t < ceil(log2 n), a step of compare-exchanges
     between mirrored positions of each block of 2^(t+1) ("flip") and steps
-    between positions 2^s apart for s = t-1 .. 0, every compare-exchange
-    putting the earlier (value, index) first. Pairs whose second position
-    is past n are skipped, as if the row were padded to a power of two with
-    values after every other, which no step moves. Each step is a loop nest
-    of independent pairs; stage and step loops run in order around them, and
-    where the op sorts a dim after the first, a loop over the first dim
-    encloses it all (the rows the workgroups split). With
-    `parallel-steps`, the init and each step are scf.parallel loops marked
-    `kiln_kernel.writes_apart` (what a GPU target spreads over its threads,
-    with a barrier after each); otherwise scf.for nests.
+    between positions 2^s apart for s = t-1 .. 0. Pairs whose second
+    position is past n are skipped, as if the row were padded to a power of
+    two with values after every other, which no step moves. The copy and
+    each step are scf.parallel loops marked `kiln_kernel.writes_apart` over
+    every row's pairs (a GPU target spreads each over its threads, with a
+    barrier after it); the stage and step loops run in order around them.
+    O(n log^2 n) work in log^2 n steps.
   }];
   let options = [Option<"parallelSteps", "parallel-steps", "bool", "false",
-                        "Emit the init and each step as an scf.parallel marked writes_apart">];
+                        "A bitonic network of parallel steps instead of a merge sort per row">];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
 }
