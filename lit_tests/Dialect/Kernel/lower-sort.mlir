@@ -54,46 +54,48 @@
 // CHECK-NOT: kiln_kernel.sort
 //
 // With parallel-steps, a bitonic network in place on the outputs, the copy
-// and each step an scf.parallel marked writes_apart: ceil(log2 5) = 3
-// stages over the 4 pairs of a row padded to 8, each a flip step (mirrored
-// positions of each block of 2^(t+1)) and steps 2^s apart for s = t-1 ..
-// 0; the pairs reaching past 5 are skipped. The compare-exchange puts the
-// earlier (value, index) first: a value that sorts before the other, or
-// neither before the other (equal values, two NaNs) and the lower index.
+// and each step an scf.parallel marked writes_apart over every row at once
+// (no row loop: short rows still give every thread a pair), the stage loop
+// marked steps_over_rows: ceil(log2 5) = 3 stages over the 4 pairs of a
+// row padded to 8, each a flip step (mirrored positions of each block of
+// 2^(t+1)) and steps 2^s apart for s = t-1 .. 0; the pairs reaching past 5
+// are skipped. The compare-exchange puts the earlier (value, index) first:
+// a value that sorts before the other, or neither before the other (equal
+// values, two NaNs) and the lower index.
 // PAR-LABEL: func.func @rows
 // PAR-DAG: %[[C3:.*]] = arith.constant 3 : index
 // PAR-DAG: %[[C5:.*]] = arith.constant 5 : index
-// PAR: scf.for %[[ROW:.*]] = %{{.*}} to %[[C3]]
-// PAR:   scf.parallel (%[[J:.*]]) = (%{{.*}}) to (%[[C5]])
-// PAR:     %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[J]]]
-// PAR:     memref.store %[[X]], %[[V:.*]][%[[ROW]], %[[J]]]
-// PAR:     %[[POS:.*]] = arith.index_cast %[[J]] : index to i64
-// PAR:     memref.store %[[POS]], %[[I:.*]][%[[ROW]], %[[J]]]
+// PAR: scf.parallel (%[[ROW:.*]], %[[J:.*]]) = (%{{.*}}, %{{.*}}) to (%[[C3]], %[[C5]])
+// PAR:   %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[J]]]
+// PAR:   memref.store %[[X]], %[[V:.*]][%[[ROW]], %[[J]]]
+// PAR:   %[[POS:.*]] = arith.index_cast %[[J]] : index to i64
+// PAR:   memref.store %[[POS]], %[[I:.*]][%[[ROW]], %[[J]]]
+// PAR: } {kiln_kernel.writes_apart}
+// PAR: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// PAR:   scf.parallel (%[[R:.*]], %[[Q:.*]]) = (%{{.*}}, %{{.*}}) to (%[[C3]], %[[C4:[^)]*]])
+// PAR:     arith.shli %{{.*}}, %[[T]] : index
+// PAR:     %[[IN:.*]] = arith.cmpi ult, %[[SECOND:.*]], %[[C5]] : index
+// PAR:     scf.if %[[IN]] {
+// PAR-DAG:   %[[A:.*]] = memref.load %[[V]][%[[R]], %[[FIRST:.*]]] : memref<3x5xf32>
+// PAR-DAG:   %[[B:.*]] = memref.load %[[V]][%[[R]], %[[SECOND]]] : memref<3x5xf32>
+// PAR-DAG:   %[[IA:.*]] = memref.load %[[I]][%[[R]], %[[FIRST]]] : memref<3x5xi64>
+// PAR-DAG:   %[[IB:.*]] = memref.load %[[I]][%[[R]], %[[SECOND]]] : memref<3x5xi64>
+// PAR-DAG:   %[[BA:.*]] = arith.cmpf ult, %[[B]], %[[A]] : f32
+// PAR-DAG:   %[[AB:.*]] = arith.cmpf ult, %[[A]], %[[B]] : f32
+// PAR-DAG:   %[[EARLIER:.*]] = arith.cmpi slt, %[[IB]], %[[IA]] : i64
+// PAR:       %[[LOW:.*]] = arith.select %[[SWAP:.*]], %[[B]], %[[A]] : f32
+// PAR:       memref.store %[[LOW]], %[[V]][%[[R]], %[[FIRST]]]
+// PAR:       %[[HIGH:.*]] = arith.select %[[SWAP]], %[[A]], %[[B]] : f32
+// PAR:       memref.store %[[HIGH]], %[[V]][%[[R]], %[[SECOND]]]
+// PAR:       arith.select %[[SWAP]], %[[IB]], %[[IA]] : i64
+// PAR:       arith.select %[[SWAP]], %[[IA]], %[[IB]] : i64
 // PAR:   } {kiln_kernel.writes_apart}
-// PAR:   scf.for %[[T:.*]] = %{{.*}} to %[[C3]]
-// PAR:     scf.parallel (%[[Q:.*]]) = (%{{.*}}) to (%[[C4:[^)]*]])
-// PAR:       arith.shli %{{.*}}, %[[T]] : index
-// PAR:       %[[IN:.*]] = arith.cmpi ult, %[[SECOND:.*]], %[[C5]] : index
-// PAR:       scf.if %[[IN]] {
-// PAR-DAG:     %[[A:.*]] = memref.load %[[V]][%[[ROW]], %[[FIRST:.*]]] : memref<3x5xf32>
-// PAR-DAG:     %[[B:.*]] = memref.load %[[V]][%[[ROW]], %[[SECOND]]] : memref<3x5xf32>
-// PAR-DAG:     %[[IA:.*]] = memref.load %[[I]][%[[ROW]], %[[FIRST]]] : memref<3x5xi64>
-// PAR-DAG:     %[[IB:.*]] = memref.load %[[I]][%[[ROW]], %[[SECOND]]] : memref<3x5xi64>
-// PAR-DAG:     %[[BA:.*]] = arith.cmpf ult, %[[B]], %[[A]] : f32
-// PAR-DAG:     %[[AB:.*]] = arith.cmpf ult, %[[A]], %[[B]] : f32
-// PAR-DAG:     %[[EARLIER:.*]] = arith.cmpi slt, %[[IB]], %[[IA]] : i64
-// PAR:         %[[LOW:.*]] = arith.select %[[SWAP:.*]], %[[B]], %[[A]] : f32
-// PAR:         memref.store %[[LOW]], %[[V]][%[[ROW]], %[[FIRST]]]
-// PAR:         %[[HIGH:.*]] = arith.select %[[SWAP]], %[[A]], %[[B]] : f32
-// PAR:         memref.store %[[HIGH]], %[[V]][%[[ROW]], %[[SECOND]]]
-// PAR:         arith.select %[[SWAP]], %[[IB]], %[[IA]] : i64
-// PAR:         arith.select %[[SWAP]], %[[IA]], %[[IB]] : i64
+// PAR:   scf.for %{{.*}} = %{{.*}} to %[[T]]
+// PAR:     scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%[[C3]], %[[C4]])
+// PAR:       arith.cmpi ult
+// PAR:       scf.if
 // PAR:     } {kiln_kernel.writes_apart}
-// PAR:     scf.for %{{.*}} = %{{.*}} to %[[T]]
-// PAR:       scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[C4]])
-// PAR:         arith.cmpi ult
-// PAR:         scf.if
-// PAR:       } {kiln_kernel.writes_apart}
+// PAR: } {kiln_kernel.steps_over_rows}
 // PAR-NOT: memref.alloc
 func.func @rows(%x: memref<3x5xf32>, %v: memref<3x5xf32>, %i: memref<3x5xi64>) {
   kiln_kernel.sort %x into %v, %i {dim = 1 : i64} : memref<3x5xf32> into memref<3x5xf32>, memref<3x5xi64>

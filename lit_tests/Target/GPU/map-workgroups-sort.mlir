@@ -4,23 +4,28 @@
 // RUN: kiln-opt %s -split-input-file \
 // RUN:   --pass-pipeline='builtin.module(kiln-attach-target{target=vulkan},func.func(kiln-lower-sort{parallel-steps=true},kiln-gpu-map-workgroups))' | FileCheck %s
 
-// Rows of 5 split over the workgroups: the row loop is clamped to the
-// workgroup's chunk, the copy and every step go over the threads inside it.
+// Rows of 5 split over the workgroups: the steps take every row of the
+// workgroup's chunk at once (26 rows, so that the copy's 5 elements a row
+// give every thread one), their rows clamped to the chunk; the stage
+// loops run whole on every thread, a barrier after each step.
 // CHECK-LABEL: func.func @sort_rows
-// CHECK-SAME: ["a sequential loop, each of its steps over the threads"]
+// CHECK-SAME: ["a thread per element", "a sequential loop, each of its steps over the threads"]
+// CHECK-SAME: kiln_kernel.workgroup_alignment = 26 : i64
 // CHECK: %[[T:.*]] = gpu.thread_id x
-// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
-// CHECK:   scf.for %{{.*}} = %[[T]] to %{{.*}} step %c128
-// CHECK:     memref.store
+// CHECK: scf.for %{{.*}} = %[[T]] to %{{.*}} step %c128
+// CHECK:   memref.store
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[STAGE:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   arith.maxsi %{{.*}}, %[[BEGIN:.*]] : index
+// CHECK:   scf.for %[[L:.*]] = %[[T]] to %{{.*}} step %c128
+// CHECK:     %[[R:.*]] = arith.divui %{{.*}}, %{{.*}} : index
+// CHECK:     arith.addi %[[BEGIN]], %{{.*}} : index
+// CHECK:     scf.if
 // CHECK:   gpu.barrier
-// CHECK:   scf.for %[[STAGE:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   scf.for %{{.*}} = %{{.*}} to %[[STAGE]] step
 // CHECK:     scf.for %{{.*}} = %[[T]] to %{{.*}} step %c128
 // CHECK:       scf.if
 // CHECK:     gpu.barrier
-// CHECK:     scf.for %{{.*}} = %{{.*}} to %[[STAGE]] step
-// CHECK:       scf.for %{{.*}} = %[[T]] to %{{.*}} step %c128
-// CHECK:         scf.if
-// CHECK:       gpu.barrier
 // CHECK-NOT: scf.parallel
 func.func @sort_rows(%id: index, %count: index, %x: memref<100x5xf32>, %v: memref<100x5xf32>, %i: memref<100x5xi64>)
     attributes {kiln_kernel.kernel = "sort_rows", kiln_kernel.workgroup_extent = 100 : i64} {

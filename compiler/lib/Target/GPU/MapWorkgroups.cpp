@@ -144,13 +144,21 @@ struct GpuMapWorkgroupsPass
     return true;
   }
 
-  /// The work of one iteration of a loop of parallel steps: the iterations
-  /// of its largest step; `threads` stands for what is not constant.
-  static int64_t workPerStep(ArrayRef<scf::ParallelOp> steps, int64_t threads) {
+  /// The work of one iteration of a loop of parallel steps for one row:
+  /// the iterations of its largest step (past the first dimension where
+  /// the steps iterate the rows); `threads` stands for what is not
+  /// constant.
+  static int64_t workPerStep(ArrayRef<scf::ParallelOp> steps, int64_t threads, bool overRows) {
     int64_t most = 1;
     for (scf::ParallelOp step : steps)
-      most = std::max(most, iterations(step, /*firstDim=*/0, threads));
+      most = std::max(most, iterations(step, /*firstDim=*/overRows ? 1 : 0, threads));
     return most;
+  }
+
+  /// Whether a serial loop's steps iterate the kernel's rows as their
+  /// first dimension (a sort's stages), rather than the loop the rows.
+  static bool stepsOverRows(scf::ForOp loop) {
+    return loop->hasAttr(kiln::kernel::kStepsOverRowsAttr);
   }
 
   /// Whether every step is directly in `loop`'s body (no loop between).
@@ -246,7 +254,7 @@ struct GpuMapWorkgroupsPass
           perRow = threads;
         else if (auto serial = dyn_cast<scf::ForOp>(op)) // a row loop's steps
           if (auto steps = parallelSteps(serial))
-            perRow = std::max(perRow, workPerStep(*steps, threads));
+            perRow = std::max(perRow, workPerStep(*steps, threads, stepsOverRows(serial)));
       }
       rows = llvm::divideCeil(threads, std::min(perRow, threads));
       for (auto &[op, matmul] : matmuls)
@@ -361,8 +369,12 @@ struct GpuMapWorkgroupsPass
       } else if (auto serial = dyn_cast<scf::ForOp>(op);
                  serial && (steps = parallelSteps(serial))) {
         note("a sequential loop, each of its steps over the threads");
-        if (splitRows)
+        if (splitRows && stepsOverRows(serial)) {
+          for (scf::ParallelOp step : *steps)
+            clampFirstDim(step, begin, end);
+        } else if (splitRows) {
           clamp(serial, begin, end);
+        }
         spreadSteps(*steps, values);
       } else if (auto nest = dyn_cast<scf::ForOp>(op);
                  nest && (apartNest = matchApartNest(nest))) {

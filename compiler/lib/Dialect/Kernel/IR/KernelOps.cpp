@@ -251,6 +251,11 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op, NamedAttrib
       return op->emitError() << "'" << name << "' is a unit attribute";
     return success();
   }
+  if (name == kStepsOverRowsAttr) {
+    if (!isa<UnitAttr>(value) || !isa<LoopLikeOpInterface>(op))
+      return op->emitError() << "'" << name << "' is a unit attribute of a loop";
+    return success();
+  }
   if (name == kColumnLoopAttr) {
     if (!isa<UnitAttr>(value) || !isa<LoopLikeOpInterface>(op))
       return op->emitError() << "'" << name << "' is a unit attribute of a loop";

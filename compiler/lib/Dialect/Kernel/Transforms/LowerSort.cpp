@@ -53,15 +53,17 @@ public:
     SmallVector<Value> scratch;
     if (!parallelSteps && !selectsFirsts())
       scratch = allocateRuns(b);
-    // A loop over the first dim around it all, where rows sort apart: the
-    // workgroups split it as every kernel's leading loop.
-    if (rank >= 2 && dim != 0) {
+    // A core sorts its rows one after another: a loop over the first dim
+    // around it all, where rows sort apart (the workgroups split it as
+    // every kernel's leading loop). A network's steps take every row at
+    // once, so that short rows still give every thread a pair.
+    if (rank >= 2 && dim != 0 && !parallelSteps) {
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
       auto rows = scf::ForOp::create(b, loc, zero, sizes[0], one);
       OpBuilder inner = OpBuilder::atBlockBegin(rows.getBody());
       row = rows.getInductionVar();
-      parallelSteps ? bitonicRows(inner) : mergeRows(inner, scratch);
+      mergeRows(inner, scratch);
     } else {
       parallelSteps ? bitonicRows(b) : mergeRows(b, scratch);
     }
@@ -339,6 +341,10 @@ private:
     else
       pairs = arith::ShRUIOp::create(b, loc, arith::ShLIOp::create(b, loc, one, stages), one);
     auto stageLoop = scf::ForOp::create(b, loc, zero, stages, one);
+    // The steps' first dimension is the kernel's rows where they sort
+    // apart: a GPU clamps the steps, not the stages, to a workgroup's rows.
+    if (rank >= 2 && dim != 0)
+      stageLoop->setAttr(kiln::kernel::kStepsOverRowsAttr, b.getUnitAttr());
     OpBuilder sb = OpBuilder::atBlockBegin(stageLoop.getBody());
     Value t = stageLoop.getInductionVar();
     step(sb, pairs, t, /*flip=*/true);

@@ -65,6 +65,11 @@ inline constexpr llvm::StringLiteral kColumnExtentAttr = "kiln_kernel.column_ext
 /// On an scf.for inside a top-level loop nest of such a kernel: this loop,
 /// not the one directly inside the top-level loop, iterates the columns.
 inline constexpr llvm::StringLiteral kColumnLoopAttr = "kiln_kernel.column_loop";
+/// Set on a serial loop (a sort's stages) whose parallel steps iterate the
+/// kernel's rows as their first dimension: the loop itself runs whole on
+/// every workgroup, and a GPU mapping clamps its steps' rows to the
+/// workgroup's chunk instead of the loop.
+inline constexpr llvm::StringLiteral kStepsOverRowsAttr = "kiln_kernel.steps_over_rows";
 /// With kColumnExtentAttr: column chunks are multiples of this.
 inline constexpr llvm::StringLiteral kColumnAlignmentAttr = "kiln_kernel.column_alignment";
 /// Marks the linalg.generic a graph matmul lowers to: "ikj" (B is [K, N]) or
