@@ -119,7 +119,10 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       scan's steps along its axis; a row loop whose rows run elementwise
       loops) runs on every thread, each parallel loop spread over the
       threads with a barrier after it (clamped to the chunk when the kernel
-      is split into rows, the loop then being the rows').
+      is split into rows: the loop then being the rows', or, where it is
+      marked `kiln_kernel.steps_over_rows` (a sort's stages), the steps'
+      first dimension). Serial loops of such loops run the same way (a
+      sort's stages of steps).
     - A top-level perfect scf.for nest (bounds from outside it, carrying
       nothing, writing only by stores) some of whose loops write apart
       (every store, and every load of a buffer the nest writes, indexes with

@@ -86,10 +86,11 @@ def LowerSortPass : Pass<"kiln-lower-sort", "mlir::func::FuncOp"> {
   let summary = "Lower kiln_kernel.sort on buffers to a merge sort or a bitonic network";
   let description = [{
     Both order (value, index) pairs, a total order, so either gives the
-    stable sort. Where the op sorts a dim after the first, a loop over the
-    first dim encloses it all (the rows the workgroups split).
+    stable sort.
 
-    By default (a CPU core), each row is sorted alone by a bottom-up merge
+    By default (a CPU core), where the op sorts a dim after the first, a
+    loop over the first dim (the rows the workgroups split) encloses it
+    all, and each row is sorted alone by a bottom-up merge
     sort: copied with its positions into a run buffer, merged in ceil(log2
     n) passes of runs of 1, 2, 4, ... between two run buffers (a branchless
     merge: the cursors advance by the comparison), copied into the outputs.
@@ -103,9 +104,11 @@ def LowerSortPass : Pass<"kiln-lower-sort", "mlir::func::FuncOp"> {
     position is past n are skipped, as if the row were padded to a power of
     two with values after every other, which no step moves. The copy and
     each step are scf.parallel loops marked `kiln_kernel.writes_apart` over
-    every row's pairs (a GPU target spreads each over its threads, with a
-    barrier after it); the stage and step loops run in order around them.
-    O(n log^2 n) work in log^2 n steps.
+    every row's pairs at once (a GPU target spreads each over its threads,
+    with a barrier after it); the stage and step loops run in order around
+    them, the stage loop marked `kiln_kernel.steps_over_rows` where the
+    steps' first dimension is the rows the workgroups split. O(n log^2 n)
+    work in log^2 n steps.
   }];
   let options = [Option<"parallelSteps", "parallel-steps", "bool", "false",
                         "A bitonic network of parallel steps instead of a merge sort per row">];
