@@ -178,6 +178,22 @@ OPS = {
                      lambda: (torch.randn(500, 8),)),
     "index_add": (lambda x, idx, src: x.index_add(0, idx, src),
                   lambda: (torch.zeros(5, 3), torch.tensor([0, 2, 2, 4]), torch.randn(4, 3))),
+    # 1-D scatters whose updates may meet: atomics, every thread taking
+    # updates (thread 0 alone would loop 70000 times, past lavapipe's
+    # limit). Float sums in any order (within rounding of eager's), int64
+    # sums, int32 max and min exactly.
+    "index_add_atomics": (lambda x, idx, src, i: (x.index_add(0, idx, src),
+                                                   torch.zeros(7, dtype=torch.int64)
+                                                   .index_add(0, idx % 7, i)),
+                          lambda: (torch.zeros(10), torch.randint(0, 10, (70000,)),
+                                   torch.randint(-4, 5, (70000,)).float() / 4,
+                                   torch.randint(-1000, 1000, (70000,)))),
+    "scatter_reduce_atomics": (lambda x, idx, src: (
+        x.scatter_reduce(0, idx, src, "amax"), x.scatter_reduce(0, idx, src, "amin",
+                                                                include_self=False)),
+        lambda: (torch.randint(-50, 50, (13,), dtype=torch.int32),
+                 torch.randint(0, 13, (90000,)),
+                 torch.randint(-10**6, 10**6, (90000,), dtype=torch.int32))),
     # Without libm: log1p-based inverse hyperbolics, polynomial inverse trig,
     # powf by exponent splitting (signs, zeros and infinities as in C).
     "inverse_trig": (lambda x: torch.asin(x) + torch.acos(x) * torch.atanh(x) - torch.atan2(x, x + 2),
@@ -391,12 +407,13 @@ def test_dumped_stages_parse_and_run_again(tmp_path):
 
 
 def test_loops_a_device_cuts_short_are_an_error_not_a_wrong_answer():
-    """A 1-D scatter of 70000 updates (which may meet, so thread 0 runs them
-    alone) runs 70000 iterations in one thread: lavapipe stops an
-    invocation's loops after 65535 iterations in all, and the kernel's check
-    (its loop stopped below its bound) makes that an error naming the
-    kernel. A device that runs loops to their end gives the right answer."""
-    fn = lambda index, src: torch.zeros(10).index_add(0, index, src)  # noqa: E731
+    """A 1-D scatter of 70000 writes (which may meet, and where the last
+    write wins no atomic helps, so thread 0 runs them alone, in order) runs
+    70000 iterations in one thread: lavapipe stops an invocation's loops
+    after 65535 iterations in all, and the kernel's check (its loop stopped
+    below its bound) makes that an error naming the kernel. A device that
+    runs loops to their end gives the right answer."""
+    fn = lambda index, src: torch.zeros(10).index_copy(0, index, src)  # noqa: E731
     index, src = torch.randint(0, 10, (70000,)), torch.randn(70000)
     compiled = _compile(fn)
     compiled(index[:100], src[:100])  # compiles and loads; this size fits

@@ -118,6 +118,7 @@ decodeSpirvContainer(const std::vector<uint8_t> &bytes) {
 constexpr uint32_t kOpEntryPoint = 15;
 constexpr uint32_t kOpExecutionMode = 16;
 constexpr uint32_t kExecutionModeLocalSize = 17;
+constexpr uint32_t kOpCapability = 17;
 constexpr size_t kSpirvHeaderWords = 5;
 
 /// Byte `i` of the literal string at `words[at]`: SPIR-V packs string bytes
@@ -160,6 +161,23 @@ std::optional<BlockSize> spirvLocalSize(const std::vector<uint32_t> &words,
     at = end;
   }
   return std::nullopt;
+}
+
+std::vector<uint32_t> spirvCapabilities(const std::vector<uint32_t> &words) {
+  std::vector<uint32_t> capabilities;
+  if (words.size() < kSpirvHeaderWords || words[0] != kSpirvMagic)
+    return capabilities;
+  // Capabilities come first in a module (section 2.4): stop at the first
+  // instruction of any other kind.
+  for (size_t at = kSpirvHeaderWords; at < words.size();) {
+    uint32_t opcode = words[at] & 0xFFFF, length = words[at] >> 16;
+    if (length == 0 || length > words.size() - at || opcode != kOpCapability)
+      break;
+    if (length == 2)
+      capabilities.push_back(words[at + 1]);
+    at += length;
+  }
+  return capabilities;
 }
 
 } // namespace kiln::runtime

@@ -58,6 +58,23 @@ TEST(SpirvContainerTest, ReadsTheLocalSizeOfAnEntryPoint) {
   EXPECT_EQ(spirvLocalSize(words, "k"), std::nullopt);
 }
 
+TEST(SpirvContainerTest, ReadsTheCapabilitiesAModuleDeclares) {
+  // OpCapability Shader, OpCapability AtomicFloat32AddEXT, then the entry
+  // point: the capabilities end at the first other instruction.
+  std::vector<uint32_t> words = module("k", {1, 1, 1});
+  words.insert(words.begin() + 5, {2u << 16 | 17, 1, 2u << 16 | 17,
+                                   kSpirvCapabilityAtomicFloat32AddEXT});
+  EXPECT_EQ(spirvCapabilities(words),
+            (std::vector<uint32_t>{1, kSpirvCapabilityAtomicFloat32AddEXT}));
+  EXPECT_EQ(spirvCapabilities(module("k", {1, 1, 1})), std::vector<uint32_t>{});
+  EXPECT_EQ(spirvCapabilities({}), std::vector<uint32_t>{});
+  // A length that overruns the module, or is 0: no crash, nothing past it.
+  words[5] = 0xFFFF0000 | 17;
+  EXPECT_EQ(spirvCapabilities(words), std::vector<uint32_t>{});
+  words[5] = 17;
+  EXPECT_EQ(spirvCapabilities(words), std::vector<uint32_t>{});
+}
+
 TEST(SpirvContainerTest, RejectsCorruptContainers) {
   std::vector<uint8_t> good = encodeSpirvContainer(sample());
   // Every truncation, without crashing.

@@ -71,3 +71,25 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Scatters' atomics: a float32 add as SPV_EXT_shader_atomic_float_add's
+// OpAtomicFAddEXT, integer ones as upstream converts them (64-bit ones
+// with Int64Atomics).
+// CHECK-LABEL: spirv.func @atomics
+// CHECK: spirv.EXT.AtomicFAdd <Device> <AcquireRelease> %{{.*}}, %{{.*}} : !spirv.ptr<f32, StorageBuffer>
+// CHECK: spirv.AtomicSMax <Device> <AcquireRelease> %{{.*}}, %{{.*}} : !spirv.ptr<i64, StorageBuffer>
+module attributes {gpu.container_module} {
+  gpu.module @atomics attributes {spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64, Int64Atomics, AtomicFloat32AddEXT], [SPV_KHR_storage_buffer_storage_class, SPV_EXT_shader_atomic_float_add]>, #spirv.resource_limits<>>} {
+    gpu.func @atomics(%f: memref<?xf32>, %i: memref<?xi64>, %pc: memref<1xi32, #spirv.storage_class<PushConstant>>) kernel
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [1, 1, 1]>} {
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 1.5 : f32
+      %y = arith.constant 7 : i64
+      %0 = memref.atomic_rmw addf %x, %f[%c0] : (f32, memref<?xf32>) -> f32
+      %1 = memref.atomic_rmw maxs %y, %i[%c0] : (i64, memref<?xi64>) -> i64
+      gpu.return
+    }
+  }
+}

@@ -91,3 +91,28 @@ func.func @collapsed(%id: index, %count: index, %in: memref<1xf32>, %out: memref
   }
   return
 }
+
+// -----
+
+// An atomic on a reinterpretation of a binding goes onto the flat binding
+// at its linear index (its offset in elements plus the position), as loads
+// and stores do; the SPIR-V module declares what the atomic needs.
+// CHECK-LABEL: gpu.func @atomic
+// CHECK: %[[OFFSET:.*]] = arith.divui
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[BASE:.*]] = arith.addi %[[OFFSET]], %{{.*}} : index
+// CHECK: %[[STEP:.*]] = arith.muli %[[T]], %{{.*}} : index
+// CHECK: %[[AT:.*]] = arith.addi %[[BASE]], %[[STEP]] : index
+// CHECK: memref.atomic_rmw addf %{{.*}}, %{{.*}}[%[[AT]]] : (f32, memref<?xf32>) -> f32
+// SPIRV-LABEL: spirv.module @__spv__atomic
+// SPIRV-SAME: AtomicFloat32AddEXT
+// SPIRV-SAME: SPV_EXT_shader_atomic_float_add
+// SPIRV: spirv.EXT.AtomicFAdd
+func.func @atomic(%id: index, %count: index, %scratch: memref<1xf32>)
+    attributes {kiln_kernel.kernel = "atomic", kiln_kernel.workgroup_size = array<i64: 128, 1, 1>} {
+  %t = gpu.thread_id x
+  %x = arith.constant 1.0 : f32
+  %view = memref.reinterpret_cast %scratch to offset: [0], sizes: [13], strides: [1] : memref<1xf32> to memref<13xf32>
+  %0 = memref.atomic_rmw addf %x, %view[%t] : (f32, memref<13xf32>) -> f32
+  return
+}

@@ -42,6 +42,14 @@ StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create() {
   return device;
 }
 
+std::string VulkanDevice::missingCapability(uint32_t capability) const {
+  if (capability == kSpirvCapabilityInt64Atomics && !int64Atomics_)
+    return "64-bit integer atomics (shaderBufferInt64Atomics)";
+  if (capability == kSpirvCapabilityAtomicFloat32AddEXT && !float32AtomicAdd_)
+    return "float32 atomic adds (VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd)";
+  return "";
+}
+
 Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevice &physical) {
   instance_ = std::move(instance);
   physical_ = physical.handle;
@@ -56,15 +64,23 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   KILN_RETURN_IF_ERROR(check(
       vk.vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, extensions.data()),
       "vkEnumerateDeviceExtensionProperties"));
-  bool hasPushDescriptor = false;
-  for (const VkExtensionProperties &extension : extensions)
+  bool hasPushDescriptor = false, hasAtomicFloat = false;
+  for (const VkExtensionProperties &extension : extensions) {
     hasPushDescriptor |= std::strcmp(extension.extensionName, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) == 0;
+    hasAtomicFloat |= std::strcmp(extension.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0;
+  }
   pushDescriptors_ = hasPushDescriptor && !envOff("KILN_VULKAN_PUSH_DESCRIPTORS");
 
   // The SPIR-V capabilities Kiln's Vulkan target compiles for (its
   // description's features): 64-bit integers and floats, and 8- and 16-bit
   // storage for bool, half and bfloat16 tensors.
+  // Scatters' atomics, where the device has them: 64-bit integer ones and
+  // float32 adds (a kernel that declares one is refused on a device
+  // without it when it loads).
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT hasFloatAtomics{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  has12.pNext = hasAtomicFloat ? &hasFloatAtomics : nullptr;
   VkPhysicalDeviceVulkan11Features has11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   has11.pNext = &has12;
   VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -85,6 +101,12 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   use12.shaderInt8 = need(has12.shaderInt8, "shaderInt8");
   use12.shaderFloat16 = need(has12.shaderFloat16, "shaderFloat16");
   use12.storageBuffer8BitAccess = need(has12.storageBuffer8BitAccess, "storageBuffer8BitAccess");
+  int64Atomics_ = use12.shaderBufferInt64Atomics = has12.shaderBufferInt64Atomics;
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT useFloatAtomics{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  float32AtomicAdd_ = useFloatAtomics.shaderBufferFloat32AtomicAdd =
+      hasAtomicFloat && hasFloatAtomics.shaderBufferFloat32AtomicAdd;
+  use12.pNext = float32AtomicAdd_ ? &useFloatAtomics : nullptr;
   VkPhysicalDeviceVulkan11Features use11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   use11.storageBuffer16BitAccess = need(has11.storageBuffer16BitAccess, "storageBuffer16BitAccess");
   use11.pNext = &use12;
@@ -113,13 +135,17 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   queueInfo.queueFamilyIndex = physical.computeQueueFamily;
   queueInfo.queueCount = 1;
   queueInfo.pQueuePriorities = &priority;
-  const char *enabled[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  std::vector<const char *> enabled;
+  if (pushDescriptors_)
+    enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (float32AtomicAdd_)
+    enabled.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   deviceInfo.queueCreateInfoCount = 1;
   deviceInfo.pQueueCreateInfos = &queueInfo;
   deviceInfo.pNext = &use;
-  deviceInfo.enabledExtensionCount = pushDescriptors_ ? 1 : 0;
-  deviceInfo.ppEnabledExtensionNames = enabled;
+  deviceInfo.enabledExtensionCount = static_cast<uint32_t>(enabled.size());
+  deviceInfo.ppEnabledExtensionNames = enabled.data();
   KILN_RETURN_IF_ERROR(check(vk.vkCreateDevice(physical_, &deviceInfo, nullptr, &device_), "vkCreateDevice"));
 
 #define KILN_VK_DEVICE(name)                                                   \

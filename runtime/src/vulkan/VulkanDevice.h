@@ -68,6 +68,13 @@ public:
   /// Whether launches push their descriptors (VK_KHR_push_descriptor)
   /// rather than allocating sets from a pool.
   bool pushDescriptors() const { return pushDescriptors_; }
+  /// The SPIR-V capabilities a kernel may declare that some devices lack,
+  /// each present where the device has (and Kiln enabled) it: 64-bit
+  /// integer atomics, float32 atomic adds. Returns what `capability` needs
+  /// that this device lacks, or an empty string.
+  std::string missingCapability(uint32_t capability) const;
+  /// The device's name, for messages.
+  std::string deviceName() const { return properties_.deviceName; }
   /// Runs the work queued so far to completion, before an executable
   /// destroys pipelines it may use.
   void drain() noexcept;
@@ -136,6 +143,8 @@ private:
   std::vector<std::string> statusSlots_; // the kernel launched at each slot
   Status unreported_;                    // a status error no caller took yet
   bool pushDescriptors_ = false;
+  bool int64Atomics_ = false;     // shaderBufferInt64Atomics
+  bool float32AtomicAdd_ = false; // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd
   bool hostAccess_ = false;          // allocations are mapped
   VkDeviceSize largestHeap_ = 0;     // no allocation can be larger
   std::map<uintptr_t, Allocation> allocations_; // by synthetic address

@@ -68,6 +68,11 @@ VulkanExecutable::load(VulkanDevice &device, const ExecutableDesc &executable,
       return Status::error(which + " takes " + std::to_string(info.numBindings + 1) +
                            " buffers, above this device's maxPerStageDescriptorStorageBuffers of " +
                            std::to_string(limits.maxPerStageDescriptorStorageBuffers));
+    for (uint32_t capability : spirvCapabilities(found[i]->words))
+      if (std::string missing = device.missingCapability(capability); !missing.empty())
+        return Status::error(StatusCode::Unavailable,
+                             which + " uses " + missing + ", which this device (" +
+                                 device.deviceName() + ") lacks; run this graph on Kiln's CPU target");
     blockSizes[i] = *local;
   }
 

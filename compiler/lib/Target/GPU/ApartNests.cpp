@@ -27,22 +27,30 @@ std::optional<unsigned> positionOf(ValueRange indices, Value iv) {
 
 } // namespace
 
-std::optional<ApartNest> kiln::gpu::matchApartNest(scf::ForOp outer) {
-  // A perfect nest carrying nothing, its bounds from outside it.
-  ApartNest nest;
+std::optional<SmallVector<scf::ForOp>> kiln::gpu::perfectNest(scf::ForOp outer) {
+  SmallVector<scf::ForOp> nest;
   for (scf::ForOp level = outer;;) {
     if (level.getNumResults() != 0)
       return std::nullopt;
     for (Value bound : {level.getLowerBound(), level.getUpperBound(), level.getStep()})
       if (outer->isAncestor(bound.getParentRegion()->getParentOp()))
         return std::nullopt;
-    nest.nest.push_back(level);
+    nest.push_back(level);
     Block *body = level.getBody();
     auto inner = dyn_cast<scf::ForOp>(body->front());
     if (!inner || body->getOperations().size() != 2)
-      break;
+      return nest;
     level = inner;
   }
+}
+
+std::optional<ApartNest> kiln::gpu::matchApartNest(scf::ForOp outer) {
+  // A perfect nest carrying nothing, its bounds from outside it.
+  ApartNest nest;
+  std::optional<SmallVector<scf::ForOp>> loops = perfectNest(outer);
+  if (!loops)
+    return std::nullopt;
+  nest.nest = std::move(*loops);
   scf::ForOp innermost = nest.nest.back();
 
   // The buffers the nest writes, by store only, each through one memref value.

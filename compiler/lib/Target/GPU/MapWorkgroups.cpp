@@ -330,6 +330,7 @@ struct GpuMapWorkgroupsPass
       std::optional<Scan> scan;
       std::optional<SmallVector<scf::ParallelOp>> steps;
       std::optional<ApartNest> apartNest;
+      std::optional<AtomicNest> atomicNest;
       if (matmul != matmuls.end() && tileBytes(matmul->second) <= memory.bytesLeft()) {
         memory.reserve(tileBytes(matmul->second));
         const MatmulTileShape &shape = matmul->second.shape;
@@ -383,6 +384,10 @@ struct GpuMapWorkgroupsPass
         if (splitRows)
           clamp(nest, begin, end);
         op = spreadApartNest(*apartNest, values);
+      } else if (auto nest = dyn_cast<scf::ForOp>(op);
+                 nest && atomics && !splitRows && (atomicNest = matchAtomicNest(nest))) {
+        note("a loop nest of atomic updates (adds, max, min), its iterations over the threads");
+        op = spreadAtomicNest(*atomicNest, values);
       } else {
         note("thread 0 alone (writes that may meet, or a sequential loop)");
         if (op->getNumResults() != 0 && !op->use_empty())

@@ -264,6 +264,10 @@ struct BlockScan {
 BlockScan blockScan(Scan &scan, const ThreadValues &values, WorkgroupMemory &memory,
                     std::optional<int64_t> maxRows);
 
+/// `outer` and the loops perfectly nested in it (outermost first), when none
+/// carries a value and every bound comes from outside `outer`.
+std::optional<llvm::SmallVector<mlir::scf::ForOp>> perfectNest(mlir::scf::ForOp outer);
+
 /// A perfect nest of scf.for (outermost first, bounds from outside it,
 /// carrying nothing) that writes only by stores, some of whose loops write
 /// apart: every store, and every load of a buffer the nest writes, indexes
@@ -284,6 +288,34 @@ std::optional<ApartNest> matchApartNest(mlir::scf::ForOp outer);
 /// each thread: every element sees its updates in the nest's order.
 /// Returns the loop over the threads' share.
 mlir::Operation *spreadApartNest(ApartNest &nest, const ThreadValues &values);
+
+/// A perfect nest of scf.for (outermost first, bounds from outside it,
+/// carrying nothing) whose only writes are updates an atomic does, or
+/// stores of one value the nest does not compute (whichever thread writes
+/// an element last, it holds that value). An update stores combine(load(
+/// B[i]), v) back to B[i], the load in the same block and used by the
+/// combine alone, B a binding of the kernel or a reinterpretation of one;
+/// nothing else in the nest reads what it writes. The combines: integer
+/// add, max and min of 32 or 64 bits, float32 add with `reassoc`.
+struct AtomicUpdate {
+  mlir::memref::LoadOp load;
+  mlir::Operation *combine;
+  mlir::memref::StoreOp store;
+  mlir::arith::AtomicRMWKind kind;
+  mlir::Value value; // v, the combine's other operand
+};
+struct AtomicNest {
+  llvm::SmallVector<mlir::scf::ForOp> nest;
+  llvm::SmallVector<AtomicUpdate> updates;
+};
+
+/// `outer`'s nest as an AtomicNest, when every write in it is such an update.
+std::optional<AtomicNest> matchAtomicNest(mlir::scf::ForOp outer);
+
+/// The nest with each update a memref.atomic_rmw and its whole iteration
+/// space spread over the threads (linearized, the last loop fastest).
+/// Returns the loop over the threads' share.
+mlir::Operation *spreadAtomicNest(AtomicNest &nest, const ThreadValues &values);
 
 /// The tile of a matmul-like loop: rows x columns of outputs, k steps per
 /// stage, and outputs per thread in each direction.

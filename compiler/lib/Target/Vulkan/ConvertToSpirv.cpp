@@ -120,6 +120,29 @@ struct BarrierOrdersBuffers : OpConversionPattern<gpu::BarrierOp> {
   }
 };
 
+/// memref.atomic_rmw addf on a storage buffer as SPV_EXT_shader_atomic_float_add's
+/// OpAtomicFAddEXT (upstream converts the integer kinds only).
+struct AtomicFloatAdd : OpConversionPattern<memref::AtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::AtomicRMWOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (op.getKind() != arith::AtomicRMWKind::addf)
+      return failure();
+    auto &converter = *getTypeConverter<SPIRVTypeConverter>();
+    Type type = converter.convertType(op.getType());
+    if (!type)
+      return rewriter.notifyMatchFailure(op, "the element type does not convert");
+    Value pointer = spirv::getElementPtr(converter, op.getMemRefType(), adaptor.getMemref(),
+                                         adaptor.getIndices(), op.getLoc(), rewriter);
+    if (!pointer)
+      return rewriter.notifyMatchFailure(op, "no element pointer");
+    rewriter.replaceOpWithNewOp<spirv::EXTAtomicFAddOp>(
+        op, type, pointer, spirv::Scope::Device, spirv::MemorySemantics::AcquireRelease,
+        adaptor.getValue());
+    return success();
+  }
+};
+
 struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertToSpirvPass> {
   void runOnOperation() override {
     SmallVector<gpu::GPUModuleOp> originals(getOperation().getOps<gpu::GPUModuleOp>());
@@ -209,7 +232,7 @@ struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertTo
     std::unique_ptr<ConversionTarget> target = SPIRVConversionTarget::get(environment);
     SPIRVTypeConverter typeConverter(environment);
     RewritePatternSet patterns(context);
-    patterns.add<BarrierOrdersBuffers>(typeConverter, context, /*benefit=*/2);
+    patterns.add<BarrierOrdersBuffers, AtomicFloatAdd>(typeConverter, context, /*benefit=*/2);
     populateGPUToSPIRVPatterns(typeConverter, patterns);
     ScfToSPIRVContext scfContext;
     populateSCFToSPIRVPatterns(typeConverter, scfContext, patterns);

@@ -319,7 +319,7 @@ struct FormSpirvKernelsPass
     return failure();
   }
 
-  /// Rewrites every load and store onto the flat buffers.
+  /// Rewrites every load, store and atomic onto the flat buffers.
   LogicalResult flattenAccesses(gpu::GPUFuncOp kernel, const Bindings &bindings) {
     RewritePatternSet patterns(&getContext());
     memref::populateFoldMemRefAliasOpPatterns(patterns);
@@ -349,7 +349,8 @@ struct FormSpirvKernelsPass
     }
     SmallVector<Operation *> accesses;
     kernel.walk([&](Operation *op) {
-      if (isa<memref::LoadOp, memref::StoreOp, memref::DimOp, memref::ExtractStridedMetadataOp>(op))
+      if (isa<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp, memref::DimOp,
+              memref::ExtractStridedMetadataOp>(op))
         accesses.push_back(op);
     });
     for (Operation *op : accesses) {
@@ -383,8 +384,10 @@ struct FormSpirvKernelsPass
       }
       auto load = dyn_cast<memref::LoadOp>(op);
       auto store = dyn_cast<memref::StoreOp>(op);
-      Value memref = load ? load.getMemRef() : store.getMemRef();
-      ValueRange indices = load ? load.getIndices() : store.getIndices();
+      auto atomic = dyn_cast<memref::AtomicRMWOp>(op);
+      Value memref = load ? load.getMemRef() : store ? store.getMemRef() : atomic.getMemref();
+      ValueRange indices =
+          load ? load.getIndices() : store ? store.getIndices() : atomic.getIndices();
       if (memref.getParentRegion() == &kernel.getBody() && offsets.count(memref))
         continue; // already flat
       auto view = memref.getDefiningOp<memref::ReinterpretCastOp>();
@@ -408,8 +411,13 @@ struct FormSpirvKernelsPass
       if (load)
         load.replaceAllUsesWith(
             memref::LoadOp::create(b, loc, root, ValueRange{linear}).getResult());
-      else
+      else if (store)
         memref::StoreOp::create(b, loc, store.getValueToStore(), root, ValueRange{linear});
+      else
+        atomic.replaceAllUsesWith(memref::AtomicRMWOp::create(b, loc, atomic.getKind(),
+                                                              atomic.getValue(), root,
+                                                              ValueRange{linear})
+                                      .getResult());
       op->erase();
     }
     // The views are dead now, and what computed their shapes.

@@ -7,15 +7,19 @@ using namespace kiln;
 
 namespace {
 
-/// What every Vulkan 1.2 device Kiln runs on must have: the SPIR-V
-/// capabilities and extensions the kernels may use (64-bit integers and
-/// floats, 8- and 16-bit storage for bool, half and bfloat16 tensors), which
-/// the runtime's driver enables.
+/// The SPIR-V capabilities and extensions the kernels may use: what every
+/// Vulkan 1.2 device Kiln runs on must have (64-bit integers and floats, 8-
+/// and 16-bit storage for bool, half and bfloat16 tensors), and the atomics
+/// of scatters (64-bit integer ones, float32 adds), which the runtime's
+/// driver enables where the device has them and checks for when it loads a
+/// kernel that declares them.
 constexpr llvm::StringLiteral kCapabilities =
     "Shader,Int64,Int16,Int8,Float64,Float16,StorageBuffer16BitAccess,"
-    "StorageBuffer8BitAccess,GroupNonUniform,GroupNonUniformArithmetic";
+    "StorageBuffer8BitAccess,GroupNonUniform,GroupNonUniformArithmetic,Int64Atomics,"
+    "AtomicFloat32AddEXT";
 constexpr llvm::StringLiteral kExtensions =
-    "SPV_KHR_storage_buffer_storage_class,SPV_KHR_16bit_storage,SPV_KHR_8bit_storage";
+    "SPV_KHR_storage_buffer_storage_class,SPV_KHR_16bit_storage,SPV_KHR_8bit_storage,"
+    "SPV_EXT_shader_atomic_float_add";
 /// Vulkan's guaranteed minimums, so that the kernels run on every device:
 /// maxComputeWorkGroupInvocations and maxComputeSharedMemorySize.
 constexpr int64_t kMaxWorkgroupSize = 128;

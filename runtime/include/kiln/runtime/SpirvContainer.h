@@ -56,6 +56,15 @@ StatusOr<std::vector<SpirvKernelBinary>> decodeSpirvContainer(const std::vector<
 std::optional<BlockSize> spirvLocalSize(const std::vector<uint32_t> &words,
                                         std::string_view entryPoint);
 
+/// The capabilities a module declares (its OpCapability operands, in order),
+/// so a driver can refuse a kernel that needs what its device lacks; empty
+/// for words that are not a module. Safe on any words.
+std::vector<uint32_t> spirvCapabilities(const std::vector<uint32_t> &words);
+
+/// SPIR-V capability numbers (the specification's) a driver checks for.
+inline constexpr uint32_t kSpirvCapabilityInt64Atomics = 12;
+inline constexpr uint32_t kSpirvCapabilityAtomicFloat32AddEXT = 6033;
+
 } // namespace kiln::runtime
 
 #endif // KILN_RUNTIME_SPIRVCONTAINER_H

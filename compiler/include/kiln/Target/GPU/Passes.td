@@ -132,6 +132,16 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       over the threads, the others run in order inside each thread, so
       every element sees its updates in the nest's order (deterministic, no
       atomics).
+    - With `atomics`, a top-level perfect scf.for nest in a kernel not split
+      into rows whose only writes are read-modify-writes an atomic does
+      (store(combine(load(B[i]), v), B[i]), the load and store at the same
+      indices of a binding or a reinterpretation of one, nothing else in the
+      nest reading B): integer adds, max and min of 32 or 64 bits, and
+      float32 adds that carry `reassoc` (their order may change). Each
+      becomes a memref.atomic_rmw and every iteration of the nest spreads
+      over the threads: a 1-D scatter (index_add) no longer runs on one
+      thread. Integer updates give the sequential answer; float sums differ
+      from it only by rounding, as ATen's CUDA index_add does.
     - A top-level loop nest whose iterations may write the same element (a
       scatter through computed indices), and any other top-level op that
       writes memory, runs on thread 0 alone: deterministic, and correct.
@@ -145,7 +155,11 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
   let options = [
     Option<"subgroups", "subgroups", "bool", /*default=*/"true",
            "Combine reduction partials with subgroup operations (false: by "
-           "the workgroup-memory tree alone, for a target without them)">
+           "the workgroup-memory tree alone, for a target without them)">,
+    Option<"atomics", "atomics", "bool", /*default=*/"true",
+           "The target has atomic read-modify-writes of storage: 32- and "
+           "64-bit integer add, max and min, and float32 add (false: such "
+           "scatters run on thread 0)">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
