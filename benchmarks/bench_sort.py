@@ -38,10 +38,12 @@ def _distinct(*shape: int) -> torch.Tensor:
 
 
 CASES = {
-    "routing": (lambda x: torch.topk(torch.softmax(x, -1), 2, dim=-1), lambda: (_distinct(4096, 8),)),
+    "routing": (lambda x: torch.topk(torch.softmax(x, -1), 2, dim=-1),
+                lambda: (_distinct(4096, 8),)),
     "topk_vocab": (lambda x: torch.topk(x, 50, dim=-1), lambda: (_distinct(4, 32000),)),
     "rows_1000": (lambda x: torch.sort(x, dim=-1), lambda: (_distinct(256, 1000),)),
-    "rows_32768": (lambda x: torch.sort(x, dim=-1, descending=True), lambda: (_distinct(8, 32768),)),
+    "rows_32768": (lambda x: torch.sort(x, dim=-1, descending=True),
+                   lambda: (_distinct(8, 32768),)),
     "one_row_1M": (lambda x: torch.sort(x), lambda: (_distinct(1 << 20),)),
 }
 
@@ -80,12 +82,14 @@ def main() -> int:
     parser.add_argument("--cases", default=",".join(CASES), help=f"from: {', '.join(CASES)}")
     parser.add_argument("--repeat", type=int, default=5, help="timed rounds per variant")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per variant first")
-    parser.add_argument("--block-ms", type=float, default=20.0, help="target length of one timed block")
+    parser.add_argument("--block-ms", type=float, default=20.0,
+                        help="target length of one timed block")
     parser.add_argument("--no-vulkan", action="store_true", help="skip the Vulkan target")
     args = parser.parse_args()
 
     print(f"Sorting on {cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    header = f"{'case':<12} {'variant':<12} {'compile s':>9} {'max|err|':>9} {'median ms':>10} {'vs eager':>8}"
+    header = (f"{'case':<12} {'variant':<12} {'compile s':>9} {'max|err|':>9} "
+              f"{'median ms':>10} {'vs eager':>8}")
     print(header)
     print("-" * len(header))
     for name in args.cases.split(","):
@@ -109,8 +113,9 @@ def main() -> int:
             if v.error:
                 print(f"{label:<12} {v.name:<12} error: {v.error}")
                 continue
-            print(f"{label:<12} {v.name:<12} {fmt(v.compile_s, '9.2f'):>9} {fmt(v.max_err, '9.1e'):>9} "
-                  f"{fmt(v.median_ms, '10.3f'):>10} {fmt(ratio, '7.2f'):>7}x")
+            print(f"{label:<12} {v.name:<12} {fmt(v.compile_s, '9.2f'):>9} "
+                  f"{fmt(v.max_err, '9.1e'):>9} {fmt(v.median_ms, '10.3f'):>10} "
+                  f"{fmt(ratio, '7.2f'):>7}x")
     print("(vs eager: >1 means faster than eager; kiln-vulkan runs on lavapipe, a CPU)")
     return 0
 

@@ -67,7 +67,8 @@ Status VulkanDevice::init(std::shared_ptr<Instance> instance, const PhysicalDevi
   bool hasPushDescriptor = false, hasAtomicFloat = false;
   for (const VkExtensionProperties &extension : extensions) {
     hasPushDescriptor |= std::strcmp(extension.extensionName, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) == 0;
-    hasAtomicFloat |= std::strcmp(extension.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0;
+    hasAtomicFloat |=
+        std::strcmp(extension.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0;
   }
   pushDescriptors_ = hasPushDescriptor && !envOff("KILN_VULKAN_PUSH_DESCRIPTORS");
 

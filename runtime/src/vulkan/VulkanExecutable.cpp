@@ -72,7 +72,8 @@ VulkanExecutable::load(VulkanDevice &device, const ExecutableDesc &executable,
       if (std::string missing = device.missingCapability(capability); !missing.empty())
         return Status::error(StatusCode::Unavailable,
                              which + " uses " + missing + ", which this device (" +
-                                 device.deviceName() + ") lacks; run this graph on Kiln's CPU target");
+                                 device.deviceName() +
+                                 ") lacks; run this graph on Kiln's CPU target");
     blockSizes[i] = *local;
   }
 
