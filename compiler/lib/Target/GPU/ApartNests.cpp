@@ -45,7 +45,6 @@ std::optional<SmallVector<scf::ForOp>> kiln::gpu::perfectNest(scf::ForOp outer) 
 }
 
 std::optional<ApartNest> kiln::gpu::matchApartNest(scf::ForOp outer) {
-  // A perfect nest carrying nothing, its bounds from outside it.
   ApartNest nest;
   std::optional<SmallVector<scf::ForOp>> loops = perfectNest(outer);
   if (!loops)

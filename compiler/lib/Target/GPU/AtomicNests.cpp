@@ -60,7 +60,6 @@ std::optional<AtomicUpdate> matchUpdate(memref::StoreOp store) {
 } // namespace
 
 std::optional<AtomicNest> kiln::gpu::matchAtomicNest(scf::ForOp outer) {
-  // A perfect nest carrying nothing, its bounds from outside it.
   AtomicNest nest;
   std::optional<SmallVector<scf::ForOp>> loops = perfectNest(outer);
   if (!loops)

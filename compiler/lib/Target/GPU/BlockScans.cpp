@@ -76,6 +76,9 @@ std::optional<Scan> kiln::gpu::matchScan(scf::ForOp loop, ArrayRef<scf::Parallel
     return std::nullopt;
   Scan scan{loop, SmallVector<scf::ParallelOp>(steps), 0, {}};
   for (scf::ParallelOp step : steps) {
+    // A step of a loop inside the loop is no step along the scanned axis.
+    if (step->getParentOp() != loop.getOperation())
+      return std::nullopt;
     // The rows' bounds come from outside, or are constants: the rows run
     // outside the loop.
     if (!sameSpace(step, steps.front()) ||

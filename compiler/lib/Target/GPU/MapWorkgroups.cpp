@@ -161,13 +161,6 @@ struct GpuMapWorkgroupsPass
     return loop->hasAttr(kiln::kernel::kStepsOverRowsAttr);
   }
 
-  /// Whether every step is directly in `loop`'s body (no loop between).
-  static bool stepsInBody(scf::ForOp loop, ArrayRef<scf::ParallelOp> steps) {
-    return llvm::all_of(steps, [&](scf::ParallelOp step) {
-      return step->getParentOp() == loop.getOperation();
-    });
-  }
-
   /// The iterations of `loop` one workgroup runs: `rows` of the first
   /// dimension when the kernel is split into rows, else all of them;
   /// nullopt when not a constant.
@@ -353,7 +346,6 @@ struct GpuMapWorkgroupsPass
         op = reduceAcrossThreads(*scalar, values, memory);
       } else if (auto serial = dyn_cast<scf::ForOp>(op);
                  serial && !splitRows && (steps = parallelSteps(serial)) &&
-                 stepsInBody(serial, *steps) &&
                  (scan = scanByBlocks(serial, *steps, threads, memory))) {
         // Few rows (or a count known at launch: then few rows go by blocks
         // and many a step at a time).

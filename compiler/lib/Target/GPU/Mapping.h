@@ -245,7 +245,8 @@ struct Scan {
 };
 
 /// `loop`, whose body is `steps` (the sequential loop of parallel steps
-/// that kiln-gpu-map-workgroups recognizes), as a Scan, when it is one.
+/// that kiln-gpu-map-workgroups recognizes), as a Scan, when it is one:
+/// never when a step sits in a loop inside `loop` (a sort's stages).
 std::optional<Scan> matchScan(mlir::scf::ForOp loop, llvm::ArrayRef<mlir::scf::ParallelOp> steps);
 
 /// The scan by blocks, its rows one after another: each thread folds a

@@ -273,7 +273,7 @@ private:
   void merge(OpBuilder &b, Location l, Value from[2], Value to[2], Value lo, Value mid,
              Value hi) {
     Value one = arith::ConstantIndexOp::create(b, l, 1);
-    auto loop = scf::ForOp::create(
+    scf::ForOp::create(
         b, l, lo, hi, one, ValueRange{lo, mid},
         [&](OpBuilder &nb, Location nl, Value k, ValueRange cursors) {
           Value i = cursors[0], j = cursors[1];
@@ -297,7 +297,6 @@ private:
               nb, nl, arith::AddIOp::create(nb, nl, i, one), step);
           scf::YieldOp::create(nb, nl, ValueRange{nextI, nextJ});
         });
-    (void)loop;
   }
 
   //===--------------------------------------------------------------------===//
@@ -320,10 +319,10 @@ private:
     return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), log32);
   }
 
-  /// The sort of the rows at `row` (or of the whole buffer without one).
+  /// The network over every row at once (there is no row loop here).
   void bitonicRows(OpBuilder &b) {
     // Copy the input and number the positions along `dim`.
-    loopNest(b, freeSizes(sizes[dim]), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    parallelStep(b, freeSizes(sizes[dim]), [&](OpBuilder &nb, Location l, ValueRange ivs) {
       SmallVector<Value> at = position(ivs, ivs[freeIndex()]);
       Value value = memref::LoadOp::create(nb, l, op.getInput(), at);
       memref::StoreOp::create(nb, l, value, op.getValuesInit(), at);
@@ -361,7 +360,7 @@ private:
   /// pair is (block start + o, block end - 1 - o) for a flip, else
   /// (block start + o, block start + o + 2^shift).
   void step(OpBuilder &b, Value pairs, Value shift, bool flip) {
-    loopNest(b, freeSizes(pairs), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    parallelStep(b, freeSizes(pairs), [&](OpBuilder &nb, Location l, ValueRange ivs) {
       Value q = ivs[freeIndex()];
       Value one = arith::ConstantIndexOp::create(nb, l, 1);
       Value half = arith::ShLIOp::create(nb, l, one, shift);
@@ -430,8 +429,8 @@ private:
     return arith::CmpIOp::create(b, l, order, x, y);
   }
 
-  /// The dims a step's loop nest runs over: every dim but the row loop's,
-  /// with `dim`'s extent replaced by `extent`.
+  /// The dims a loop nest runs over: every dim but the row loop's (where
+  /// there is one), with `dim`'s extent replaced by `extent`.
   SmallVector<Value> freeSizes(Value extent) {
     SmallVector<Value> result;
     for (int64_t d = row ? 1 : 0; d < rank; ++d)
@@ -452,21 +451,16 @@ private:
     return at;
   }
 
-  /// A loop nest over [0, extents): one scf.parallel marked writes_apart
-  /// with parallel steps, else scf.for loops.
-  void loopNest(OpBuilder &b, ArrayRef<Value> extents, BodyFn body) {
+  /// One scf.parallel over [0, extents), marked writes_apart: a step of the
+  /// network (or its copy), whose iterations touch distinct elements.
+  void parallelStep(OpBuilder &b, ArrayRef<Value> extents, BodyFn body) {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     SmallVector<Value> lower(extents.size(), zero), steps(extents.size(), one);
-    if (parallelSteps) {
-      auto loop = scf::ParallelOp::create(
-          b, loc, lower, extents, steps,
-          [&](OpBuilder &nb, Location l, ValueRange ivs) { body(nb, l, ivs); });
-      loop->setAttr(kiln::kernel::kWritesApartAttr, b.getUnitAttr());
-      return;
-    }
-    scf::buildLoopNest(b, loc, lower, extents, steps,
-                       [&](OpBuilder &nb, Location l, ValueRange ivs) { body(nb, l, ivs); });
+    auto loop = scf::ParallelOp::create(
+        b, loc, lower, extents, steps,
+        [&](OpBuilder &nb, Location l, ValueRange ivs) { body(nb, l, ivs); });
+    loop->setAttr(kiln::kernel::kWritesApartAttr, b.getUnitAttr());
   }
 
   kiln::kernel::SortOp op;
