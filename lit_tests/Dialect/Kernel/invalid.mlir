@@ -247,6 +247,14 @@ func.func @not_a_loop(%x: f32) -> f32 {
 
 // -----
 
+func.func @steps_over_rows_not_a_loop(%x: f32) -> f32 {
+  // expected-error @+1 {{'kiln_kernel.steps_over_rows' is a unit attribute of a loop}}
+  %0 = arith.addf %x, %x {kiln_kernel.steps_over_rows} : f32
+  return %0 : f32
+}
+
+// -----
+
 func.func @contraction_order(%x: f32) -> f32 {
   // expected-error @+1 {{'kiln_kernel.contraction' is "ikj" (B is [K, N]) or "ijk" (B is [N, K]), not "kij"}}
   %0 = arith.addf %x, %x {kiln_kernel.contraction = "kij"} : f32
