@@ -1,5 +1,6 @@
 // RUN: split-file %s %t
 // RUN: kiln-import-fx %t/graph.json | FileCheck %s
+// RUN: kiln-import-fx %t/deterministic.json | FileCheck %s --check-prefix=ORDERED
 
 // scatter (src larger than the index is sliced to it), scatter_reduce mean
 // (a sum over a count, floor divided for integers), index_put of leading
@@ -26,6 +27,12 @@
 // CHECK: %[[PUT:.*]] = kiln_graph.scatter %[[FLAT]][%{{.*}}], %{{.*}} {dim = 0 : i64} : tensor<12xi64>, tensor<8xi64>, tensor<8xi64> -> tensor<12xi64>
 // CHECK: kiln_graph.reshape %[[PUT]] : tensor<12xi64> -> tensor<4x3xi64>
 
+// Under torch.use_deterministic_algorithms(True) the graph says so, and its
+// scatters (index_put with accumulate among them) add in order.
+// ORDERED-LABEL: func.func @deterministic
+// ORDERED: kiln_graph.scatter {{.*}} {dim = 0 : i64, ordered, reduce = #kiln_graph.scatter_reduction<sum>}
+// ORDERED: kiln_graph.scatter {{.*}} {dim = 0 : i64, ordered, reduce = #kiln_graph.scatter_reduction<sum>}
+
 //--- graph.json
 {"version": 1, "name": "scatters",
  "inputs": [{"name": "x", "shape": [4, 3], "dtype": "int64"},
@@ -42,3 +49,15 @@
   {"name": "put_columns", "target": "aten.index_put.default", "args": [{"ref": "x", "index": 0}, [null, {"ref": "r", "index": 0}], {"ref": "r", "index": 0}], "kwargs": {},
    "outputs": [{"shape": [4, 3], "dtype": "int64"}]}],
  "outputs": [{"ref": "sc", "index": 0}, {"ref": "mean", "index": 0}, {"ref": "put", "index": 0}, {"ref": "put_columns", "index": 0}]}
+
+//--- deterministic.json
+{"version": 1, "name": "deterministic", "deterministic": true,
+ "inputs": [{"name": "x", "shape": [4], "dtype": "float32"},
+            {"name": "i", "shape": [6], "dtype": "int64"},
+            {"name": "s", "shape": [6], "dtype": "float32"}],
+ "nodes": [
+  {"name": "add", "target": "aten.scatter_add.default", "args": [{"ref": "x", "index": 0}, 0, {"ref": "i", "index": 0}, {"ref": "s", "index": 0}], "kwargs": {},
+   "outputs": [{"shape": [4], "dtype": "float32"}]},
+  {"name": "put", "target": "aten.index_put.default", "args": [{"ref": "x", "index": 0}, [{"ref": "i", "index": 0}], {"ref": "s", "index": 0}, true], "kwargs": {},
+   "outputs": [{"shape": [4], "dtype": "float32"}]}],
+ "outputs": [{"ref": "add", "index": 0}, {"ref": "put", "index": 0}]}

@@ -7,7 +7,9 @@ The JSON is the contract with the C++ importer (kiln._C.compiler.compile):
      "inputs":  [{"name", "shape", "dtype", "parameter"?}],
                                                 placeholders, then get_attr constants
      "nodes":   [{"name", "target", "args", "kwargs", "outputs", "loc"}],
-     "outputs": [ARG or null]}
+     "outputs": [ARG or null],
+     "deterministic"?: true}                    torch.use_deterministic_algorithms(True)
+                                                was on: float scatter sums add in order
 
 ARG is a ref {"ref": name, "index": i}, a JSON scalar, a list of ARGs,
 {"dtype": name}, {"float": "inf" | "-inf" | "nan"} or {"size": SIZE}, a
@@ -366,6 +368,9 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     }
     if symbols.names:
         graph["symbols"] = symbols.to_json()
+    if torch.are_deterministic_algorithms_enabled():
+        # Float scatter sums add in order (Dynamo recompiles when this changes).
+        graph["deterministic"] = True
     writes = _input_writes(gm, outputs, layouts, input_of)
     if writes:
         graph["input_writes"] = writes

@@ -268,6 +268,56 @@ def test_long_attention_goes_by_query_blocks_over_a_grid(tmp_path):
             "the blocks over the grid") in text, text
 
 
+def test_deterministic_scatter_sums_add_in_order(tmp_path):
+    """By default a float index_add whose updates may meet adds them by
+    atomics, in any order; under torch.use_deterministic_algorithms(True)
+    (Dynamo recompiles when it changes) they add in the index's order on
+    thread 0: the same bits every run, and eager's, whose CPU kernel adds in
+    that order too."""
+    from kiln.inspect import format_graph, load_dump
+
+    fn = lambda x, i, s: x.index_add(0, i, s)  # noqa: E731
+    compiled = _compile(fn, dump_dir=str(tmp_path))
+    x, i, s = torch.zeros(10), torch.randint(0, 10, (20000,)), torch.randn(20000)
+    torch.testing.assert_close(compiled(x, i, s), fn(x, i, s), rtol=1e-4, atol=1e-3)
+    assert_ran_on_vulkan()
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        first = compiled(x, i, s)
+        assert_ran_on_vulkan()
+        assert torch.equal(first, fn(x, i, s))
+        assert torch.equal(compiled(x, i, s), first)
+    finally:
+        torch.use_deterministic_algorithms(was)
+    texts = [format_graph(graph) for graph in load_dump(tmp_path)]
+    assert len(texts) == 2, texts
+    assert any("a loop nest of atomic updates" in t for t in texts), texts
+    assert any("thread 0 alone" in t and "atomic updates" not in t for t in texts), texts
+
+
+def test_elementwise_by_vector_loads_and_stores(tmp_path):
+    """Rows of 64 (a multiple of 4): a thread takes 4 consecutive elements
+    by vec4 loads and stores, the bias's too; rows of 6 go element by
+    element. An input whose data starts 4 bytes into its storage is not
+    aligned to a vec4: that launch takes the element-by-element branch, and
+    the answer is the same."""
+    from kiln.inspect import format_graph, load_dump
+
+    fn = lambda x, b: torch.relu(x * 2 + b)  # noqa: E731
+    compiled = _compile(fn, dump_dir=str(tmp_path))
+    for rows, columns in ((37, 64), (300, 64), (5, 6)):
+        x, b = torch.randn(rows, columns), torch.randn(columns)
+        torch.testing.assert_close(compiled(x, b), fn(x, b), rtol=1e-5, atol=1e-6)
+        assert_ran_on_vulkan()
+        shifted = torch.randn(rows * columns + 1)[1:].view(rows, columns)
+        torch.testing.assert_close(compiled(shifted, b), fn(shifted, b), rtol=1e-5, atol=1e-6)
+    text = "\n".join(format_graph(graph) for graph in load_dump(tmp_path))
+    assert ("a thread per 4 elements by vector loads and stores where the buffers are aligned "
+            "(else a thread per element)") in text, text
+    assert re.search(r"(?<!else )a thread per element", text), text
+
+
 def test_attention_with_a_symbolic_sequence_goes_over_the_grid():
     """A symbolic sequence length: the query blocks split into the grid's 32
     columns, so 800 queries and keys stay under lavapipe's loop limit (one

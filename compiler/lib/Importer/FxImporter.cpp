@@ -71,6 +71,7 @@ public:
   const TensorMeta &out(unsigned i = 0) const { return outputs[i]; }
   RankedTensorType outType(unsigned i = 0) const { return outputs[i].type(); }
   size_t numArgs() const { return args ? args->size() : 0; }
+  bool deterministic() const { return deterministicGraph; }
 
   /// Positional argument `i`, or keyword `name`, or null if absent.
   const json::Value *arg(unsigned i, StringRef name = "") const {
@@ -452,6 +453,9 @@ private:
   const json::Object *kwargs = nullptr;
   SmallVector<TensorMeta> outputs;
   int64_t numSymbols = 0; // size symbols of the graph
+  // "deterministic": torch.use_deterministic_algorithms was on, so float
+  // scatter sums add in order (kiln_graph.scatter's `ordered`).
+  bool deterministicGraph = false;
   SmallVector<std::string> symbolNames; // Dynamo's, for messages
 };
 
@@ -1337,7 +1341,8 @@ Value buildScatter(Importer &im, Value input, Value index, Value src, int64_t di
   auto type = cast<RankedTensorType>(input.getType());
   auto create = [&](Value into, Value values, StringRef how, bool self) -> Value {
     return graph::ScatterOp::create(b, im.loc(), type, into, index, values, dim,
-                                    *graph::symbolizeScatterReduction(how), self);
+                                    *graph::symbolizeScatterReduction(how), self,
+                                    im.deterministic());
   };
   if (reduce != "mean")
     return create(input, src, reduce, includeSelf);
@@ -1519,7 +1524,7 @@ LogicalResult indexPut(Importer &im) {
       im.reshape(src, RankedTensorType::get(updates, element)), 0,
       im.flag(3, "accumulate", false) ? graph::ScatterReduction::Sum
                                       : graph::ScatterReduction::None,
-      true);
+      true, im.deterministic());
   return im.define(im.reshape(result, im.outType()));
 }
 
@@ -2202,6 +2207,7 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
     return nullptr;
   }
   std::string name = graph->getString("name").value_or("graph").str();
+  deterministicGraph = graph->getBoolean("deterministic").value_or(false);
   const json::Array *symbols = graph->getArray("symbols");
   numSymbols = symbols ? symbols->size() : 0;
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);

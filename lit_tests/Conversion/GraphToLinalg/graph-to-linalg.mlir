@@ -778,6 +778,20 @@ func.func @scatter_amax(%x: tensor<4x5xf32>, %i: tensor<2x5xi64>, %s: tensor<2x5
 
 // -----
 
+// A float scatter sum may be reassociated (a GPU adds by atomics, in any
+// order) unless `ordered` (torch.use_deterministic_algorithms): then its
+// adds carry no fast-math flags, and every target adds in the index's order.
+// CHECK-LABEL: func.func @scatter_sums
+// CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+func.func @scatter_sums(%x: tensor<5xf32>, %i: tensor<9xi64>, %s: tensor<9xf32>) -> (tensor<5xf32>, tensor<5xf32>) {
+  %0 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = #kiln_graph.scatter_reduction<sum>} : tensor<5xf32>, tensor<9xi64>, tensor<9xf32> -> tensor<5xf32>
+  %1 = kiln_graph.scatter %x[%i], %s {dim = 0 : i64, reduce = #kiln_graph.scatter_reduction<sum>, ordered} : tensor<5xf32>, tensor<9xi64>, tensor<9xf32> -> tensor<5xf32>
+  return %0, %1 : tensor<5xf32>, tensor<5xf32>
+}
+
+// -----
+
 // Attention stays one op, in destination style, for the target to lower.
 // CHECK-LABEL: func.func @attention
 // CHECK-SAME: (%[[Q:.*]]: tensor<1x2x8x16xf32>, %[[K:.*]]: tensor<1x1x6x16xf32>, %[[M:.*]]: tensor<1x1x8x6xf32>)

@@ -163,6 +163,12 @@ module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name =
 
 // -----
 
+// expected-error @+1 {{target 'cpu:bad' has 0 vector registers; a CPU target with vectors has at least one}}
+module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "cpu", name = "cpu:bad", format = "cpu-x86_64", triple = "x86_64-unknown-linux-gnu", chip = "x86-64", features = "", vector_bits = 256, vector_registers = 0>} {
+}
+
+// -----
+
 // expected-error @+1 {{a target needs a kind, a name and an executable format}}
 module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "", name = "x", format = "f", triple = "t", chip = "c", features = "", vector_bits = 0, vector_registers = 0>} {
 }

@@ -55,3 +55,16 @@ func.func @too_many_bindings(%id: index, %count: index, %b0: memref<1xf32>, %b1:
     attributes {kiln_kernel.kernel = "too_many_bindings", kiln_kernel.workgroup_size = array<i64: 4, 1, 1>} {
   return
 }
+
+// -----
+
+// Vector accesses reach the kernel's bindings alone.
+func.func @vector_of_workgroup_memory(%id: index, %count: index, %out: memref<4xf32>)
+    attributes {kiln_kernel.kernel = "vector_of_workgroup_memory", kiln_kernel.workgroup_size = array<i64: 4, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %shared = memref.alloc() : memref<8xf32, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{is a vector access the Vulkan target cannot lower}}
+  %v = vector.load %shared[%c0] : memref<8xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+  vector.store %v, %out[%c0] : memref<4xf32>, vector<4xf32>
+  return
+}

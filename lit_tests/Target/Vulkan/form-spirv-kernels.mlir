@@ -116,3 +116,70 @@ func.func @atomic(%id: index, %count: index, %scratch: memref<1xf32>)
   %0 = memref.atomic_rmw addf %x, %view[%t] : (f32, memref<13xf32>) -> f32
   return
 }
+
+// -----
+
+// Vector accesses (kiln-gpu-map-workgroups' groups of 4) go through a
+// second view of their binding, a vec4 array bound to the same descriptor
+// (every argument then names its binding: the lowering takes all or none),
+// at the linear index over 4; a view's address, the mapping's alignment
+// test, is its byte offset in the binding (the push-constant word plus the
+// view's own offset).
+// CHECK-LABEL: gpu.func @vectors
+// CHECK-SAME: (%[[IN:[^:]*]]: memref<?xf32> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 0)>},
+// CHECK-SAME: %{{[^:]*}}: memref<?xf32> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 1)>},
+// CHECK-SAME: %{{[^:]*}}: memref<?xi32> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 2)>},
+// CHECK-SAME: %{{[^:]*}}: memref<3xi32, #spirv.storage_class<PushConstant>> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 3)>},
+// CHECK-SAME: %[[IN4:[^:]*]]: memref<?xvector<4xf32>> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 0)>},
+// CHECK-SAME: %[[OUT4:[^:]*]]: memref<?xvector<4xf32>> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 1)>})
+// CHECK-NOT: extract_aligned_pointer_as_index
+// CHECK: scf.if
+// CHECK:   %[[X:.*]] = memref.load %[[IN4]][%{{.*}}] : memref<?xvector<4xf32>>
+// CHECK:   memref.store %{{.*}}, %[[OUT4]][%{{.*}}] : memref<?xvector<4xf32>>
+// CHECK: } else {
+// CHECK:   memref.load %[[IN]][%{{.*}}] : memref<?xf32>
+
+// SPIRV-LABEL: spirv.module
+// SPIRV-DAG: spirv.GlobalVariable @vectors_arg_0 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
+// SPIRV-DAG: spirv.GlobalVariable @vectors_arg_4 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf32>, stride=16> [0])>, StorageBuffer>
+// SPIRV-DAG: spirv.GlobalVariable @vectors_arg_5 bind(0, 1) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf32>, stride=16> [0])>, StorageBuffer>
+// SPIRV: spirv.CompositeExtract
+func.func @vectors(%id: index, %count: index, %in: memref<8x4xf32>, %out: memref<8x4xf32>)
+    attributes {kiln_kernel.kernel = "vectors",
+                kiln_kernel.workgroup_size = array<i64: 128, 1, 1>} {
+  %t = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %row = memref.subview %in[1, 0] [7, 4] [1, 1] : memref<8x4xf32> to memref<7x4xf32, strided<[4, 1], offset: 4>>
+  %pin = memref.extract_aligned_pointer_as_index %in : memref<8x4xf32> -> index
+  %pout = memref.extract_aligned_pointer_as_index %out : memref<8x4xf32> -> index
+  %rin = arith.remui %pin, %c16 : index
+  %rout = arith.remui %pout, %c16 : index
+  %ain = arith.cmpi eq, %rin, %c0 : index
+  %aout = arith.cmpi eq, %rout, %c0 : index
+  %aligned = arith.andi %ain, %aout : i1
+  scf.if %aligned {
+    scf.for %g = %t to %c8 step %c128 {
+      %i = arith.minui %g, %c8 : index
+      %x = vector.load %row[%c0, %c0] : memref<7x4xf32, strided<[4, 1], offset: 4>>, vector<4xf32>
+      %a = vector.extract %x[0] : f32 from vector<4xf32>
+      %b = vector.extract %x[3] : f32 from vector<4xf32>
+      %y = vector.from_elements %a, %b, %a, %b : vector<4xf32>
+      vector.store %y, %out[%g, %c0] : memref<8x4xf32>, vector<4xf32>
+    }
+  } else {
+    scf.for %l = %t to %c32 step %c128 {
+      %i = arith.divui %l, %c4 : index
+      %j = arith.remui %l, %c4 : index
+      %x = memref.load %in[%i, %j] : memref<8x4xf32>
+      memref.store %x, %out[%i, %j] : memref<8x4xf32>
+    }
+  }
+  gpu.barrier
+  return
+}

@@ -6,7 +6,7 @@
 
 // ATTACHED: features = "+Shader,+Int64,
 // ATTACHED-SAME: +GroupNonUniformArithmetic,+Int64Atomics,+AtomicFloat32AddEXT,+SPV_KHR_storage_buffer_storage_class,
-// ATTACHED-SAME: +SPV_EXT_shader_atomic_float_add"
+// ATTACHED-SAME: +SPV_EXT_shader_atomic_float_add", vector_bits = 128, vector_registers = 0, max_workgroup_size = 128
 
 // CHECK: spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64, Float16], [SPV_KHR_storage_buffer_storage_class]>
 module attributes {kiln_kernel.target = #kiln_kernel.target<kind = "vulkan", name = "vulkan", format = "vulkan-spirv", triple = "spirv64-unknown-vulkan1.2", chip = "vulkan1.2", features = "+Shader,+Int64,-Float64,+Float16,+SPV_KHR_storage_buffer_storage_class", vector_bits = 0, vector_registers = 0, max_workgroup_size = 128, shared_memory_bytes = 16384>} {

@@ -1092,12 +1092,12 @@ LogicalResult lowerScatter(RewriterBase &rewriter, ScatterOp op) {
         SmallVector<Value> coords = destination(b, l, ivs);
         Value value = tensor::ExtractOp::create(b, l, op.getSrc(), ivs);
         if (kind) {
-          // A float sum may be reassociated: a GPU adds the updates of a
-          // scatter whose positions may meet by atomics, in any order (as
-          // ATen's CUDA index_add does). A CPU adds them in order.
+          // A float sum may be reassociated unless `ordered`: a GPU adds the
+          // updates of a scatter whose positions may meet by atomics, in any
+          // order (as ATen's CUDA index_add does). A CPU adds them in order.
           Value old = tensor::ExtractOp::create(b, l, tensor, coords);
           value = combineScalar(b, l, *kind, old, value, isUnsigned,
-                                /*reassociate=*/*kind == Combine::Sum);
+                                /*reassociate=*/*kind == Combine::Sum && !op.getOrdered());
         }
         return tensor::InsertOp::create(b, l, value, tensor, coords);
       });

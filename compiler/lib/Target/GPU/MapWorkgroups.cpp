@@ -61,6 +61,7 @@ struct GpuMapWorkgroupsPass
     if (int64_t max = (*target).getMaxWorkgroupSize(); max > 0)
       threads = std::min(threads, max);
     int64_t sharedBytes = (*target).getSharedMemoryBytes();
+    vectorBits = (*target).getVectorBits();
     if (func.getNumArguments() < 2 || !func.getArgument(0).getType().isIndex() ||
         !func.getArgument(1).getType().isIndex()) {
       func.emitOpError("kernel must start with (index workgroup_id, index workgroup_count)");
@@ -72,6 +73,10 @@ struct GpuMapWorkgroupsPass
     func->setAttr(kiln::kernel::kWorkgroupSizeAttr,
                   DenseI64ArrayAttr::get(context, {threads, 1, 1}));
   }
+
+  /// The widest memory access of one thread (the target's vector_bits), 0
+  /// for scalar accesses alone.
+  int64_t vectorBits = 0;
 
   /// Vulkan's guaranteed workgroup memory, for a target that names none.
   static constexpr int64_t kDefaultSharedBytes = 16384;
@@ -337,8 +342,20 @@ struct GpuMapWorkgroupsPass
         note("row reductions over the workgroup" + combiningPhrase(*rowReduction, values));
         op = reduceRowsAcrossThreads(loop, *rowReduction, values, memory, begin, end);
       } else if (loop && loop.getNumResults() == 0 && iterationsWriteApart(loop)) {
-        note("a thread per element");
-        op = spreadOverThreads(loop, values.thread, values.threadCount, begin, end);
+        std::optional<VectorAccessNest> vectorized;
+        if (vectorBits > 0)
+          vectorized = vectorizeAccesses(loop, vectorBits, splitRows ? rows : 0);
+        if (vectorized) {
+          note("a thread per " + std::to_string(vectorized->width) +
+               " elements by vector loads and stores where the buffers are aligned (else a "
+               "thread per element)");
+          spreadOverThreads(vectorized->groups, values.thread, values.threadCount, begin, end);
+          spreadOverThreads(vectorized->loop, values.thread, values.threadCount, begin, end);
+          op = vectorized->guard;
+        } else {
+          note("a thread per element");
+          op = spreadOverThreads(loop, values.thread, values.threadCount, begin, end);
+        }
       } else if (!splitRows && isa<scf::ForOp>(op) &&
                  (scalar = scalarReduction(cast<scf::ForOp>(op), threads, memory))) {
         note("a reduction into one element over the workgroup" +

@@ -318,6 +318,29 @@ std::optional<AtomicNest> matchAtomicNest(mlir::scf::ForOp outer);
 /// Returns the loop over the threads' share.
 mlir::Operation *spreadAtomicNest(AtomicNest &nest, const ThreadValues &values);
 
+/// An elementwise loop by groups of a vector's elements (vectorizeAccesses):
+/// `guard` is an scf.if on the alignment of the buffers its vector accesses
+/// reach, `groups` (its then branch) steps the innermost dimension by
+/// `width`, and `loop`, the loop as it was, is its else branch.
+struct VectorAccessNest {
+  mlir::scf::IfOp guard;
+  mlir::scf::ParallelOp groups;
+  mlir::scf::ParallelOp loop;
+  int64_t width;
+};
+
+/// `loop` (a top-level scf.parallel writing its iterations apart) by groups
+/// of vectorBits / 32 consecutive elements of its innermost dimension, when
+/// its loads and stores of 32-bit elements are contiguous along it (the
+/// innermost induction variable the last index, the other indices the same
+/// for the whole group, strides and offset multiples of the group): those
+/// become vector loads and stores, every other op that depends on the
+/// element runs once per element of the group, the rest once. The innermost
+/// dimension needs constant bounds, step 1, both multiples of the group; a
+/// 1-D loop, a `firstDimAlignment` (the workgroups' chunks) that is one.
+std::optional<VectorAccessNest> vectorizeAccesses(mlir::scf::ParallelOp loop, int64_t vectorBits,
+                                                  int64_t firstDimAlignment);
+
 /// The tile of a matmul-like loop: rows x columns of outputs, k steps per
 /// stage, and outputs per thread in each direction.
 struct MatmulTileShape {

@@ -9,6 +9,7 @@
 #include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
 #include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
 #include "mlir/Conversion/TensorToSPIRV/TensorToSPIRV.h"
+#include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -241,6 +242,7 @@ struct ConvertToSpirvPass : kiln::vulkan::impl::ConvertToSpirvPassBase<ConvertTo
     populateMathToSPIRVPatterns(typeConverter, patterns);
     populateFuncToSPIRVPatterns(typeConverter, patterns);
     populateTensorToSPIRVPatterns(typeConverter, kLocalArrayBytes, patterns);
+    populateVectorToSPIRVPatterns(typeConverter, patterns);
     return applyFullConversion(gpuModule, *target, std::move(patterns));
   }
 };

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Iterators.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -350,9 +351,58 @@ struct FormSpirvKernelsPass
     SmallVector<Operation *> accesses;
     kernel.walk([&](Operation *op) {
       if (isa<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp, memref::DimOp,
-              memref::ExtractStridedMetadataOp>(op))
+              memref::ExtractStridedMetadataOp, memref::ExtractAlignedPointerAsIndexOp,
+              vector::LoadOp, vector::StoreOp>(op))
         accesses.push_back(op);
     });
+    // The binding a view reaches and the view's element at `indices`,
+    // counted from the start of the binding's buffer.
+    auto flatten = [&](OpBuilder &b, Location loc, Value view,
+                       ValueRange indices) -> std::optional<std::pair<Value, Value>> {
+      auto cast = view.getDefiningOp<memref::ReinterpretCastOp>();
+      if (!cast)
+        return std::nullopt;
+      // A reinterpretation addresses from its source's base: the chain's
+      // root is a flat binding.
+      Value root = cast.getSource();
+      while (auto inner = root.getDefiningOp<memref::ReinterpretCastOp>())
+        root = inner.getSource();
+      auto offset = offsets.find(root);
+      if (offset == offsets.end())
+        return std::nullopt;
+      Value linear = arith::AddIOp::create(
+          b, loc, offset->second,
+          getValueOrCreateConstantIndexOp(b, loc, cast.getMixedOffsets().front()));
+      for (auto [index, stride] : llvm::zip(indices, cast.getMixedStrides()))
+        linear = arith::AddIOp::create(
+            b, loc, linear,
+            arith::MulIOp::create(b, loc, index, getValueOrCreateConstantIndexOp(b, loc, stride)));
+      return std::pair(root, linear);
+    };
+    // A binding's buffer seen as vectors: another argument bound to the same
+    // descriptor (SPIR-V's logical addressing reinterprets no pointer, but
+    // two variables may alias one binding), for vector loads and stores.
+    DenseMap<std::pair<Value, Type>, Value> vectorViews;
+    auto vectorView = [&](Value root, VectorType type) {
+      Value &view = vectorViews[{root, Type(type)}];
+      if (!view) {
+        MLIRContext *context = kernel.getContext();
+        unsigned index = kernel.getNumArguments();
+        // The SPIR-V lowering takes every argument's ABI or none: the others
+        // keep the binding (and the push constants the slot) they had.
+        for (unsigned i = 0; i < index; ++i)
+          if (!kernel.getArgAttr(i, spirv::getInterfaceVarABIAttrName()))
+            kernel.setArgAttr(i, spirv::getInterfaceVarABIAttrName(),
+                              spirv::getInterfaceVarABIAttr(0, i, std::nullopt, context));
+        auto abi = spirv::getInterfaceVarABIAttr(/*descriptorSet=*/0, bindings.lookup(root).first,
+                                                 std::nullopt, context);
+        NamedAttribute attr(StringAttr::get(context, spirv::getInterfaceVarABIAttrName()), abi);
+        kernel.insertArgument(index, MemRefType::get({ShapedType::kDynamic}, type),
+                              DictionaryAttr::get(context, attr), kernel.getLoc());
+        view = kernel.getArgument(index);
+      }
+      return view;
+    };
     for (Operation *op : accesses) {
       OpBuilder b(op);
       Location loc = op->getLoc();
@@ -382,6 +432,41 @@ struct FormSpirvKernelsPass
         metadata.erase();
         continue;
       }
+      if (auto pointer = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op)) {
+        // A view's address, for an alignment test: its byte offset in the
+        // binding's buffer, whose own start every device aligns.
+        auto flat = flatten(b, loc, pointer.getSource(), {});
+        if (!flat)
+          return op->emitOpError("asks the address of memory that is not one of the kernel's "
+                                 "bindings");
+        Value elementBytes =
+            arith::ConstantIndexOp::create(b, loc, bindings.lookup(flat->first).second);
+        pointer.replaceAllUsesWith(
+            arith::MulIOp::create(b, loc, flat->second, elementBytes).getResult());
+        pointer.erase();
+        continue;
+      }
+      if (isa<vector::LoadOp, vector::StoreOp>(op)) {
+        auto load = dyn_cast<vector::LoadOp>(op);
+        auto store = dyn_cast<vector::StoreOp>(op);
+        VectorType type = load ? load.getVectorType() : store.getVectorType();
+        auto flat = flatten(b, loc, load ? load.getBase() : store.getBase(),
+                            load ? load.getIndices() : store.getIndices());
+        if (!flat || type.getRank() != 1)
+          return op->emitOpError("is a vector access the Vulkan target cannot lower: one "
+                                 "dimension, from a view of one of the kernel's bindings");
+        // The mapping guards these by the alignment of the group's first
+        // element: the vector index is exact.
+        Value at = arith::DivUIOp::create(
+            b, loc, flat->second, arith::ConstantIndexOp::create(b, loc, type.getNumElements()));
+        Value view = vectorView(flat->first, type);
+        if (load)
+          load.replaceAllUsesWith(memref::LoadOp::create(b, loc, view, ValueRange{at}).getResult());
+        else
+          memref::StoreOp::create(b, loc, store.getValueToStore(), view, ValueRange{at});
+        op->erase();
+        continue;
+      }
       auto load = dyn_cast<memref::LoadOp>(op);
       auto store = dyn_cast<memref::StoreOp>(op);
       auto atomic = dyn_cast<memref::AtomicRMWOp>(op);
@@ -390,24 +475,12 @@ struct FormSpirvKernelsPass
           load ? load.getIndices() : store ? store.getIndices() : atomic.getIndices();
       if (memref.getParentRegion() == &kernel.getBody() && offsets.count(memref))
         continue; // already flat
-      auto view = memref.getDefiningOp<memref::ReinterpretCastOp>();
-      if (!view)
+      if (!memref.getDefiningOp<memref::ReinterpretCastOp>())
         continue; // the push constants, or workgroup memory
-      // A reinterpretation addresses from its source's base: the chain's
-      // root is a flat binding.
-      Value root = view.getSource();
-      while (auto inner = root.getDefiningOp<memref::ReinterpretCastOp>())
-        root = inner.getSource();
-      auto offset = offsets.find(root);
-      if (offset == offsets.end())
+      auto flat = flatten(b, loc, memref, indices);
+      if (!flat)
         return op->emitOpError("accesses memory that is not one of the kernel's bindings");
-      Value linear = arith::AddIOp::create(
-          b, loc, offset->second,
-          getValueOrCreateConstantIndexOp(b, loc, view.getMixedOffsets().front()));
-      for (auto [index, stride] : llvm::zip(indices, view.getMixedStrides()))
-        linear = arith::AddIOp::create(
-            b, loc, linear,
-            arith::MulIOp::create(b, loc, index, getValueOrCreateConstantIndexOp(b, loc, stride)));
+      auto [root, linear] = *flat;
       if (load)
         load.replaceAllUsesWith(
             memref::LoadOp::create(b, loc, root, ValueRange{linear}).getResult());

@@ -24,6 +24,9 @@ constexpr llvm::StringLiteral kExtensions =
 /// maxComputeWorkGroupInvocations and maxComputeSharedMemorySize.
 constexpr int64_t kMaxWorkgroupSize = 128;
 constexpr int64_t kSharedMemoryBytes = 16384;
+/// A thread's widest access: a vec4 of 32-bit elements, a 16-byte load or
+/// store on every device.
+constexpr int64_t kVectorBits = 128;
 
 class VulkanBackend final : public Target {
 public:
@@ -33,7 +36,7 @@ public:
     return kernel::TargetAttr::get(&context, "vulkan", name, "vulkan-spirv",
                                    "spirv64-unknown-vulkan1.2", "vulkan1.2",
                                    features(),
-                                   /*vector_bits=*/0, /*vector_registers=*/0, /*l1_bytes=*/0,
+                                   kVectorBits, /*vector_registers=*/0, /*l1_bytes=*/0,
                                    /*l2_bytes=*/0, /*subgroup_size=*/0, kMaxWorkgroupSize,
                                    kSharedMemoryBytes);
   }

@@ -75,7 +75,14 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
       Narrow ones (under 8 rows or 8 columns) are not tiled.
     - Each other top-level scf.parallel becomes a loop over its linearized
       iteration space (the rows clamped to the chunk), thread t taking
-      iterations t, t + T, ...; reductions run in each thread.
+      iterations t, t + T, ...; reductions run in each thread. Where the
+      target has vector_bits and such a loop writes its iterations apart
+      with 32-bit loads and stores contiguous along its innermost dimension
+      (constant bounds, multiples of vector_bits / 32 = W elements), a
+      thread takes W consecutive elements instead, those accesses becoming
+      vector loads and stores; it runs so only where every buffer they
+      reach is aligned to W elements (checked at launch:
+      memref.extract_aligned_pointer_as_index), else element by element.
     - A reduction (a perfect scf.for nest whose innermost body, for each of
       its accumulators, loads it at loop-invariant indices, combines it and
       stores it back) spreads over the threads: each folds every T-th
@@ -163,7 +170,7 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::memref::MemRefDialect"];
+                           "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
 
 #endif

@@ -24,13 +24,19 @@ def FormSpirvKernelsPass : Pass<"kiln-spirv-form-kernels", "mlir::ModuleOp"> {
 
     Every load and store is rewritten onto the flat buffer with its linear
     index (views folded into their accesses first), since SPIR-V storage
-    buffers have no strided memrefs. The entry point's workgroup size comes
-    from `kiln_kernel.workgroup_size`.
+    buffers have no strided memrefs. A vector load or store (the mapping's
+    vector accesses) goes through a second view of its binding, an argument
+    `memref<?xvector<W x T>>` after the push constants bound to the same
+    descriptor (`spirv.interface_var_abi`), at the linear index over W:
+    logical addressing casts no pointer, but two variables may alias one
+    binding. A view's address (memref.extract_aligned_pointer_as_index,
+    the mapping's alignment test) is its byte offset in the binding. The
+    entry point's workgroup size comes from `kiln_kernel.workgroup_size`.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::spirv::SPIRVDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
                            "mlir::affine::AffineDialect", "mlir::tensor::TensorDialect",
-                           "mlir::scf::SCFDialect"];
+                           "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"];
 }
 
 def ConvertToSpirvPass : Pass<"kiln-spirv-convert", "mlir::ModuleOp"> {

@@ -190,9 +190,12 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError, S
   if (vectorBits < 0 || vectorBits % 32 != 0)
     return emitError() << "target '" << name << "' has vector_bits " << vectorBits
                        << ": a multiple of 32 (0 for no vectors)";
-  if (vectorRegisters < 0 || (vectorBits > 0 && vectorRegisters == 0))
+  // A GPU target's vectors are a thread's memory accesses, not a register
+  // file the compiler allocates.
+  bool gpu = maxWorkgroupSize > 0;
+  if (vectorRegisters < 0 || (vectorBits > 0 && vectorRegisters == 0 && !gpu))
     return emitError() << "target '" << name << "' has " << vectorRegisters
-                       << " vector registers; a target with vectors has at least one";
+                       << " vector registers; a CPU target with vectors has at least one";
   for (auto [field, value] :
        {std::pair<StringRef, int64_t>{"l1_bytes", l1Bytes}, {"l2_bytes", l2Bytes},
         {"subgroup_size", subgroupSize}, {"max_workgroup_size", maxWorkgroupSize},

@@ -551,12 +551,17 @@ def Graph_ScatterOp : Graph_Op<"scatter", [Pure, Graph_OwnLeadingDim]> {
     the positions written start from the reduction's identity instead of the
     input. `src` has the index's shape. A sequential loop (one workgroup);
     the importer guards the indices with an assert and the kernel clamps them.
+    A float sum may add the updates of one element in any order (a GPU adds
+    them by atomics, as ATen's CUDA scatter_add does) unless `ordered`: then
+    they add in the index's order, the same bits every run (the importer sets
+    it under `torch.use_deterministic_algorithms(True)`).
   }];
   let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$index, Graph_Tensor:$src,
                        I64Attr:$dim,
                        DefaultValuedAttr<Graph_ScatterReductionAttr,
                                          "::kiln::graph::ScatterReduction::None">:$reduce,
-                       DefaultValuedAttr<BoolAttr, "true">:$include_self);
+                       DefaultValuedAttr<BoolAttr, "true">:$include_self,
+                       UnitAttr:$ordered);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
     $input `[` $index `]` `,` $src attr-dict `:` type($input) `,` type($index) `,` type($src)

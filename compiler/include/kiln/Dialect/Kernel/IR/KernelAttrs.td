@@ -30,7 +30,9 @@ def Kernel_TargetAttr : Kernel_Attr<"Target", "target"> {
     that produced it; `format` names the executable format of the artifact
     (the runtime picks the executable its device runs by it). GPU targets
     describe their subgroup width, the most threads of a workgroup and the
-    shared memory of one; CPU targets leave them 0.
+    shared memory of one; CPU targets leave them 0. On a GPU target
+    `vector_bits` is the widest memory access of one thread (128: a vec4 of
+    32-bit elements), and `vector_registers` may be 0.
   }];
   let parameters = (ins
     StringRefParameter<"registered target kind, e.g. \"cpu\"">:$kind,
