@@ -171,15 +171,19 @@ def test_processes_share_one_cache_folder(model_and_input, tmp_path):
 
 
 def test_repeated_layers_compile_their_kernels_once(tmp_path):
-    """The same layer three times: its kernels are compiled once and shared,
-    and a second compile in this process compiles nothing natively."""
+    """The same layer three times: its kernels are compiled once and shared
+    (the other two layers reuse them), and a second compile in this process
+    compiles nothing natively. Whether the weight is packed, by a kernel of
+    its own compiled once, depends on the CPU target."""
     torch.manual_seed(0)
     layer = torch.nn.Sequential(torch.nn.Linear(24, 24), torch.nn.GELU(), torch.nn.LayerNorm(24))
     model = torch.nn.Sequential(*[layer for _ in range(3)]).eval()
     x = torch.randn(5, 24)
     _run(model, x, tmp_path, cache=False)
     first = _only_record()
-    assert first.kernels_reused >= 2 * first.kernels_compiled > 0, first
+    layer_kernels = len(first.kernels) // 3
+    assert layer_kernels > 0 and first.kernels_reused >= 2 * layer_kernels, first
+    assert first.kernels_compiled <= first.kernels_reused, first
 
     _run(model, x, tmp_path, cache=False)
     again = _only_record()
