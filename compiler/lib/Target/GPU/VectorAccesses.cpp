@@ -16,23 +16,26 @@ namespace {
 /// Elements of a group, and bits per element, of a vector access.
 constexpr unsigned kElementBits = 32;
 
+/// The buffer and indices of an element load or store, nullopt for any
+/// other op.
+std::optional<std::pair<Value, ValueRange>> elementAccess(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return std::pair(load.getMemRef(), load.getIndices());
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return std::pair(store.getMemRef(), store.getIndices());
+  return std::nullopt;
+}
+
 /// Whether `access` (a load or a store at the top of the loop's body) is
 /// contiguous along `iv` by groups of `width`: a 32-bit element, `iv` the
 /// last index, the others the same for every element of a group, the last
 /// dimension dense, and every other stride and the view's offset (static)
 /// multiples of `width`, so that an aligned buffer gives aligned groups.
 bool contiguous(Operation *access, Value iv, int64_t width, const DenseSet<Value> &varying) {
-  Value memref;
-  ValueRange indices;
-  if (auto load = dyn_cast<memref::LoadOp>(access)) {
-    memref = load.getMemRef();
-    indices = load.getIndices();
-  } else if (auto store = dyn_cast<memref::StoreOp>(access)) {
-    memref = store.getMemRef();
-    indices = store.getIndices();
-  } else {
+  auto element = elementAccess(access);
+  if (!element)
     return false;
-  }
+  auto [memref, indices] = *element;
   auto type = cast<MemRefType>(memref.getType());
   if (indices.empty() || indices.back() != iv ||
       type.getElementTypeBitWidth() != kElementBits ||
@@ -97,8 +100,7 @@ std::optional<VectorAccessNest> kiln::gpu::vectorizeAccesses(scf::ParallelOp loo
   // binding's byte offset on Vulkan) a multiple of the group's bytes.
   SetVector<Value> roots;
   for (Operation *access : accesses)
-    roots.insert(rootBuffer(isa<memref::LoadOp>(access) ? cast<memref::LoadOp>(access).getMemRef()
-                                                        : cast<memref::StoreOp>(access).getMemRef()));
+    roots.insert(rootBuffer(elementAccess(access)->first));
   Value groupBytes = arith::ConstantIndexOp::create(b, loc, width * kElementBits / 8);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value aligned;
