@@ -3,6 +3,7 @@
 // torch tensors through the runtime's allocator interface, so nothing is
 // copied (except non-contiguous inputs, which are made contiguous first).
 #include "Bindings.h"
+#include "device/EagerDevice.h"
 
 #include "kiln/runtime/Runtime.h"
 
@@ -504,6 +505,8 @@ private:
 };
 
 } // namespace
+
+runtime::Device &cpuRuntimeDevice() { return device(); }
 
 void initRuntime(py::module_ m) {
   py::class_<Executable>(m, "Executable")

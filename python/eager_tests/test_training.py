@@ -1,0 +1,71 @@
+"""Training on the kiln device, eagerly, against the same loop on the CPU:
+the zoo's training loops and the one-line-switch script
+(examples/train_gpt2.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import kiln.device
+from kiln.testing import training
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def train(case: training.TrainingCase, device: str, steps: int) -> tuple[list[float], torch.nn.Module]:
+    model = copy.deepcopy(case.model).to(device)
+    inputs = [x.to(device) for x in case.inputs]
+    optimizer = training.OPTIMIZERS["adamw"](model.parameters())
+    losses = []
+    for _ in range(steps):
+        loss = case.loss(model, *inputs)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, model
+
+
+@pytest.mark.parametrize("name,batch", [("mlp", 8), ("mlp", 3), ("cnn", 4), ("bert", 2), ("gpt2", 3)])
+def test_zoo_loops_train_on_kiln_as_on_cpu(name, batch):
+    case = getattr(training, name)(batch)
+    cpu_losses, cpu_model = train(case, "cpu", steps=4)
+    kiln_losses, kiln_model = train(case, "kiln", steps=4)
+    assert kiln_losses == pytest.approx(cpu_losses, rel=1e-4, abs=1e-5)
+    for (key, on_cpu), on_kiln in zip(cpu_model.state_dict().items(), kiln_model.state_dict().values()):
+        assert on_kiln.device.type == "kiln", key
+        assert torch.allclose(on_kiln.cpu(), on_cpu, rtol=1e-3, atol=1e-4), key
+
+
+def run_example(device: str, tmp_path: Path, *flags: str) -> list[float]:
+    losses = tmp_path / f"{device}.json"
+    subprocess.run([sys.executable, str(ROOT / "examples" / "train_gpt2.py"), "--device", device,
+                    "--losses", str(losses), *flags], check=True, capture_output=True, text=True, timeout=300,
+                   env={**os.environ, "KILN_EAGER_FALLBACK": "allow"})
+    return json.loads(losses.read_text())
+
+
+def test_one_line_switch_script_matches_cpu(tmp_path):
+    """The plain GPT-2 script (AdamW, DataLoader with pinned memory, gradient
+    clipping, a checkpoint saved and loaded) with --device kiln instead of
+    cpu: 20 steps, dropout off, the same losses within float tolerance."""
+    cpu = run_example("cpu", tmp_path, "--dropout", "0")
+    on_kiln = run_example("kiln", tmp_path, "--dropout", "0")
+    assert len(on_kiln) == 20
+    assert on_kiln == pytest.approx(cpu, rel=2e-3)
+
+
+def test_one_line_switch_script_with_dropout_trains(tmp_path):
+    losses = run_example("kiln", tmp_path, "--steps", "6")
+    assert all(torch.isfinite(torch.tensor(losses)))

@@ -1,0 +1,87 @@
+//===- EagerDevice.h - The "kiln" PyTorch device (PrivateUse1) ------------===//
+//
+// torch.device("kiln"): eager PyTorch on Kiln's runtime devices. The pieces
+// PyTorch asks of an out-of-tree device (an allocator, a device guard, the
+// PrivateUse1 hooks, a generator, the native ops every backend needs, and a
+// boxed fallback) are registered at run time by registerEagerDevice(), which
+// `import kiln.device` calls, never by loading the extension: a process that
+// only uses backend="kiln" keeps its own accelerator.
+//
+// Memory lives on the runtime's CPU driver, so it is host memory: an op
+// without a Kiln kernel runs ATen's CPU kernel on zero-copy CPU views of it
+// (the fallback), counted per op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PYTHON_DEVICE_EAGERDEVICE_H
+#define KILN_PYTHON_DEVICE_EAGERDEVICE_H
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/Storage.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace kiln::runtime {
+class Device;
+}
+
+namespace kiln::python {
+
+/// The runtime's CPU device, shared with the compiled-graph bridge.
+runtime::Device &cpuRuntimeDevice();
+
+namespace eager {
+
+/// Registers the device with PyTorch (idempotent; the first call's count
+/// wins). `deviceCount` virtual devices, kiln:0..N-1, share the CPU driver.
+void registerEagerDevice(int deviceCount);
+bool isRegistered();
+
+//===--- Devices (EagerRuntime.cpp) -----------------------------------===//
+
+c10::DeviceIndex deviceCount();
+c10::DeviceIndex currentDevice();
+void setCurrentDevice(c10::DeviceIndex index);
+/// Throws a torch error naming the valid range.
+void checkDeviceIndex(c10::DeviceIndex index);
+const at::Generator &defaultGenerator(c10::DeviceIndex index);
+/// A CPU generator for one random op of the fallback, derived from a kiln
+/// generator's (seed, offset), whose offset it advances: replaying a saved
+/// state replays the same numbers.
+at::Generator cpuGeneratorFor(const at::Generator &kilnGenerator);
+
+//===--- Memory (EagerMemory.cpp) -------------------------------------===//
+
+c10::DeviceAllocator &deviceAllocator();
+c10::Allocator &pinnedHostAllocator();
+bool isPinnedHostPointer(const void *data);
+/// A CPU tensor over the same bytes as `tensor` (kiln memory is host memory
+/// on the CPU driver): same sizes, strides and offset, over a CPU storage
+/// that covers the kiln storage. Writes through it land in `tensor`.
+at::Tensor cpuView(const at::Tensor &tensor);
+/// A kiln storage that takes over `cpu`'s memory without copying, counted
+/// in device `index`'s memory statistics until freed.
+c10::Storage adoptCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index);
+/// A kiln tensor on `storage` with `like`'s sizes, strides and offset.
+at::Tensor tensorOnStorage(const c10::Storage &storage, const at::Tensor &like);
+
+//===--- Op statistics (EagerOps.cpp) ---------------------------------===//
+
+enum class FallbackPolicy { Allow, Warn, Error };
+void setFallbackPolicy(FallbackPolicy policy);
+FallbackPolicy fallbackPolicy();
+/// Calls per operator ("aten::add.Tensor"): those that ran ATen's CPU
+/// kernel through the fallback, and those the device implements itself.
+std::map<std::string, uint64_t> fallbackCalls();
+std::map<std::string, uint64_t> nativeCalls();
+void resetOpStats();
+void registerEagerOps();
+
+} // namespace eager
+} // namespace kiln::python
+
+#endif

@@ -1,0 +1,211 @@
+// The kiln device's memory: allocations from the runtime's CPU driver with
+// per-device statistics (what torch.kiln.memory_allocated and
+// torch.accelerator's memory functions read), pinned host memory, and the
+// zero-copy CPU views the fallback runs ATen's CPU kernels on.
+#include "EagerDevice.h"
+
+#include "kiln/runtime/Device.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <mutex>
+#include <unordered_set>
+
+namespace rt = kiln::runtime;
+
+namespace kiln::python::eager {
+namespace {
+
+constexpr c10::DeviceIndex kMaxDevices = 64;
+constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+
+/// Statistics of one virtual device, as CUDA's caching allocator reports
+/// them (only the aggregate pool: there is no caching yet, so reserved
+/// equals allocated).
+struct DeviceMemoryStats {
+  std::mutex mutex;
+  c10::CachingDeviceAllocator::DeviceStats stats;
+
+
+  void allocated(size_t bytes) { update(bytes, &c10::CachingAllocator::Stat::increase); }
+  void freed(size_t bytes) { update(bytes, &c10::CachingAllocator::Stat::decrease); }
+
+private:
+  void update(size_t bytes, void (c10::CachingAllocator::Stat::*change)(size_t)) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (c10::CachingAllocator::StatArray *array :
+         {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+          &stats.requested_bytes})
+      ((*array)[kAggregate].*change)(bytes);
+    for (c10::CachingAllocator::StatArray *array :
+         {&stats.allocation, &stats.segment, &stats.active})
+      ((*array)[kAggregate].*change)(1);
+  }
+};
+
+std::array<DeviceMemoryStats, kMaxDevices> &memoryStats() {
+  static std::array<DeviceMemoryStats, kMaxDevices> stats;
+  return stats;
+}
+
+/// What a kiln DataPtr owns: the runtime's buffer, or memory adopted from
+/// a CPU storage the fallback's kernel allocated.
+struct Allocation {
+  rt::DeviceBuffer buffer;
+  c10::Storage adopted;
+  c10::DeviceIndex device;
+  size_t bytes;
+};
+
+void freeAllocation(void *context) {
+  auto *allocation = static_cast<Allocation *>(context);
+  memoryStats()[allocation->device].freed(allocation->bytes);
+  delete allocation;
+}
+
+class KilnDeviceAllocator final : public c10::DeviceAllocator {
+public:
+  c10::DataPtr allocate(size_t bytes) override {
+    c10::DeviceIndex device = currentDevice();
+    rt::StatusOr<rt::DeviceBuffer> buffer = cpuRuntimeDevice().allocate(bytes);
+    TORCH_CHECK_WITH(OutOfMemoryError, buffer.ok(), "kiln:", static_cast<int>(device), ": ",
+                     buffer.status().message());
+    void *data = buffer->address();
+    auto *allocation = new Allocation{std::move(*buffer), {}, device, bytes};
+    memoryStats()[device].allocated(bytes);
+    return {data, allocation, &freeAllocation, c10::Device(c10::kPrivateUse1, device)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void *dest, const void *src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t) override {} // nothing is cached yet
+  void recordStream(const c10::DataPtr &, c10::Stream) override {} // one in-order queue
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    checkDeviceIndex(device);
+    DeviceMemoryStats &entry = memoryStats()[device];
+    std::lock_guard<std::mutex> lock(entry.mutex);
+    return entry.stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    forEachStat(device, [](c10::CachingAllocator::Stat &stat) { stat.reset_accumulated(); });
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    forEachStat(device, [](c10::CachingAllocator::Stat &stat) { stat.reset_peak(); });
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    checkDeviceIndex(device);
+    size_t page = (size_t)::sysconf(_SC_PAGESIZE);
+    return {(size_t)::sysconf(_SC_AVPHYS_PAGES) * page, (size_t)::sysconf(_SC_PHYS_PAGES) * page};
+  }
+
+private:
+  template <typename Fn> void forEachStat(c10::DeviceIndex device, Fn fn) {
+    checkDeviceIndex(device);
+    DeviceMemoryStats &entry = memoryStats()[device];
+    std::lock_guard<std::mutex> lock(entry.mutex);
+    auto &s = entry.stats;
+    for (c10::CachingAllocator::StatArray *array :
+         {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+          &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+      for (c10::CachingAllocator::Stat &stat : *array)
+        fn(stat);
+  }
+};
+
+/// Pinned host memory: on the CPU driver any host memory is reachable, so
+/// pinning only marks the allocation (is_pinned() reports it).
+class PinnedHostAllocator final : public c10::Allocator {
+public:
+  c10::DataPtr allocate(size_t bytes) override {
+    void *data = c10::alloc_cpu(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      pointers().insert(data);
+    }
+    return {data, data, &freePinned, c10::Device(c10::kCPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &freePinned; }
+  void copy_data(void *dest, const void *src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+  static bool contains(const void *data) {
+    std::lock_guard<std::mutex> lock(mutex());
+    return pointers().count(data) != 0;
+  }
+
+private:
+  static std::mutex &mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::unordered_set<const void *> &pointers() {
+    static std::unordered_set<const void *> set;
+    return set;
+  }
+  static void freePinned(void *data) {
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      pointers().erase(data);
+    }
+    c10::free_cpu(data);
+  }
+};
+
+} // namespace
+
+c10::DeviceAllocator &deviceAllocator() {
+  static KilnDeviceAllocator allocator;
+  return allocator;
+}
+
+c10::Allocator &pinnedHostAllocator() {
+  static PinnedHostAllocator allocator;
+  return allocator;
+}
+
+bool isPinnedHostPointer(const void *data) { return PinnedHostAllocator::contains(data); }
+
+at::Tensor cpuView(const at::Tensor &tensor) {
+  const c10::Storage &storage = tensor.storage();
+  // Resizable through the CPU allocator: a kernel that grows an out=
+  // argument gets new CPU memory, which the fallback then adopts.
+  auto impl = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
+      c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
+      /*resizable=*/true);
+  at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), tensor.dtype());
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(tensor.sizes(), tensor.strides(),
+                                                    tensor.storage_offset());
+  return view;
+}
+
+c10::Storage adoptCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index) {
+  size_t bytes = cpu.nbytes();
+  auto *allocation = new Allocation{{}, cpu, index, bytes};
+  memoryStats()[index].allocated(bytes);
+  c10::DataPtr data(cpu.mutable_data(), allocation, &freeAllocation,
+                    c10::Device(c10::kPrivateUse1, index));
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), bytes, std::move(data), &deviceAllocator(),
+      /*resizable=*/true));
+}
+
+at::Tensor tensorOnStorage(const c10::Storage &storage, const at::Tensor &like) {
+  at::Tensor tensor = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(),
+                                                      like.storage_offset());
+  return tensor;
+}
+
+} // namespace kiln::python::eager
