@@ -3,6 +3,7 @@
     python examples/train_gpt2.py --device kiln     # was: --device cuda
     python examples/train_gpt2.py --device cpu
     python examples/train_gpt2.py --device kiln --compile
+    python examples/train_gpt2.py --device kiln --compile --backend inductor
 
 Nothing in it knows about Kiln except the one import that makes the "kiln"
 device exist: a transformers GPT-2 (small config, random weights), AdamW, a
@@ -48,7 +49,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model (backend kiln)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--backend", default="kiln", help="torch.compile's backend (default: kiln)")
     parser.add_argument("--losses", help="write the losses to this JSON file")
     args = parser.parse_args()
 
@@ -57,7 +59,7 @@ def main() -> None:
     device = torch.device(args.device)
 
     model = build_model(args.dropout).to(device)
-    step_fn = torch.compile(model, backend="kiln") if args.compile else model
+    step_fn = torch.compile(model, backend=args.backend) if args.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     checkpoint = os.path.join(tempfile.mkdtemp(), "checkpoint.pt")
 

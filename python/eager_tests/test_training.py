@@ -66,6 +66,13 @@ def test_one_line_switch_script_matches_cpu(tmp_path):
     assert on_kiln == pytest.approx(cpu, rel=2e-3)
 
 
+def test_one_line_switch_script_compiled_matches_eager_cpu(tmp_path):
+    """The same script under torch.compile(backend="kiln") on the device."""
+    cpu = run_example("cpu", tmp_path, "--dropout", "0", "--steps", "6")
+    compiled = run_example("kiln", tmp_path, "--dropout", "0", "--steps", "6", "--compile")
+    assert compiled == pytest.approx(cpu, rel=2e-3)
+
+
 def test_one_line_switch_script_with_dropout_trains(tmp_path):
     losses = run_example("kiln", tmp_path, "--steps", "6")
     assert all(torch.isfinite(torch.tensor(losses)))

@@ -314,6 +314,27 @@ def fallback_policy() -> str:
     return _C.device.fallback_policy()
 
 
+# --- Inductor ----------------------------------------------------------------------
+
+_INDUCTOR_NAMES = {
+    "Scheduling": "Scheduling",
+    "PythonWrapperCodegen": "KilnPythonWrapperCodegen",
+    "CppWrapperCodegen": "CppWrapperCodegen",
+    "WrapperFxCodegen": "WrapperFxCodegen",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Inductor asks the device module for its code generation classes the
+    # first time it compiles (torch.utils.backend_registration): resolved
+    # lazily so that importing this module does not import Inductor.
+    if name in _INDUCTOR_NAMES:
+        from kiln import inductor_codegen
+
+        return getattr(inductor_codegen, _INDUCTOR_NAMES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # --- Registration ----------------------------------------------------------------
 
 

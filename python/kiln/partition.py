@@ -249,14 +249,16 @@ class KilnSupport(OperatorSupportBase):
             return (f"{what} has a self-overlapping layout size={list(value.shape)} "
                     f"stride={list(value.stride())} that Kiln cannot reproduce")
         kind = self.target.split(":")[0]
-        if value.device.type != TENSOR_DEVICE.get(kind, kind):
+        if value.device.type not in TENSOR_DEVICES.get(kind, (kind,)):
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
 
 
-# The torch device of the tensors each target kind takes: Vulkan kernels
-# take CPU tensors, which the runtime bridge copies to the device and back.
-TENSOR_DEVICE = {"cpu": "cpu", "vulkan": "cpu"}
+# The torch devices of the tensors each target kind takes: CPU kernels take
+# CPU tensors and those of the eager kiln device (whose memory is the CPU
+# driver's host memory); Vulkan kernels take CPU tensors, which the runtime
+# bridge copies to the device and back.
+TENSOR_DEVICES = {"cpu": ("cpu", "kiln"), "vulkan": ("cpu",)}
 
 
 # Integer arguments that Kiln's importer takes only as constants: pad widths,

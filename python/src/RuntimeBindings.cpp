@@ -69,15 +69,19 @@ public:
   at::Tensor tensor;
 };
 
-/// Buffers are torch tensors, so outputs are returned without a copy.
+/// Buffers are torch tensors, so outputs are returned without a copy: CPU
+/// tensors, or tensors of the eager kiln device, whose memory is host
+/// memory too.
 class TorchAllocator : public rt::Allocator {
 public:
+  explicit TorchAllocator(c10::Device device = c10::Device(c10::kCPU)) : device_(device) {}
   rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
     // Allocated in the buffer's own shape: an output that is a whole buffer
     // is returned as is, without a view.
     at::Tensor t;
     try {
-      t = at::empty(desc.shape, at::TensorOptions().dtype(scalarTypeOf(desc.dtype)));
+      t = at::empty(desc.shape,
+                    at::TensorOptions().dtype(scalarTypeOf(desc.dtype)).device(device_));
     } catch (const std::exception &err) { // c10::OutOfMemoryError, std::bad_alloc
       return rt::Status::error(rt::StatusCode::OutOfMemory,
                                "out of memory allocating " + std::to_string(desc.byteSize()) +
@@ -85,6 +89,9 @@ public:
     }
     return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(std::move(t)));
   }
+
+private:
+  c10::Device device_;
 };
 
 /// Where eager puts one output (kiln/layout.py's OutputLayout): the bridge
@@ -286,6 +293,7 @@ public:
     inputs.reserve(args.size());
     std::vector<void *> pointers;
     std::vector<rt::TensorDesc> descs;
+    c10::Device tensorDevice = tensorDeviceOf(args);
     for (size_t i = 0; i < args.size(); ++i) {
       const at::Tensor &arg = args[i];
       auto dtype = dtypeOf(arg.scalar_type());
@@ -293,16 +301,13 @@ public:
         throw std::runtime_error("kiln: graph '" + artifact.graphName + "' input " +
                                  std::to_string(i) + " has unsupported dtype " +
                                  std::string(c10::toString(arg.scalar_type())));
-      if (arg.device().type() != c10::DeviceType::CPU)
-        throw std::runtime_error("kiln: input " + std::to_string(i) + " is on " +
-                                 arg.device().str() + "; Kiln takes CPU tensors");
       at::Tensor input = arg.is_contiguous() ? arg : arg.contiguous();
       pointers.push_back(input.data_ptr());
       descs.push_back({*dtype, input.sizes().vec()});
       inputs.push_back(std::move(input));
     }
     rt::InputVersions versions = versionsOf(args);
-    TorchAllocator allocator;
+    TorchAllocator allocator(tensorDevice);
     DeviceTensorAllocator deviceAllocator(*device_);
     std::vector<std::shared_ptr<rt::Buffer>> allocated;
     std::vector<rt::OutputRef> outputs;
@@ -496,6 +501,28 @@ private:
   }
 
   std::unique_ptr<rt::Program> program_;
+  /// The torch device of the results: CPU, or the eager kiln device when the
+  /// inputs are on it. Kiln memory is the CPU driver's host memory, so a
+  /// program on the host takes it as it takes CPU tensors.
+  c10::Device tensorDeviceOf(const std::vector<at::Tensor> &args) const {
+    std::optional<c10::Device> kiln;
+    for (size_t i = 0; i < args.size(); ++i) {
+      c10::Device device = args[i].device();
+      if (device.is_cpu())
+        continue;
+      if (!device.is_privateuseone() || !onHost_)
+        throw std::runtime_error("kiln: graph '" + program_->artifact().graphName + "' input " +
+                                 std::to_string(i) + " is on " + device.str() +
+                                 (onHost_ ? "; Kiln takes CPU and kiln tensors"
+                                          : "; this graph's kernels take CPU tensors"));
+      if (kiln && *kiln != device)
+        throw std::runtime_error("kiln: graph '" + program_->artifact().graphName +
+                                 "' has inputs on " + kiln->str() + " and " + device.str());
+      kiln = device;
+    }
+    return kiln.value_or(c10::Device(c10::kCPU));
+  }
+
   rt::Device *device_ = nullptr;
   bool onHost_ = true;
   mutable std::mutex residentMutex_;
