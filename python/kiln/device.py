@@ -286,17 +286,26 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 
 
 def stats() -> dict[str, Any]:
-    """Op calls on kiln tensors since the last reset_stats(): `fallback`
-    maps each op that ran ATen's CPU kernel to its calls, `native` each of
-    the device's own ops (allocation, views, copies); `fallback_calls` and
-    `native_calls` are the totals."""
+    """Op calls on kiln tensors since the last reset_stats(): `kernel`
+    maps each op that ran a Kiln kernel to its calls, `fallback` each op that
+    ran ATen's CPU kernel, `native` each of the device's own ops (allocation,
+    views, copies); `*_calls` are the totals. `kernels_loaded` counts the
+    Kiln kernels compiled or loaded so far, `refusals` the calls Kiln could
+    not compile a kernel for (key: why), `declined` per op with a kernel the
+    last reason a call of it ran ATen's kernel instead."""
+    kernel = _C.device.kernel_calls()
     fallback = _C.device.fallback_calls()
     native = _C.device.native_calls()
     return {
+        "kernel": kernel,
         "fallback": fallback,
         "native": native,
+        "kernel_calls": sum(kernel.values()),
         "fallback_calls": sum(fallback.values()),
         "native_calls": sum(native.values()),
+        "kernels_loaded": _C.device.kernels_loaded(),
+        "refusals": _C.device.kernel_refusals(),
+        "declined": _C.device.declined_calls(),
     }
 
 
@@ -352,6 +361,10 @@ def _register() -> None:
     # is not on, and otherwise makes new Parameters; with PyTorch's future
     # behaviour it swaps the tensors in place instead.
     torch.__future__.set_swap_module_params_on_conversion(True)
+    if os.environ.get("KILN_EAGER_KERNELS", "1").lower() not in ("0", "false", "no", "off"):
+        from kiln.eager_kernels import compile_kernel, kernel_ops
+
+        _C.device.register_kernels(kernel_ops(_C.compiler), compile_kernel)
     if name != _NAME:
         torch.utils.rename_privateuse1_backend(_NAME)
         torch._register_device_module(_NAME, sys.modules[__name__])

@@ -5,6 +5,7 @@
 #include "kiln/runtime/Device.h"
 
 #include <torch/csrc/Generator.h>
+#include <pybind11/stl.h>
 #include <torch/extension.h>
 
 namespace py = pybind11;
@@ -31,9 +32,19 @@ void initEagerDevice(py::module_ m) {
             THPGenerator_initDefaultGenerator(defaultGenerator((c10::DeviceIndex)index)));
       },
       py::arg("index"));
+  m.def("register_kernels", &registerEagerKernels, py::arg("ops"), py::arg("compile"),
+        "Runs these overloads (op, overload, functional op, functional overload, pointwise) as Kiln "
+        "kernels.");
+  m.def("kernel_calls", &kernelCalls);
+  m.def("kernel_refusals", &kernelRefusals);
+  m.def("declined_calls", &declinedCalls);
+  m.def("kernels_loaded", &kernelsLoaded);
   m.def("fallback_calls", &fallbackCalls);
   m.def("native_calls", &nativeCalls);
-  m.def("reset_op_stats", &resetOpStats);
+  m.def("reset_op_stats", [] {
+    resetOpStats();
+    resetKernelCalls();
+  });
   m.def("set_fallback_policy", [](const std::string &name) {
     if (name == "allow")
       setFallbackPolicy(FallbackPolicy::Allow);

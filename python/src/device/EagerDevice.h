@@ -17,6 +17,7 @@
 #define KILN_PYTHON_DEVICE_EAGERDEVICE_H
 
 #include <ATen/core/Generator.h>
+#include <ATen/core/stack.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Storage.h>
@@ -24,9 +25,17 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace kiln::runtime {
 class Device;
+}
+namespace c10 {
+class OperatorHandle;
+}
+namespace pybind11 {
+class object;
 }
 
 namespace kiln::python {
@@ -80,6 +89,28 @@ std::map<std::string, uint64_t> fallbackCalls();
 std::map<std::string, uint64_t> nativeCalls();
 void resetOpStats();
 void registerEagerOps();
+/// The fallback: runs the op's ATen CPU kernel on CPU views of the kiln
+/// tensors (counted as a fallback call).
+void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack);
+
+//===--- Kiln kernels (EagerKernels.cpp) ------------------------------===//
+
+/// An overload the device runs as a Kiln kernel: (op, overload, the
+/// functional op and overload Kiln compiles for it, pointwise). The overload
+/// is the functional one itself, its out= form or its in-place form.
+using RegisteredKernel = std::tuple<std::string, std::string, std::string, std::string, bool>;
+/// Registers them; `compile` is kiln.eager_kernels.compile_kernel. Once per
+/// process.
+void registerEagerKernels(const std::vector<RegisteredKernel> &ops, pybind11::object compile);
+/// Calls that ran a Kiln kernel, per out= overload.
+std::map<std::string, uint64_t> kernelCalls();
+/// Keys Kiln could not compile a kernel for, and why.
+std::map<std::string, std::string> kernelRefusals();
+/// Per op with a kernel registered, the last reason one of its calls ran
+/// ATen's CPU kernel instead.
+std::map<std::string, std::string> declinedCalls();
+size_t kernelsLoaded();
+void resetKernelCalls();
 
 } // namespace eager
 } // namespace kiln::python

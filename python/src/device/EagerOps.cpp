@@ -336,7 +336,9 @@ void recordFallback(const c10::OperatorHandle &op) {
                "(counted in kiln.device.stats())");
 }
 
-void cpuFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+} // namespace
+
+void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   recordFallback(op);
   const c10::FunctionSchema &schema = op.schema();
   const size_t numArguments = schema.arguments().size();
@@ -357,6 +359,8 @@ void cpuFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   for (size_t i = stack->size() - numReturns; i < stack->size(); ++i)
     (*stack)[i] = call.fromCpu((*stack)[i]);
 }
+
+namespace {
 
 //===--- Fallbacks registered by name ------------------------------------===//
 //
@@ -433,7 +437,7 @@ void registerEagerOps() {
 
   static torch::Library all(torch::Library::IMPL, "_", c10::DispatchKey::PrivateUse1, __FILE__,
                             __LINE__);
-  all.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  all.fallback(torch::CppFunction::makeFromBoxedFunction<&runOnCpu>());
 }
 
 } // namespace kiln::python::eager

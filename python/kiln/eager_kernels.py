@@ -1,0 +1,210 @@
+"""Eager ops of the kiln device as Kiln kernels: which ops, and how a kernel
+is compiled when the device's C++ kernel cache misses.
+
+The device registers its kernel for the `out=` overload of every ATen op
+whose functional form the compiler takes with symbolic sizes (`add.out` for
+`add.Tensor`): the functional and in-place forms of structured ops call it.
+On a call the C++ side keys the call by op, dtypes, which dims are 1 and which
+sizes are equal (as Dynamo's duck sizing), scalar arguments and the output's
+dtype; a miss lands here with example arguments of the call's sizes. The op
+is traced with symbolic sizes (make_fx), serialized like any Dynamo graph and
+compiled through the compile service, with its on-disk cache, so that one
+kernel serves every size with that pattern. A call the tracer or the
+compiler refuses is remembered by its key and runs ATen's CPU kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from kiln.logs import log
+
+
+def _functional_args(schema: torch.FunctionSchema) -> list[tuple[str, str]]:
+    return [(a.name, str(a.type)) for a in schema.arguments]
+
+
+def _computes_a_new_tensor(schema: torch.FunctionSchema) -> bool:
+    """Whether the device may run the op as a kernel: it reads tensors and
+    returns one new tensor. Factories (`empty`), views (`as_strided`), ops
+    that mutate or move between devices (`_to_copy`) are the device's own or
+    ATen's."""
+    if schema.is_mutable or not schema.returns or any(
+            str(r.type) != "Tensor" or r.alias_info is not None for r in schema.returns):
+        return False
+    types = [str(a.type) for a in schema.arguments]
+    return any(t.startswith("Tensor") for t in types) and not any("Device" in t for t in types)
+
+
+def _out_arguments(schema: torch.FunctionSchema) -> list[torch.Argument]:
+    return [a for a in schema.arguments if a.is_out]
+
+
+# Ops whose result is a view in all but name, or that only move memory: the
+# device's native ops and ATen handle them.
+_NOT_KERNELS = {"_unsafe_view", "lift_fresh_copy", "alias", "_to_copy", "clone", "detach", "copy"}
+
+
+def _candidates(compiler: Any) -> list[tuple[str, str]]:
+    """(name, overload) of the functional ATen ops Kiln can compile: those
+    the compiler takes with symbolic sizes, and those Kiln's decompositions
+    (the table aot_autograd gets) break into such ops."""
+    from kiln.decompositions import decomposition_table
+
+    names = {tuple(t.split(".")[1:]) for t in compiler.symbolic_ops() if t.startswith("aten.")}
+    for op in decomposition_table(training=True):
+        if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten":
+            names.add((op._schema.name.split("::")[1], op._overloadname))
+    return sorted(n for n in names if n[0] not in _NOT_KERNELS)
+
+
+def storage_order(tensor: torch.Tensor) -> list[int]:
+    """The dims from the outermost in memory to the innermost, ties in their
+    order (the device's C++ side uses the same rule)."""
+    return sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
+
+
+def _memory_layout(example: torch.Tensor) -> tuple[torch.Tensor, Any]:
+    """The dense placeholder of an example's memory, and how the kernel
+    views it as the example."""
+    if example.is_contiguous():
+        return example, lambda p: p
+    size = list(example.shape)
+    broadcast = [d for d in range(example.dim()) if example.stride(d) == 0 and size[d] > 1]
+    base = example.as_strided([1 if d in broadcast else s for d, s in enumerate(size)], example.stride())
+    order = list(range(example.dim())) if base.is_contiguous() else storage_order(base)
+    inverse = [order.index(d) for d in range(example.dim())]
+
+    def view(placeholder: torch.Tensor) -> torch.Tensor:
+        restored = placeholder if order == sorted(order) else placeholder.permute(inverse)
+        return restored.expand(size) if broadcast else restored
+
+    return base.permute(order).contiguous(), view
+
+
+def kernel_ops(compiler: Any) -> list[tuple[str, str, str, str, bool]]:
+    """(op, overload, functional op, functional overload, pointwise) for each
+    overload the device runs as a Kiln kernel of the functional op: the
+    functional overload itself (unless it is a composite, whose autograd a
+    device kernel would hide), its out= overload (one output, the functional
+    overload's arguments besides), which structured in-place forms call, and
+    its in-place overload (`fill_` for `fill`)."""
+    ops = []
+    for name, overload in _candidates(compiler):
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        functional = getattr(packet, overload, None)
+        if (functional is None or not _computes_a_new_tensor(functional._schema)
+                # Random ops draw from the device's generator, in ATen's kernels.
+                or torch.Tag.nondeterministic_seeded in functional.tags
+                or name.startswith(("cudnn_", "miopen_", "mkldnn_"))):
+            continue
+        one_result = len(functional._schema.returns) == 1
+        pointwise = torch.Tag.pointwise in functional.tags
+        wanted = _functional_args(functional._schema)
+        qualified = f"aten::{name}"
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(functional.name(), "CompositeImplicitAutograd"):
+            ops.append((qualified, overload, qualified, overload, pointwise))
+        in_place = getattr(getattr(torch.ops.aten, name + "_", None), overload, None)
+        if (in_place is not None and one_result and _functional_args(in_place._schema) == wanted
+                and not torch._C._dispatch_has_kernel_for_dispatch_key(in_place.name(),
+                                                                       "CompositeImplicitAutograd")):
+            ops.append((f"aten::{name}_", overload, qualified, overload, pointwise))
+        for candidate in packet.overloads():
+            schema = getattr(packet, candidate)._schema
+            outs = _out_arguments(schema)
+            if len(outs) != 1 or not one_result:
+                continue
+            others = [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]
+            if others == wanted:
+                ops.append((qualified, candidate, qualified, overload, pointwise))
+                break
+    return ops
+
+
+@functools.lru_cache(maxsize=1)
+def _service() -> Any:
+    from kiln.compiler import CompileService
+    from kiln.options import KilnOptions
+
+    opts = KilnOptions.from_dict({})
+    # The device's memory is the CPU driver's: its kernels are CPU kernels,
+    # for the CPU level KILN_TARGET names if it names one.
+    target = opts.target if opts.target.startswith("cpu") else "cpu"
+    return CompileService(KilnOptions.from_dict({"target": target}))
+
+
+def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = True) -> tuple[str, Any]:
+    """The kernel of `aten::name.overload` applied to `args` (tensors are
+    examples: their sizes and dtypes matter, not their values), compiled with
+    symbolic sizes or, with symbolic=False, for the examples' sizes:
+    ("artifact", bytes, positions of the results that are None, which the
+    kernel does not return); or why Kiln cannot take the call: ("refused", why),
+    or ("static", why) when only its symbolic sizes were refused (the
+    compiler wants some sizes static: an embedding table's rows)."""
+    from kiln.fx_serialize import serialize_graph
+
+    from kiln.decompositions import decomposition_table
+
+    op = getattr(getattr(torch.ops.aten, name.split("::")[-1]), overload)
+    positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    lists = {i: len(a) for i, a in enumerate(args) if isinstance(a, (list, tuple))
+             and a and all(isinstance(t, torch.Tensor) for t in a)}
+    examples = [args[i] for i in positions] + [t for i in lists for t in args[i]]
+    # A strided example is dense memory read with broadcast (stride 0) dims
+    # and in another order: the kernel takes the memory (a contiguous
+    # placeholder), permutes it back and expands it, as the C++ side keys it.
+    layouts = [_memory_layout(t) for t in examples]
+    nones: list[int] = []
+    flat = [placeholder for placeholder, _ in layouts]
+
+    def call(*placeholders: torch.Tensor) -> Any:
+        tensors = [view(p) for p, (_, view) in zip(placeholders, layouts)]
+        rebuilt = list(args)
+        for i, tensor in zip(positions, tensors):
+            rebuilt[i] = tensor
+        rest = list(tensors[len(positions):])
+        for i, count in lists.items():
+            rebuilt[i], rest = rest[:count], rest[count:]
+        positional = [v for a, v in zip(op._schema.arguments, rebuilt) if not a.kwarg_only]
+        keywords = {a.name: v for a, v in zip(op._schema.arguments, rebuilt) if a.kwarg_only}
+        result = op(*positional, **keywords)
+        # The device's kernels return row-major results (a strided result
+        # would need its layout carried to the C++ side).
+        if isinstance(result, tuple):
+            # A result the arguments ask not to compute (convolution_backward's
+            # output_mask) is None: the kernel returns the others.
+            nones[:] = [i for i, r in enumerate(result) if r is None]
+            return tuple(r.contiguous() for r in result if r is not None)
+        return result.contiguous()
+
+    start = time.perf_counter()
+    try:
+        gm = make_fx(call, decomposition_table=decomposition_table(training=True),
+                     tracing_mode="symbolic" if symbolic else "fake")(*flat)
+    except Exception as err:  # ATen's own meta function refused: not a Kiln error
+        return "refused", f"tracing {op} failed: {type(err).__name__}: {err}"
+    service = _service()
+    try:
+        serialized = serialize_graph(gm, f"eager_{name.split('::')[-1]}_{overload}")
+        if serialized.constants or serialized.symint_inputs or serialized.symint_values:
+            return "refused", f"{op} traced into a graph with constants or size inputs"
+        # None: a symbolic row-major buffer, as it is.
+        if not all(layout is None or (layout.is_row_major and layout.alias_input is None
+                                      and layout.alias_output is None)
+                   for layout in serialized.layouts):
+            return "refused", f"{op}'s result is not a row-major tensor of its own"
+        loaded = service.compile_json(serialized.graph, serialized.to_json(), serialized.graph["name"])
+    except service.compile_errors as err:
+        why = " ".join(str(err).split()) or type(err).__name__
+        return ("static" if symbolic else "refused"), f"Kiln cannot compile {op} here: {why}"
+    log.debug("kiln device: compiled %s%s for %s in %.0f ms%s", op, "" if symbolic else " (static sizes)",
+              ", ".join(f"{list(t.shape)} {t.dtype}" for t in flat), (time.perf_counter() - start) * 1e3,
+              " (cached)" if loaded.cache_hit else "")
+    return "artifact", loaded.artifact, nones

@@ -1,0 +1,656 @@
+// Eager ops of the kiln device as Kiln kernels.
+//
+// The device's kernel for an op's out= overload keys the call (the op; per
+// tensor its dtype and, per dim, 1 or the class of its size, sizes equal
+// across the call sharing a class, as Dynamo's duck sizing; the other
+// arguments' values; the output's dtype) and looks the key up in a
+// thread-safe cache of loaded programs. A miss compiles, with symbolic sizes,
+// through kiln.eager_kernels (the compile service and its disk cache), so one
+// program serves every size of that pattern. A call the cache cannot serve
+// (a strided input, an output that overlaps an input, a key Kiln refused)
+// runs ATen's CPU kernel through the fallback, counted as such.
+#include "../TorchDTypes.h"
+#include "EagerDevice.h"
+
+#include "kiln/runtime/Program.h"
+
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/NativeFunctions.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/library.h>
+
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <unordered_map>
+
+namespace py = pybind11;
+
+namespace kiln::python::eager {
+namespace {
+
+/// What the device knows of an op it runs as a Kiln kernel.
+struct KernelOp {
+  std::string name;       // the functional op Kiln compiles: "aten::add"
+  std::string functional; // and its overload: "Tensor"
+  bool pointwise;         // each output element reads only its own inputs' elements
+  bool writesOut;         // the registered overload is the out= one
+};
+
+/// A loaded program for one key, or why there is none.
+struct CachedKernel {
+  std::unique_ptr<rt::Program> program;
+  std::string refusal;
+  /// Kiln could not compile the call with symbolic sizes, but can with
+  /// static ones: each size gets its own kernel, keyed with its sizes.
+  bool perSize = false;
+  /// Positions of the op's results that are undefined for this call (not
+  /// computed: convolution_backward's output_mask); the program returns the
+  /// others, in order.
+  std::vector<size_t> nones;
+};
+
+struct Registry {
+  std::unordered_map<const c10::FunctionSchema *, KernelOp> ops;
+  py::object compile; // kiln.eager_kernels.compile_kernel
+  std::shared_mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const CachedKernel>> kernels;
+  std::mutex callsMutex;
+  std::unordered_map<const c10::FunctionSchema *, uint64_t> calls;
+  /// Per op, the last reason a call of it went to ATen without a kernel.
+  std::unordered_map<const c10::FunctionSchema *, std::string> declined;
+};
+
+Registry &registry() {
+  static Registry *instance = new Registry; // leaked: holds Python objects past interpreter exit
+  return *instance;
+}
+
+//===--- Keying a call --------------------------------------------------===//
+
+enum class Category { Bool, Integral, Floating, Other };
+
+Category categoryOf(at::ScalarType type) {
+  if (type == at::kBool)
+    return Category::Bool;
+  if (at::isIntegralType(type, /*includeBool=*/false))
+    return Category::Integral;
+  if (at::isFloatingType(type))
+    return Category::Floating;
+  return Category::Other;
+}
+
+/// The dims of a non-overlapping tensor from the outermost in memory to the
+/// innermost (ties in their order): permuted so, a dense tensor is contiguous.
+/// kiln.eager_kernels.storage_order is the same rule.
+std::vector<int64_t> storageOrder(const at::Tensor &tensor) {
+  std::vector<int64_t> order(tensor.dim());
+  for (int64_t d = 0; d < tensor.dim(); ++d)
+    order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return tensor.stride(a) > tensor.stride(b);
+  });
+  return order;
+}
+
+/// One call, as the kernel sees it: the tensors it reads (in order, lists
+/// flattened), the key, and the output.
+class KeyedCall {
+public:
+  /// False if the call is not one a kernel can take.
+  bool build(const c10::FunctionSchema &schema, const torch::jit::Stack &stack, size_t first) {
+    key_ << schema.operator_name().name << '.' << schema.operator_name().overload_name;
+    const auto &arguments = schema.arguments();
+    // A 0-dim CPU operand (a Python number) is read at run time when it is
+    // of the dimensioned tensors' category (so promotion cannot tell it from
+    // a 0-dim tensor); otherwise its value is part of the kernel.
+    std::optional<Category> category;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const c10::IValue &value = stack[first + i];
+      if (value.isTensor() && value.toTensor().defined() && value.toTensor().dim() > 0 &&
+          !arguments[i].is_out()) {
+        Category c = categoryOf(value.toTensor().scalar_type());
+        if (category && *category != c)
+          category = Category::Other;
+        else if (!category)
+          category = c;
+      }
+    }
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const c10::IValue &value = stack[first + i];
+      const c10::AliasInfo *alias = arguments[i].alias_info();
+      if (alias && alias->isWrite() && !arguments[i].is_out()) {
+        // In place: `self` is read, and written with the result.
+        if (!value.isTensor() || out_.defined())
+          return decline("more than one tensor written");
+        out_ = value.toTensor();
+        inPlace_ = true;
+        key_ << "|self";
+        if (!addTensor(out_, category))
+          return false;
+        continue;
+      }
+      if (arguments[i].is_out()) {
+        if (!value.isTensor() || out_.defined())
+          return decline("more than one out= tensor");
+        out_ = value.toTensor();
+        if (!out_.is_privateuseone() || !dtypeOf(out_.scalar_type()))
+          return decline("an out= tensor not on the device, or of a dtype Kiln lacks");
+        device_ = out_.device();
+        key_ << "|out:" << static_cast<int>(out_.scalar_type());
+        continue;
+      }
+      key_ << '|';
+      if (value.isTensor()) {
+        if (!addTensor(value.toTensor(), category))
+          return false;
+      } else if (value.isTensorList()) {
+        key_ << "L" << value.toTensorList().size();
+        for (const at::Tensor &tensor : value.toTensorList())
+          if (!addTensor(tensor, category))
+            return false;
+      } else if (value.isNone()) {
+        key_ << 'n';
+      } else if (value.isDouble()) {
+        double d = value.toDouble();
+        uint64_t bits;
+        std::memcpy(&bits, &d, sizeof(bits));
+        key_ << 'd' << bits;
+      } else if (value.isInt() || value.isBool() || value.isIntList() || value.isBoolList() ||
+                 value.isString()) {
+        key_ << value.tagKind() << ':' << value;
+      } else {
+        // Generators, devices, complex numbers, optional tensor lists.
+        return decline(std::string("an argument of kind ") + value.tagKind());
+      }
+    }
+    if (!device_ || tensors_.empty())
+      return decline("no tensor on the device");
+    return true;
+  }
+
+  /// The kiln device the call's tensors are on.
+  c10::Device device() const { return *device_; }
+
+  std::string key() const { return key_.str(); }
+  const std::vector<at::Tensor> &tensors() const { return tensors_; }
+  const std::vector<at::Tensor> &dense() const { return dense_; }
+  const std::vector<bool> &asValue() const { return asValue_; }
+  const at::Tensor &out() const { return out_; }
+  bool inPlace() const { return inPlace_; }
+  /// Why build() returned false.
+  const std::string &declined() const { return declined_; }
+  /// The sizes of the tensors the kernel reads, for a per-size key.
+  std::string sizesKey() const {
+    std::ostringstream sizes;
+    for (const at::Tensor &tensor : dense_)
+      if (tensor.defined())
+        sizes << tensor.sizes() << ';';
+    return sizes.str();
+  }
+
+private:
+  bool addTensor(const at::Tensor &tensor, std::optional<Category> category) {
+    if (!tensor.defined()) {
+      key_ << 'n';
+      tensors_.push_back(tensor);
+      dense_.push_back(tensor);
+      asValue_.push_back(false);
+      return true;
+    }
+    std::optional<rt::DType> dtype = dtypeOf(tensor.scalar_type());
+    if (!dtype)
+      return decline(std::string("a tensor of dtype ") + c10::toString(tensor.scalar_type()));
+    if (tensor.is_cpu()) {
+      if (tensor.dim() != 0)
+        return decline("a CPU tensor with dims");
+      bool runtime = category && *category == categoryOf(tensor.scalar_type());
+      if (!runtime) {
+        // The number is part of the kernel: a wrapped number promotes as a
+        // Python number does, which a 0-dim input would not reproduce.
+        if (at::isFloatingType(tensor.scalar_type())) {
+          double value = tensor.item<double>();
+          uint64_t bits;
+          std::memcpy(&bits, &value, sizeof(bits));
+          key_ << "cd" << bits;
+        } else {
+          key_ << "ci" << tensor.item<int64_t>();
+        }
+        tensors_.push_back(tensor);
+        dense_.push_back(tensor);
+        asValue_.push_back(true);
+        return true;
+      }
+      key_ << 'r' << static_cast<int>(tensor.scalar_type());
+      tensors_.push_back(tensor);
+      dense_.push_back(tensor);
+      asValue_.push_back(false);
+      return true;
+    } else if (!tensor.is_privateuseone()) {
+      return decline("a tensor on " + tensor.device().str());
+    } else if (tensor.numel() == 0 || tensor.is_neg() || tensor.is_conj()) {
+      return decline("an empty, negated or conjugated tensor");
+    } else if (!tensor.is_contiguous()) {
+      // Broadcast dims (stride 0) are read once and expanded; a transpose or
+      // permutation of dense memory is read in memory order and permuted
+      // back. kiln.eager_kernels does the same to the example, whose strides
+      // are the tensor's.
+      std::vector<int64_t> sizes = tensor.sizes().vec();
+      key_ << 'b';
+      for (int64_t d = 0; d < tensor.dim(); ++d)
+        if (tensor.stride(d) == 0 && sizes[d] > 1) {
+          sizes[d] = 1;
+          key_ << d << ',';
+        }
+      at::Tensor base = tensor.as_strided(sizes, tensor.strides());
+      if (base.is_contiguous())
+        return addDense(base, tensor);
+      std::vector<int64_t> order = storageOrder(base);
+      at::Tensor dense = base.permute(order);
+      if (!dense.is_contiguous())
+        return decline("a tensor with gaps between its elements");
+      key_ << 'p';
+      for (int64_t d : order)
+        key_ << d << ',';
+      return addDense(dense, tensor);
+    }
+    return addDense(tensor, tensor);
+  }
+
+  /// Adds `dense`, the memory of the call's tensor `tensor`, read in order.
+  bool addDense(const at::Tensor &dense, const at::Tensor &tensor) {
+    if (device_ && *device_ != tensor.device())
+      return decline("tensors on two kiln devices"); // ATen says so
+    device_ = tensor.device();
+    key_ << 't' << static_cast<int>(tensor.scalar_type()) << '[';
+    for (int64_t size : dense.sizes()) {
+      if (size == 1) {
+        key_ << "1,";
+        continue;
+      }
+      size_t cls = 0;
+      while (cls < sizes_.size() && sizes_[cls] != size)
+        ++cls;
+      if (cls == sizes_.size())
+        sizes_.push_back(size);
+      key_ << 's' << cls << ',';
+    }
+    key_ << ']';
+    tensors_.push_back(tensor);
+    dense_.push_back(dense);
+    asValue_.push_back(false);
+    return true;
+  }
+
+  bool decline(std::string why) {
+    declined_ = std::move(why);
+    return false;
+  }
+
+  std::ostringstream key_;
+  std::string declined_;
+  std::vector<int64_t> sizes_;
+  std::vector<at::Tensor> tensors_;
+  std::vector<at::Tensor> dense_; // each tensor's memory as the kernel reads it
+  std::vector<bool> asValue_; // a CPU number whose value is in the key
+  at::Tensor out_;             // undefined for a functional overload
+  bool inPlace_ = false;      // out_ is the op's mutable `self`
+  std::optional<c10::Device> device_;
+};
+
+//===--- Compiling on a miss --------------------------------------------===//
+
+/// The call's arguments for kiln.eager_kernels.compile_kernel: tensors as
+/// empty CPU examples of their sizes, numbers in the key as Python numbers.
+py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::Stack &stack,
+                          size_t first, const KeyedCall &call) {
+  size_t next = 0; // the tensors in the order KeyedCall took them
+  auto example = [&](const at::Tensor &tensor) -> py::object {
+    bool asValue = call.asValue()[next++];
+    if (!tensor.defined())
+      return py::none();
+    if (asValue) // a Python number, as the caller wrote it
+      return at::isFloatingType(tensor.scalar_type()) ? py::cast(tensor.item<double>())
+                                                      : py::cast(tensor.item<int64_t>());
+    if (tensor.is_cpu())
+      return py::cast(tensor.clone()); // a 0-dim input read at run time
+    // With the tensor's strides: a permuted tensor's example is permuted.
+    return py::cast(at::empty_strided(tensor.sizes(), tensor.strides(),
+                                      at::TensorOptions().dtype(tensor.scalar_type())));
+  };
+  py::list arguments;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    if (schema.arguments()[i].is_out())
+      continue;
+    const c10::IValue &value = stack[first + i];
+    if (value.isTensor()) {
+      arguments.append(example(value.toTensor()));
+    } else if (value.isTensorList()) {
+      py::list list;
+      for (const at::Tensor &tensor : value.toTensorList())
+        list.append(example(tensor));
+      arguments.append(list);
+    } else {
+      arguments.append(torch::jit::toPyObject(value));
+    }
+  }
+  return arguments;
+}
+
+/// Every result must live in memory the kernel allocates (not in an
+/// input), and an out= kernel's one result must be a whole buffer, which
+/// the out= tensor becomes.
+rt::Status checkResults(const rt::Artifact &artifact, bool writesOut) {
+  if (writesOut && (artifact.outputs.size() != 1 ||
+                    artifact.buffers[artifact.outputs[0]].kind != rt::BufferKind::Alloc))
+    return rt::Status::error("its result is not a buffer of its own");
+  for (uint32_t output : artifact.outputs) {
+    uint32_t root = output;
+    while (artifact.buffers[root].kind == rt::BufferKind::View)
+      root = artifact.buffers[root].source;
+    if (artifact.buffers[root].kind != rt::BufferKind::Alloc)
+      return rt::Status::error("a result aliases an input");
+  }
+  return rt::Status::OK();
+}
+
+std::shared_ptr<CachedKernel> compileKernel(const KernelOp &op, const KeyedCall &call,
+                                            const c10::FunctionSchema &schema,
+                                            const torch::jit::Stack &stack, size_t first,
+                                            bool symbolic) {
+  auto kernel = std::make_shared<CachedKernel>();
+  py::gil_scoped_acquire gil;
+  // ("artifact", bytes), ("refused", why), or ("static", why): refused with
+  // symbolic sizes only.
+  py::tuple result = registry().compile(op.name, op.functional,
+                                        exampleArguments(schema, stack, first, call), symbolic);
+  std::string status0 = result[0].cast<std::string>();
+  if (status0 != "artifact") {
+    kernel->refusal = result[1].cast<std::string>();
+    kernel->perSize = symbolic && status0 == "static";
+    return kernel;
+  }
+  std::string bytes = result[1].cast<std::string>();
+  kernel->nones = result[2].cast<std::vector<size_t>>();
+  rt::Artifact artifact;
+  rt::Status status = rt::parseArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                                        bytes.size(), artifact);
+  if (status.ok())
+    status = checkResults(artifact, op.writesOut);
+  if (status.ok()) {
+    auto program = rt::Program::load(std::move(artifact), cpuRuntimeDevice());
+    if (program.ok())
+      kernel->program = std::move(*program);
+    else
+      status = program.status();
+  }
+  if (!status.ok())
+    kernel->refusal = "the kernel for " + op.name + "." + op.functional +
+                      " cannot run on the kiln device: " + status.message();
+  return kernel;
+}
+
+std::shared_ptr<const CachedKernel> kernelFor(const KernelOp &op, const KeyedCall &call,
+                                              const c10::FunctionSchema &schema,
+                                              const torch::jit::Stack &stack, size_t first) {
+  Registry &r = registry();
+  auto lookup = [&](const std::string &key, bool symbolic) {
+    {
+      std::shared_lock<std::shared_mutex> lock(r.mutex);
+      auto found = r.kernels.find(key);
+      if (found != r.kernels.end())
+        return found->second;
+    }
+    // Compiled outside the lock: other calls go on; two threads missing the
+    // same key both compile, and the first to finish is kept.
+    std::shared_ptr<CachedKernel> compiled = compileKernel(op, call, schema, stack, first, symbolic);
+    std::unique_lock<std::shared_mutex> lock(r.mutex);
+    return r.kernels.emplace(key, std::move(compiled)).first->second;
+  };
+  std::string key = call.key();
+  std::shared_ptr<const CachedKernel> pattern = lookup(key, /*symbolic=*/true);
+  if (!pattern->perSize)
+    return pattern;
+  return lookup(key + "#" + call.sizesKey(), /*symbolic=*/false);
+}
+
+//===--- Running ----------------------------------------------------------===//
+
+/// A kiln tensor as a program's buffer.
+class TensorBuffer : public rt::Buffer {
+public:
+  explicit TensorBuffer(at::Tensor tensor) : tensor(std::move(tensor)) {}
+  void *data() override {
+    static int64_t empty;
+    return tensor.numel() ? tensor.data_ptr() : &empty;
+  }
+  at::Tensor tensor;
+};
+
+/// Hands the program its result buffers: for an out= call the out= tensor,
+/// resized to the result's shape; otherwise new tensors on the device.
+class ResultAllocator : public rt::Allocator {
+public:
+  ResultAllocator(const at::Tensor &out, bool inPlace, c10::Device device)
+      : out_(out), inPlace_(inPlace), device_(device) {}
+  rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
+    at::ScalarType dtype = scalarTypeOf(desc.dtype);
+    if (!out_.defined())
+      return std::shared_ptr<rt::Buffer>(std::make_shared<TensorBuffer>(
+          at::empty(desc.shape, at::TensorOptions().dtype(dtype).device(device_))));
+    if (usedOut_ || dtype != out_.scalar_type())
+      return rt::Status::error("the result is not the out= tensor's");
+    usedOut_ = true;
+    if (!out_.sizes().equals(desc.shape)) {
+      if (inPlace_)
+        return rt::Status::error("an in-place result of another shape");
+      const c10::DeviceGuard guard(out_.device());
+      at::native::resize_(out_, desc.shape, std::nullopt);
+    }
+    if (!out_.is_contiguous())
+      return rt::Status::error("the out= tensor is strided");
+    return std::shared_ptr<rt::Buffer>(std::make_shared<TensorBuffer>(out_));
+  }
+
+private:
+  const at::Tensor &out_;
+  bool inPlace_;
+  c10::Device device_;
+  bool usedOut_ = false;
+};
+
+/// Whether writing `out` cannot clobber an input before it is read.
+bool outputIsSafe(const KeyedCall &call, bool pointwise) {
+  if (!call.out().defined())
+    return true;
+  for (const at::Tensor &input : call.tensors()) {
+    if (!input.defined() || !input.is_privateuseone())
+      continue;
+    at::MemOverlapStatus overlap = at::get_overlap_status(call.out(), input);
+    if (overlap == at::MemOverlapStatus::No)
+      continue;
+    if (overlap == at::MemOverlapStatus::Full && pointwise && input.sizes().equals(call.out().sizes()))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+/// Runs the kernel; its results (the out= tensor, or new tensors) go to
+/// `results`. False (having changed nothing but, perhaps, the out= tensor's
+/// size) if it could not run.
+bool runKernel(const rt::Program &program, const KeyedCall &call, bool intoOut,
+               std::vector<at::Tensor> &results) {
+  std::vector<void *> pointers;
+  std::vector<rt::TensorDesc> descs;
+  static int64_t empty;
+  for (size_t i = 0; i < call.dense().size(); ++i) {
+    const at::Tensor &tensor = call.dense()[i];
+    if (!tensor.defined() || call.asValue()[i])
+      continue;
+    pointers.push_back(tensor.numel() ? tensor.data_ptr() : &empty);
+    descs.push_back({*dtypeOf(tensor.scalar_type()), tensor.sizes().vec()});
+  }
+  static const at::Tensor none;
+  ResultAllocator allocator(intoOut ? call.out() : none, call.inPlace(), call.device());
+  std::vector<std::shared_ptr<rt::Buffer>> allocated;
+  std::vector<rt::OutputRef> outputs;
+  rt::Status status = program.run(pointers, descs, allocator, allocated, outputs);
+  if (status.code() == rt::StatusCode::IndexOutOfRange)
+    TORCH_CHECK_INDEX(false, status.message());
+  if (!status.ok())
+    return false;
+  for (const rt::OutputRef &output : outputs) {
+    // Loading checked that every result lives in a buffer the kernel made.
+    const at::Tensor &base = static_cast<TensorBuffer &>(*allocated[output.buffer]).tensor;
+    const std::vector<int64_t> &shape = output.type.shape;
+    if (output.byteOffset == 0 && base.sizes().equals(shape) &&
+        base.scalar_type() == scalarTypeOf(output.type.dtype)) {
+      results.push_back(base);
+      continue;
+    }
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * std::max<int64_t>(shape[d + 1], 1);
+    int64_t itemSize = (int64_t)rt::dtypeSize(output.type.dtype);
+    results.push_back(base.view(scalarTypeOf(output.type.dtype))
+                          .as_strided(shape, strides, output.byteOffset / itemSize));
+  }
+  return true;
+}
+
+void noteDeclined(const c10::FunctionSchema &schema, std::string why) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.callsMutex);
+  r.declined[&schema] = std::move(why);
+}
+
+void countKernelCall(const c10::FunctionSchema &schema) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.callsMutex);
+  ++r.calls[&schema];
+}
+
+void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+  const c10::FunctionSchema &schema = op.schema();
+  const size_t first = stack->size() - schema.arguments().size();
+  Registry &r = registry();
+  auto found = r.ops.find(&schema);
+  KeyedCall call;
+  if (found != r.ops.end() && call.build(schema, *stack, first)) {
+    // An out= tensor the kernel may not write while it reads its inputs
+    // (an in-place op that is not pointwise) gets the result by a copy.
+    bool intoOut = call.out().defined() && outputIsSafe(call, found->second.pointwise);
+    if (call.out().defined() && !intoOut && !call.inPlace()) {
+      noteDeclined(schema, "the out= tensor overlaps an input");
+      runOnCpu(op, stack);
+      return;
+    }
+    std::shared_ptr<const CachedKernel> kernel = kernelFor(found->second, call, schema, *stack, first);
+    std::vector<at::Tensor> results;
+    if (kernel->program && runKernel(*kernel->program, call, intoOut, results) &&
+        results.size() + kernel->nones.size() == schema.returns().size()) {
+      for (size_t position : kernel->nones) // sorted
+        results.insert(results.begin() + (std::ptrdiff_t)std::min(position, results.size()),
+                       at::Tensor());
+      if (call.inPlace() && !intoOut) {
+        at::Tensor self = call.out();
+        if (!self.sizes().equals(results[0].sizes())) {
+          runOnCpu(op, stack);
+          return;
+        }
+        at::Tensor target = cpuView(self);
+        at::native::copy_(target, cpuView(results[0]), false);
+        results[0] = self;
+      }
+      countKernelCall(schema);
+      torch::jit::drop(*stack, schema.arguments().size());
+      for (at::Tensor &result : results)
+        torch::jit::push(*stack, std::move(result));
+      return;
+    }
+    noteDeclined(schema, kernel->program ? "the kernel could not run this call" : kernel->refusal);
+  } else if (found != r.ops.end()) {
+    noteDeclined(schema, call.declined());
+  }
+  runOnCpu(op, stack);
+}
+
+} // namespace
+
+void registerEagerKernels(const std::vector<RegisteredKernel> &ops, py::object compile) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    Registry &r = registry();
+    r.compile = std::move(compile);
+    static torch::Library library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                  __FILE__, __LINE__);
+    for (const auto &[name, overload, functionalName, functional, pointwise] : ops) {
+      // Python's "default" overload is the unnamed one.
+      std::string cppOverload = overload == "default" ? "" : overload;
+      auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), cppOverload.c_str());
+      // An out= or in-place overload writes its one result into a tensor.
+      bool writesOut = std::any_of(handle.schema().arguments().begin(),
+                                   handle.schema().arguments().end(), [](const c10::Argument &a) {
+                                     return a.is_out() || (a.alias_info() && a.alias_info()->isWrite());
+                                   });
+      r.ops[&handle.schema()] = {functionalName, functional, pointwise, writesOut};
+      std::string unqualified = name.substr(name.find("::") + 2);
+      std::string registered = cppOverload.empty() ? unqualified : unqualified + "." + cppOverload;
+      library.impl(registered.c_str(), torch::CppFunction::makeFromBoxedFunction<&kilnKernel>());
+    }
+  });
+}
+
+std::map<std::string, uint64_t> kernelCalls() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.callsMutex);
+  std::map<std::string, uint64_t> named;
+  for (const auto &[schema, count] : r.calls)
+    named[c10::toString(schema->operator_name())] += count;
+  return named;
+}
+
+std::map<std::string, std::string> kernelRefusals() {
+  Registry &r = registry();
+  std::shared_lock<std::shared_mutex> lock(r.mutex);
+  std::map<std::string, std::string> refusals;
+  for (const auto &[key, kernel] : r.kernels)
+    if (!kernel->program && !kernel->perSize)
+      refusals[key] = kernel->refusal;
+  return refusals;
+}
+
+std::map<std::string, std::string> declinedCalls() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.callsMutex);
+  std::map<std::string, std::string> declined;
+  for (const auto &[schema, why] : r.declined)
+    declined[c10::toString(schema->operator_name())] = why;
+  return declined;
+}
+
+size_t kernelsLoaded() {
+  Registry &r = registry();
+  std::shared_lock<std::shared_mutex> lock(r.mutex);
+  size_t count = 0;
+  for (const auto &entry : r.kernels)
+    count += entry.second->program != nullptr;
+  return count;
+}
+
+void resetKernelCalls() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.callsMutex);
+  r.calls.clear();
+  r.declined.clear();
+}
+
+} // namespace kiln::python::eager
