@@ -140,6 +140,82 @@ def _service() -> Any:
     return CompileService(KilnOptions.from_dict({"target": target}))
 
 
+class LiftedScalar:
+    """A float argument the kernel reads at run time: a 0-dim float64 input
+    after the tensors (the C++ side passes the call's value there)."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+
+# Stand-ins for lifted floats, two sets: of both signs, below and above 0.5
+# and 1, and unlike any constant an op's decomposition uses.
+_SENTINELS = ([0.3183098861837907 * (k + 1.0123) for k in range(8)],
+              [-2.718281828459045 * (k + 1.0371) for k in range(8)])
+
+
+def _code_with_tokens(gm: torch.fx.GraphModule, values: list[float]) -> str:
+    code = gm.code
+    for k, value in enumerate(values):
+        code = code.replace(repr(value), f"<scalar {k}>")
+    return code
+
+
+def _lift_scalars(gm: torch.fx.GraphModule, values: list[float]) -> bool:
+    """Makes each stand-in value in gm's nodes a use of a new 0-dim float64
+    placeholder (after the others, in order); False if one is not used."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if not placeholders:
+        return False
+    fake_mode = placeholders[0].meta["val"].fake_mode
+    lifted, anchor = [], placeholders[-1]
+    for k in range(len(values)):
+        with gm.graph.inserting_after(anchor):
+            anchor = gm.graph.placeholder(f"scalar_{k}")
+        with fake_mode:
+            anchor.meta["val"] = torch.empty((), dtype=torch.float64)
+        lifted.append(anchor)
+    used = set()
+
+    def replace(value: Any) -> Any:
+        if type(value) is float and value in values:
+            used.add(values.index(value))
+            return lifted[values.index(value)]
+        return value
+
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function":
+            node.args = torch.fx.node.map_aggregate(node.args, replace)
+            node.kwargs = torch.fx.node.map_aggregate(node.kwargs, replace)
+            _operands_for_scalars(gm, node, lifted)
+    gm.recompile()
+    return len(used) == len(values)
+
+
+_aten = torch.ops.aten
+
+
+def _operands_for_scalars(gm: torch.fx.GraphModule, node: torch.fx.Node, lifted: list[torch.fx.Node]) -> None:
+    """Rewrites the uses of a lifted float that Kiln's importer takes only as
+    numbers into uses as an operand: add/sub's alpha scales the other
+    operand; full's fill value is the value converted and expanded."""
+    if node.target in (_aten.add.Tensor, _aten.sub.Tensor) and node.kwargs.get("alpha") in lifted:
+        with gm.graph.inserting_before(node):
+            scaled = gm.graph.call_function(_aten.mul.Tensor, (node.args[1], node.kwargs["alpha"]))
+        scaled.meta["val"] = node.args[1].meta["val"] * 1.0 if isinstance(node.args[1], torch.fx.Node) else None
+        node.args = (node.args[0], scaled)
+        node.kwargs = {k: v for k, v in node.kwargs.items() if k != "alpha"}
+    elif node.target is _aten.full.default and len(node.args) > 1 and node.args[1] in lifted:
+        dtype = node.kwargs.get("dtype") or torch.get_default_dtype()
+        with gm.graph.inserting_before(node):
+            value = gm.graph.call_function(torch.ops.prims.convert_element_type.default, (node.args[1], dtype))
+            expanded = gm.graph.call_function(_aten.expand.default, (value, node.args[0]))
+        value.meta["val"] = node.args[1].meta["val"].to(dtype)
+        expanded.meta["val"] = node.meta["val"]
+        node.replace_all_uses_with(expanded)
+        gm.graph.erase_node(node)
+
+
 def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = True) -> tuple[str, Any]:
     """The kernel of `aten::name.overload` applied to `args` (tensors are
     examples: their sizes and dtypes matter, not their values), compiled with
@@ -147,7 +223,9 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     ("artifact", bytes, positions of the results that are None, which the
     kernel does not return); or why Kiln cannot take the call: ("refused", why),
     or ("static", why) when only its symbolic sizes were refused (the
-    compiler wants some sizes static: an embedding table's rows)."""
+    compiler wants some sizes static: an embedding table's rows), or
+    ("bake", why) when the LiftedScalar arguments cannot be read at run time
+    (the C++ side then keys the call by their values)."""
     from kiln.fx_serialize import serialize_graph
 
     from kiln.decompositions import decomposition_table
@@ -184,12 +262,32 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
             return tuple(r.contiguous() for r in result if r is not None)
         return result.contiguous()
 
+    lifted = [i for i, a in enumerate(args) if isinstance(a, LiftedScalar)]
+    # A lifted float's failure anywhere is answered by compiling its value in.
+    refused = "bake" if lifted else "refused"
+
+    def trace(values: list[float]) -> torch.fx.GraphModule:
+        for i, value in zip(lifted, values):
+            args[i] = value
+        return make_fx(call, decomposition_table=decomposition_table(training=True),
+                       tracing_mode="symbolic" if symbolic else "fake")(*flat)
+
     start = time.perf_counter()
     try:
-        gm = make_fx(call, decomposition_table=decomposition_table(training=True),
-                     tracing_mode="symbolic" if symbolic else "fake")(*flat)
+        if not lifted:
+            gm = trace([])
+        else:
+            # Traced with two sets of stand-in values: the same graph but for
+            # them means the op does not branch on the values, and the values
+            # become graph inputs (after the tensors) where they stand.
+            other = trace(_SENTINELS[1][: len(lifted)])
+            gm = trace(_SENTINELS[0][: len(lifted)])
+            if _code_with_tokens(gm, _SENTINELS[0]) != _code_with_tokens(other, _SENTINELS[1]):
+                return "bake", f"{op}'s graph depends on the values of its float arguments"
+            if not _lift_scalars(gm, _SENTINELS[0][: len(lifted)]):
+                return "bake", f"{op} does not use its float arguments as operands"
     except Exception as err:  # ATen's own meta function refused: not a Kiln error
-        return "refused", f"tracing {op} failed: {type(err).__name__}: {err}"
+        return refused, f"tracing {op} failed: {type(err).__name__}: {err}"
     service = _service()
     try:
         serialized = serialize_graph(gm, f"eager_{name.split('::')[-1]}_{overload}")
@@ -203,7 +301,7 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
         loaded = service.compile_json(serialized.graph, serialized.to_json(), serialized.graph["name"])
     except service.compile_errors as err:
         why = " ".join(str(err).split()) or type(err).__name__
-        return ("static" if symbolic else "refused"), f"Kiln cannot compile {op} here: {why}"
+        return (refused if lifted else "static" if symbolic else "refused"), f"Kiln cannot compile {op} here: {why}"
     log.debug("kiln device: compiled %s%s for %s in %.0f ms%s", op, "" if symbolic else " (static sizes)",
               ", ".join(f"{list(t.shape)} {t.dtype}" for t in flat), (time.perf_counter() - start) * 1e3,
               " (cached)" if loaded.cache_hit else "")

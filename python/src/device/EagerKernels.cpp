@@ -15,6 +15,7 @@
 #include "kiln/runtime/Program.h"
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/NativeFunctions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -25,6 +26,8 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <charconv>
+#include <type_traits>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -55,6 +58,9 @@ struct CachedKernel {
   /// computed: convolution_backward's output_mask); the program returns the
   /// others, in order.
   std::vector<size_t> nones;
+  /// The kernel cannot read this call's float arguments at run time: calls
+  /// of this pattern key their values instead.
+  bool bakeScalars = false;
 };
 
 struct Registry {
@@ -87,6 +93,42 @@ Category categoryOf(at::ScalarType type) {
   return Category::Other;
 }
 
+/// A cache key's text, appended to cheaply (no stream formatting on the
+/// path every call takes).
+class KeyText {
+public:
+  KeyText &operator<<(char c) {
+    text_ += c;
+    return *this;
+  }
+  KeyText &operator<<(const char *text) {
+    text_ += text;
+    return *this;
+  }
+  KeyText &operator<<(const std::string &text) {
+    text_ += text;
+    return *this;
+  }
+  template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  KeyText &operator<<(T value) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof(digits), value).ptr;
+    text_.append(digits, end);
+    return *this;
+  }
+  /// Lists, strings: rare in calls, printed as IValue prints them.
+  KeyText &operator<<(const c10::IValue &value) {
+    std::ostringstream printed;
+    printed << value;
+    text_ += printed.str();
+    return *this;
+  }
+  const std::string &str() const { return text_; }
+
+private:
+  std::string text_;
+};
+
 /// The dims of a non-overlapping tensor from the outermost in memory to the
 /// innermost (ties in their order): permuted so, a dense tensor is contiguous.
 /// kiln.eager_kernels.storage_order is the same rule.
@@ -105,7 +147,12 @@ std::vector<int64_t> storageOrder(const at::Tensor &tensor) {
 class KeyedCall {
 public:
   /// False if the call is not one a kernel can take.
-  bool build(const c10::FunctionSchema &schema, const torch::jit::Stack &stack, size_t first) {
+  /// With `liftScalars`, float arguments of a call on floating tensors are
+  /// read at run time (0-dim float64 inputs after the tensors), so a new
+  /// learning rate does not compile a new kernel; otherwise their values are
+  /// part of the key.
+  bool build(const c10::FunctionSchema &schema, const torch::jit::Stack &stack, size_t first,
+             bool liftScalars) {
     key_ << schema.operator_name().name << '.' << schema.operator_name().overload_name;
     const auto &arguments = schema.arguments();
     // A 0-dim CPU operand (a Python number) is read at run time when it is
@@ -158,6 +205,9 @@ public:
             return false;
       } else if (value.isNone()) {
         key_ << 'n';
+      } else if (value.isDouble() && liftScalars && category == Category::Floating) {
+        key_ << 'D';
+        scalars_.push_back(value.toDouble());
       } else if (value.isDouble()) {
         double d = value.toDouble();
         uint64_t bits;
@@ -179,12 +229,14 @@ public:
   /// The kiln device the call's tensors are on.
   c10::Device device() const { return *device_; }
 
-  std::string key() const { return key_.str(); }
+  const std::string &key() const { return key_.str(); }
   const std::vector<at::Tensor> &tensors() const { return tensors_; }
   const std::vector<at::Tensor> &dense() const { return dense_; }
   const std::vector<bool> &asValue() const { return asValue_; }
   const at::Tensor &out() const { return out_; }
   bool inPlace() const { return inPlace_; }
+  /// The float arguments read at run time, in order.
+  const std::vector<double> &scalars() const { return scalars_; }
   /// Why build() returned false.
   const std::string &declined() const { return declined_; }
   /// The sizes of the tensors the kernel reads, for a per-size key.
@@ -294,7 +346,7 @@ private:
     return false;
   }
 
-  std::ostringstream key_;
+  KeyText key_;
   std::string declined_;
   std::vector<int64_t> sizes_;
   std::vector<at::Tensor> tensors_;
@@ -302,6 +354,7 @@ private:
   std::vector<bool> asValue_; // a CPU number whose value is in the key
   at::Tensor out_;             // undefined for a functional overload
   bool inPlace_ = false;      // out_ is the op's mutable `self`
+  std::vector<double> scalars_;
   std::optional<c10::Device> device_;
 };
 
@@ -312,6 +365,8 @@ private:
 py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::Stack &stack,
                           size_t first, const KeyedCall &call) {
   size_t next = 0; // the tensors in the order KeyedCall took them
+  size_t liftedIndex = 0;
+  static py::object liftedScalar = py::module_::import("kiln.eager_kernels").attr("LiftedScalar");
   auto example = [&](const at::Tensor &tensor) -> py::object {
     bool asValue = call.asValue()[next++];
     if (!tensor.defined())
@@ -337,6 +392,9 @@ py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::S
       for (const at::Tensor &tensor : value.toTensorList())
         list.append(example(tensor));
       arguments.append(list);
+    } else if (value.isDouble() && liftedIndex < call.scalars().size() &&
+               value.toDouble() == call.scalars()[liftedIndex]) {
+      arguments.append(liftedScalar(call.scalars()[liftedIndex++]));
     } else {
       arguments.append(torch::jit::toPyObject(value));
     }
@@ -375,6 +433,7 @@ std::shared_ptr<CachedKernel> compileKernel(const KernelOp &op, const KeyedCall 
   if (status0 != "artifact") {
     kernel->refusal = result[1].cast<std::string>();
     kernel->perSize = symbolic && status0 == "static";
+    kernel->bakeScalars = status0 == "bake";
     return kernel;
   }
   std::string bytes = result[1].cast<std::string>();
@@ -442,9 +501,15 @@ public:
       : out_(out), inPlace_(inPlace), device_(device) {}
   rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
     at::ScalarType dtype = scalarTypeOf(desc.dtype);
-    if (!out_.defined())
-      return std::shared_ptr<rt::Buffer>(std::make_shared<TensorBuffer>(
-          at::empty(desc.shape, at::TensorOptions().dtype(dtype).device(device_))));
+    if (!out_.defined()) {
+      // Straight from the device's allocator (at::empty would dispatch).
+      std::optional<c10::DeviceGuard> guard;
+      if (device_.index() != currentDevice())
+        guard.emplace(device_);
+      return std::shared_ptr<rt::Buffer>(std::make_shared<TensorBuffer>(at::detail::empty_generic(
+          desc.shape, &deviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype,
+          std::nullopt)));
+    }
     if (usedOut_ || dtype != out_.scalar_type())
       return rt::Status::error("the result is not the out= tensor's");
     usedOut_ = true;
@@ -499,6 +564,10 @@ bool runKernel(const rt::Program &program, const KeyedCall &call, bool intoOut,
     descs.push_back({*dtypeOf(tensor.scalar_type()), tensor.sizes().vec()});
   }
   static const at::Tensor none;
+  for (const double &scalar : call.scalars()) {
+    pointers.push_back(const_cast<double *>(&scalar));
+    descs.push_back({rt::DType::F64, {}});
+  }
   ResultAllocator allocator(intoOut ? call.out() : none, call.inPlace(), call.device());
   std::vector<std::shared_ptr<rt::Buffer>> allocated;
   std::vector<rt::OutputRef> outputs;
@@ -543,44 +612,63 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   const size_t first = stack->size() - schema.arguments().size();
   Registry &r = registry();
   auto found = r.ops.find(&schema);
-  KeyedCall call;
-  if (found != r.ops.end() && call.build(schema, *stack, first)) {
-    // An out= tensor the kernel may not write while it reads its inputs
-    // (an in-place op that is not pointwise) gets the result by a copy.
-    bool intoOut = call.out().defined() && outputIsSafe(call, found->second.pointwise);
-    if (call.out().defined() && !intoOut && !call.inPlace()) {
-      noteDeclined(schema, "the out= tensor overlaps an input");
+  if (found == r.ops.end()) {
+    runOnCpu(op, stack);
+    return;
+  }
+  const KernelOp &kernelOp = found->second;
+  // Keyed with float arguments read at run time, unless the kernel for that
+  // key said it cannot: then with their values.
+  KeyedCall lifted, baked;
+  const KeyedCall *call = nullptr;
+  std::shared_ptr<const CachedKernel> kernel;
+  if (lifted.build(schema, *stack, first, /*liftScalars=*/true)) {
+    call = &lifted;
+    kernel = kernelFor(kernelOp, lifted, schema, *stack, first);
+    if (kernel->bakeScalars) {
+      call = baked.build(schema, *stack, first, /*liftScalars=*/false) ? &baked : nullptr;
+      if (call)
+        kernel = kernelFor(kernelOp, baked, schema, *stack, first);
+    }
+  }
+  if (!call) {
+    noteDeclined(schema, baked.declined().empty() ? lifted.declined() : baked.declined());
+    runOnCpu(op, stack);
+    return;
+  }
+  // An out= tensor the kernel may not write while it reads its inputs (an
+  // in-place op that is not pointwise) gets the result by a copy.
+  bool intoOut = call->out().defined() && outputIsSafe(*call, kernelOp.pointwise);
+  if (call->out().defined() && !intoOut && !call->inPlace()) {
+    noteDeclined(schema, "the out= tensor overlaps an input");
+    runOnCpu(op, stack);
+    return;
+  }
+  std::vector<at::Tensor> results;
+  if (!kernel->program || !runKernel(*kernel->program, *call, intoOut, results) ||
+      results.size() + kernel->nones.size() != schema.returns().size()) {
+    noteDeclined(schema, kernel->program ? "the kernel could not run this call" : kernel->refusal);
+    runOnCpu(op, stack);
+    return;
+  }
+  for (size_t position : kernel->nones) // sorted
+    results.insert(results.begin() + (std::ptrdiff_t)std::min(position, results.size()),
+                   at::Tensor());
+  if (call->inPlace() && !intoOut) {
+    at::Tensor self = call->out();
+    if (!self.sizes().equals(results[0].sizes())) {
+      noteDeclined(schema, "an in-place result of another shape");
       runOnCpu(op, stack);
       return;
     }
-    std::shared_ptr<const CachedKernel> kernel = kernelFor(found->second, call, schema, *stack, first);
-    std::vector<at::Tensor> results;
-    if (kernel->program && runKernel(*kernel->program, call, intoOut, results) &&
-        results.size() + kernel->nones.size() == schema.returns().size()) {
-      for (size_t position : kernel->nones) // sorted
-        results.insert(results.begin() + (std::ptrdiff_t)std::min(position, results.size()),
-                       at::Tensor());
-      if (call.inPlace() && !intoOut) {
-        at::Tensor self = call.out();
-        if (!self.sizes().equals(results[0].sizes())) {
-          runOnCpu(op, stack);
-          return;
-        }
-        at::Tensor target = cpuView(self);
-        at::native::copy_(target, cpuView(results[0]), false);
-        results[0] = self;
-      }
-      countKernelCall(schema);
-      torch::jit::drop(*stack, schema.arguments().size());
-      for (at::Tensor &result : results)
-        torch::jit::push(*stack, std::move(result));
-      return;
-    }
-    noteDeclined(schema, kernel->program ? "the kernel could not run this call" : kernel->refusal);
-  } else if (found != r.ops.end()) {
-    noteDeclined(schema, call.declined());
+    at::Tensor target = cpuView(self);
+    at::native::copy_(target, cpuView(results[0]), false);
+    results[0] = self;
   }
-  runOnCpu(op, stack);
+  countKernelCall(schema);
+  torch::jit::drop(*stack, schema.arguments().size());
+  for (at::Tensor &result : results)
+    torch::jit::push(*stack, std::move(result));
 }
 
 } // namespace

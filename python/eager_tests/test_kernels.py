@@ -1,0 +1,139 @@
+"""Eager ops on the kiln device run as Kiln kernels from the device's cache:
+each checked against CPU eager, with the stats saying a kernel ran."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import kiln.device
+
+pytestmark = pytest.mark.e2e
+
+
+def on_kiln(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    return [t.to("kiln") for t in tensors]
+
+
+def ran_kernels(op: str) -> int:
+    return kiln.device.stats()["kernel"].get(op, 0)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (3, 1, 9), (64,)])
+def test_pointwise_ops_run_as_kernels(shape):
+    a, b = torch.randn(shape), torch.rand(shape) + 0.5
+    ka, kb = on_kiln(a, b)
+    for op in (torch.add, torch.mul, torch.div, torch.maximum, torch.atan2):
+        torch.testing.assert_close(op(ka, kb).cpu(), op(a, b))
+    for op in (torch.exp, torch.tanh, torch.sigmoid, torch.relu, torch.rsqrt, torch.nn.functional.gelu):
+        torch.testing.assert_close(op(kb).cpu(), op(b))
+    stats = kiln.device.stats()
+    assert stats["fallback_calls"] == 0, stats["fallback"]
+    assert ran_kernels("aten::atan2") == 1 and ran_kernels("aten::gelu") == 1
+
+
+def test_one_kernel_serves_every_size_of_a_pattern():
+    torch.add(*on_kiln(torch.randn(3, 5), torch.randn(3, 5)))
+    loaded = kiln.device.stats()["kernels_loaded"]
+    for rows, cols in [(7, 9), (100, 3), (2, 1000)]:
+        a, b = torch.randn(rows, cols), torch.randn(rows, cols)
+        torch.testing.assert_close(torch.add(*on_kiln(a, b)).cpu(), a + b)
+    assert kiln.device.stats()["kernels_loaded"] == loaded
+    assert ran_kernels("aten::add.Tensor") == 4
+
+
+def test_new_float_arguments_do_not_compile_new_kernels():
+    x, y, z = torch.randn(4, 6), torch.randn(4, 6), torch.rand(4, 6) + 0.5
+    kx, ky, kz = on_kiln(x, y, z)
+    torch.addcdiv(kx, ky, kz, value=0.1)
+    torch.add(kx, ky, alpha=0.1)
+    loaded = kiln.device.stats()["kernels_loaded"]
+    for value in (0.5, -3.0, 1e-3, 7.25):
+        torch.testing.assert_close(torch.addcdiv(kx, ky, kz, value=value).cpu(), torch.addcdiv(x, y, z, value=value))
+        torch.testing.assert_close(torch.add(kx, ky, alpha=value).cpu(), torch.add(x, y, alpha=value))
+        torch.testing.assert_close((kx * value).cpu(), x * value)
+    assert kiln.device.stats()["kernels_loaded"] <= loaded + 1  # mul by a number: one kernel
+
+
+def test_python_numbers_keep_their_promotion():
+    ints = torch.arange(6).reshape(2, 3)
+    k = ints.to("kiln")
+    for result, expected in [(k * 2.5, ints * 2.5), (k + 3, ints + 3), (k // 2, ints // 2), (k > 2, ints > 2)]:
+        assert result.dtype == expected.dtype
+        torch.testing.assert_close(result.cpu(), expected)
+
+
+def test_transposed_broadcast_and_in_place_operands():
+    a, b = torch.randn(6, 4), torch.randn(4)
+    ka, kb = on_kiln(a, b)
+    torch.testing.assert_close((ka.t() * 2).cpu(), a.t() * 2)  # permuted memory
+    torch.testing.assert_close((ka + kb).cpu(), a + b)  # broadcast
+    torch.testing.assert_close(kb.expand(6, 4).exp().cpu(), b.expand(6, 4).exp())  # stride 0
+    torch.testing.assert_close((ka.t() @ ka).cpu(), a.t() @ a, rtol=1e-5, atol=1e-5)
+    c = a.clone()
+    kc = c.to("kiln")
+    kc.mul_(3).add_(kb, alpha=-2).clamp_(min=-1)
+    c.mul_(3).add_(b, alpha=-2).clamp_(min=-1)
+    torch.testing.assert_close(kc.cpu(), c)
+    assert kiln.device.stats()["fallback_calls"] == 0, kiln.device.stats()["fallback"]
+
+
+def test_out_arguments_and_their_overlap():
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    ka, kb = on_kiln(a, b)
+    out = torch.empty(0, device="kiln")
+    torch.mul(ka, kb, out=out)
+    torch.testing.assert_close(out.cpu(), a * b)
+    assert ran_kernels("aten::mul.out") == 1
+    # An out= that overlaps a non-pointwise op's input: ATen's kernel runs
+    # it, as it does on the CPU (whatever that computes).
+    m = torch.randn(4, 4)
+    km = m.to("kiln")
+    torch.mm(km, km, out=km)
+    torch.mm(m, m, out=m)
+    torch.testing.assert_close(km.cpu(), m)
+    assert kiln.device.stats()["declined"]["aten::mm.out"] == "the out= tensor overlaps an input"
+
+
+def test_reductions_matmuls_norms_and_their_backwards():
+    x = torch.randn(4, 10, 16, requires_grad=True)
+    w = torch.randn(16, 16, requires_grad=True)
+    kx, kw = (t.detach().to("kiln").requires_grad_() for t in (x, w))
+    for inputs, device in (((x, w), "cpu"), ((kx, kw), "kiln")):
+        h = torch.nn.functional.layer_norm(inputs[0] @ inputs[1], (16,))
+        loss = torch.softmax(h, -1).sum(-1).mean() + h.amax(-1).mean()
+        loss.backward()
+    torch.testing.assert_close(kx.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(kw.grad.cpu(), w.grad, rtol=1e-4, atol=1e-5)
+    stats = kiln.device.stats()
+    assert ran_kernels("aten::native_layer_norm") == 1 and ran_kernels("aten::native_layer_norm_backward") == 1
+    assert stats["kernel_calls"] >= 0.9 * (stats["kernel_calls"] + stats["fallback_calls"]), stats["fallback"]
+
+
+def test_ops_the_compiler_wants_static_get_a_kernel_per_size():
+    weight = torch.randn(20, 8)
+    kw = weight.to("kiln")
+    for batch in (3, 5):
+        ids = torch.randint(0, 20, (batch, 4))
+        torch.testing.assert_close(torch.nn.functional.embedding(ids.to("kiln"), kw).cpu(),
+                                   torch.nn.functional.embedding(ids, weight))
+    assert ran_kernels("aten::embedding") == 2
+
+
+def test_convolution_backward_without_bias_returns_none_for_it():
+    x, w = torch.randn(2, 3, 8, 8, requires_grad=True), torch.randn(4, 3, 3, 3, requires_grad=True)
+    kx, kw = (t.detach().to("kiln").requires_grad_() for t in (x, w))
+    for a, b in ((x, w), (kx, kw)):
+        torch.nn.functional.conv2d(a, b, padding=1).square().sum().backward()
+    torch.testing.assert_close(kw.grad.cpu(), w.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(kx.grad.cpu(), x.grad, rtol=1e-4, atol=1e-4)
+    assert ran_kernels("aten::convolution_backward") == 1
+
+
+def test_calls_kiln_cannot_take_fall_back_and_say_why():
+    a = torch.randn(6, 6).to("kiln")
+    sliced = a[:, :3]  # gaps between rows
+    torch.testing.assert_close(sliced.exp().cpu(), a.cpu()[:, :3].exp())
+    stats = kiln.device.stats()
+    assert stats["fallback"] == {"aten::exp.out": 1} or stats["fallback"].get("aten::exp", 0) == 1
+    assert "gaps" in stats["declined"]["aten::exp"]
