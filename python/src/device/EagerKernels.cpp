@@ -155,6 +155,9 @@ public:
              bool liftScalars) {
     key_ << schema.operator_name().name << '.' << schema.operator_name().overload_name;
     const auto &arguments = schema.arguments();
+    tensors_.reserve(arguments.size());
+    dense_.reserve(arguments.size());
+    asValue_.reserve(arguments.size());
     // A 0-dim CPU operand (a Python number) is read at run time when it is
     // of the dimensioned tensors' category (so promotion cannot tell it from
     // a 0-dim tensor); otherwise its value is part of the kernel.
@@ -213,8 +216,11 @@ public:
         uint64_t bits;
         std::memcpy(&bits, &d, sizeof(bits));
         key_ << 'd' << bits;
-      } else if (value.isInt() || value.isBool() || value.isIntList() || value.isBoolList() ||
-                 value.isString()) {
+      } else if (value.isInt()) {
+        key_ << 'i' << value.toInt();
+      } else if (value.isBool()) {
+        key_ << (value.toBool() ? "T" : "F");
+      } else if (value.isIntList() || value.isBoolList() || value.isString()) {
         key_ << value.tagKind() << ':' << value;
       } else {
         // Generators, devices, complex numbers, optional tensor lists.
