@@ -137,3 +137,23 @@ def test_calls_kiln_cannot_take_fall_back_and_say_why():
     stats = kiln.device.stats()
     assert stats["fallback"] == {"aten::exp.out": 1} or stats["fallback"].get("aten::exp", 0) == 1
     assert "gaps" in stats["declined"]["aten::exp"]
+
+
+def test_autocast_uses_the_cuda_op_lists():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).to("kiln")
+    x = torch.randn(8, 16, device="kiln")
+    with torch.no_grad():
+        expected = model(x).cpu()
+    with torch.autocast("kiln", dtype=torch.bfloat16):
+        assert torch.is_autocast_enabled("kiln")
+        hidden = model[0](x)
+        out = model(x)
+        probabilities = torch.softmax(out, -1)
+        loss = probabilities.log().mean()
+    assert hidden.dtype == torch.bfloat16  # linear: lower precision
+    assert probabilities.dtype == torch.float32  # softmax: float32
+    torch.testing.assert_close(out.float().cpu(), expected, rtol=0.05, atol=0.05)
+    loss.backward()
+    assert model[0].weight.grad.dtype == torch.float32
+    assert ran_kernels("aten::mm") + ran_kernels("aten::addmm") > 0

@@ -93,6 +93,9 @@ void registerEagerOps();
 /// tensors (counted as a fallback call).
 void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
+/// torch.autocast("kiln") with the CUDA op lists (EagerAutocast.cpp).
+void registerEagerAutocast();
+
 //===--- Kiln kernels (EagerKernels.cpp) ------------------------------===//
 
 /// An overload the device runs as a Kiln kernel: (op, overload, the

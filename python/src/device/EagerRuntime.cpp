@@ -269,6 +269,7 @@ void registerEagerDevice(int count) {
     static c10::impl::DeviceGuardImplRegistrar guard(kKiln, new KilnGuardImpl());
     at::RegisterPrivateUse1HooksInterface(new KilnHooks());
     registerEagerOps();
+    registerEagerAutocast();
   });
 }
 
