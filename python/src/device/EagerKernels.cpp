@@ -1,14 +1,20 @@
 // Eager ops of the kiln device as Kiln kernels.
 //
-// The device's kernel for an op's out= overload keys the call (the op; per
-// tensor its dtype and, per dim, 1 or the class of its size, sizes equal
-// across the call sharing a class, as Dynamo's duck sizing; the other
-// arguments' values; the output's dtype) and looks the key up in a
-// thread-safe cache of loaded programs. A miss compiles, with symbolic sizes,
-// through kiln.eager_kernels (the compile service and its disk cache), so one
-// program serves every size of that pattern. A call the cache cannot serve
-// (a strided input, an output that overlaps an input, a key Kiln refused)
-// runs ATen's CPU kernel through the fallback, counted as such.
+// The device's kernel, registered for an op's functional, out= and in-place
+// overloads, keys each call and looks the key up in a thread-safe cache of
+// loaded programs. The key holds:
+// - the op;
+// - per tensor, its dtype and, per dim, 1 or the class of its size (sizes
+//   equal across the call share a class, as in Dynamo's duck sizing), and
+//   whether it is broadcast or permuted;
+// - the other arguments' values. Float arguments are read at run time where
+//   the kernel allows it.
+// A miss compiles, with symbolic sizes, through kiln.eager_kernels (the
+// compile service and its disk cache), so one program serves every size of
+// that pattern; where the compiler wants static sizes, each size gets its
+// own. A call the cache cannot serve (an operand with gaps, an out= that
+// overlaps an input, a key Kiln refused) runs ATen's CPU kernel through the
+// fallback, counted as such, with the reason in kiln.device.stats().
 #include "../TorchDTypes.h"
 #include "EagerDevice.h"
 
