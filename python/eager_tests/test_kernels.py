@@ -95,6 +95,14 @@ def test_out_arguments_and_their_overlap():
     assert kiln.device.stats()["declined"]["aten::mm.out"] == "the out= tensor overlaps an input"
 
 
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_tensor_list_operands(dim):
+    parts = [torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)]
+    torch.testing.assert_close(torch.cat(on_kiln(*parts), dim).cpu(), torch.cat(parts, dim))
+    torch.testing.assert_close(torch.stack(on_kiln(*parts), dim).cpu(), torch.stack(parts, dim))
+    assert ran_kernels("aten::cat") >= 1
+
+
 def test_reductions_matmuls_norms_and_their_backwards():
     x = torch.randn(4, 10, 16, requires_grad=True)
     w = torch.randn(16, 16, requires_grad=True)

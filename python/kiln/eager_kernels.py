@@ -38,7 +38,8 @@ def _computes_a_new_tensor(schema: torch.FunctionSchema) -> bool:
             str(r.type) != "Tensor" or r.alias_info is not None for r in schema.returns):
         return False
     types = [str(a.type) for a in schema.arguments]
-    return any(t.startswith("Tensor") for t in types) and not any("Device" in t for t in types)
+    # "Tensor", "Optional[Tensor]", "List[Tensor]" (cat's operands).
+    return any("Tensor" in t for t in types) and not any("Device" in t for t in types)
 
 
 def _out_arguments(schema: torch.FunctionSchema) -> list[torch.Argument]:
