@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 _NAME = "kiln"
-_MAX_DEVICES = 64
 
 
 def _device_count_from_environment() -> int:
@@ -77,8 +76,8 @@ def _device_count_from_environment() -> int:
             count = int(text)
         except ValueError:
             raise ValueError(f"${variable} must be a whole number of kiln devices; got {text!r}") from None
-        if not 1 <= count <= _MAX_DEVICES:
-            raise ValueError(f"${variable} must be in [1, {_MAX_DEVICES}]; got {count}")
+        if not 1 <= count <= _C.device.max_devices:
+            raise ValueError(f"${variable} must be in [1, {_C.device.max_devices}]; got {count}")
         return count
     return 1
 

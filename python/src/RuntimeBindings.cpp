@@ -3,7 +3,7 @@
 // torch tensors through the runtime's allocator interface, so nothing is
 // copied (except non-contiguous inputs, which are made contiguous first).
 #include "Bindings.h"
-#include "TorchDTypes.h"
+#include "TorchRuntime.h"
 #include "device/EagerDevice.h"
 
 #include "kiln/runtime/Runtime.h"
@@ -26,19 +26,6 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
     strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
   return strides;
 }
-
-class TorchBuffer : public rt::Buffer {
-public:
-  explicit TorchBuffer(at::Tensor tensor) : tensor(std::move(tensor)) {}
-  void *data() override {
-    // Empty tensors have no storage; kernels never touch it, but the runtime
-    // wants every buffer to have an address.
-    static int64_t emptyStorage;
-    void *data = tensor.data_ptr();
-    return data ? data : &emptyStorage;
-  }
-  at::Tensor tensor;
-};
 
 /// Buffers are torch tensors, so outputs are returned without a copy: CPU
 /// tensors, or tensors of the eager kiln device, whose memory is host

@@ -17,6 +17,7 @@ void initEagerDevice(py::module_ m) {
   m.def("register", &registerEagerDevice, py::arg("device_count"),
         "Registers the kiln device (PrivateUse1) with PyTorch; idempotent.");
   m.def("is_registered", &isRegistered);
+  m.attr("max_devices") = static_cast<int>(kMaxDevices);
   m.def("device_count", [] { return (int)deviceCount(); });
   m.def("current_device", [] { return (int)currentDevice(); });
   m.def("set_device", [](int index) { setCurrentDevice((c10::DeviceIndex)index); });

@@ -17,6 +17,7 @@
 #define KILN_PYTHON_DEVICE_EAGERDEVICE_H
 
 #include <ATen/core/Generator.h>
+#include <ATen/core/function_schema.h>
 #include <ATen/core/stack.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/CachingDeviceAllocator.h>
@@ -24,8 +25,10 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace kiln::runtime {
@@ -44,6 +47,9 @@ namespace kiln::python {
 runtime::Device &cpuRuntimeDevice();
 
 namespace eager {
+
+/// The most kiln devices a process may have (KILN_NUM_DEVICES).
+constexpr c10::DeviceIndex kMaxDevices = 64;
 
 /// Registers the device with PyTorch (idempotent; the first call's count
 /// wins). `deviceCount` virtual devices, kiln:0..N-1, share the CPU driver.
@@ -79,6 +85,44 @@ c10::Storage adoptCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index);
 at::Tensor tensorOnStorage(const c10::Storage &storage, const at::Tensor &like);
 
 //===--- Op statistics (EagerOps.cpp) ---------------------------------===//
+
+/// Calls per operator, keyed by something stable for the process (an
+/// operator's schema, a name literal), so a call builds no string; named
+/// only when read.
+inline std::string callName(const c10::FunctionSchema *schema) {
+  return c10::toString(schema->operator_name());
+}
+inline std::string callName(const char *name) { return name; }
+
+template <typename Key> class CallCounts {
+public:
+  void add(Key key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counts_[key];
+  }
+  /// Adds a call and tells whether it is the first of `key`.
+  bool addIsFirst(Key key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ++counts_[key] == 1;
+  }
+  std::map<std::string, uint64_t> byName() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::map<std::string, uint64_t> named;
+    for (const auto &[key, count] : counts_)
+      named[callName(key)] += count;
+    return named;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counts_.clear();
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::unordered_map<Key, uint64_t> counts_;
+};
+
+using OpCounts = CallCounts<const c10::FunctionSchema *>;
 
 enum class FallbackPolicy { Allow, Warn, Error };
 void setFallbackPolicy(FallbackPolicy policy);

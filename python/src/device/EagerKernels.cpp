@@ -15,7 +15,7 @@
 // own. A call the cache cannot serve (an operand with gaps, an out= that
 // overlaps an input, a key Kiln refused) runs ATen's CPU kernel through the
 // fallback, counted as such, with the reason in kiln.device.stats().
-#include "../TorchDTypes.h"
+#include "../TorchRuntime.h"
 #include "EagerDevice.h"
 
 #include "kiln/runtime/Program.h"
@@ -74,8 +74,8 @@ struct Registry {
   py::object compile; // kiln.eager_kernels.compile_kernel
   std::shared_mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<const CachedKernel>> kernels;
-  std::mutex callsMutex;
-  std::unordered_map<const c10::FunctionSchema *, uint64_t> calls;
+  OpCounts calls;
+  std::mutex declinedMutex;
   /// Per op, the last reason a call of it went to ATen without a kernel.
   std::unordered_map<const c10::FunctionSchema *, std::string> declined;
 };
@@ -494,17 +494,6 @@ std::shared_ptr<const CachedKernel> kernelFor(const KernelOp &op, const KeyedCal
 
 //===--- Running ----------------------------------------------------------===//
 
-/// A kiln tensor as a program's buffer.
-class TensorBuffer : public rt::Buffer {
-public:
-  explicit TensorBuffer(at::Tensor tensor) : tensor(std::move(tensor)) {}
-  void *data() override {
-    static int64_t empty;
-    return tensor.numel() ? tensor.data_ptr() : &empty;
-  }
-  at::Tensor tensor;
-};
-
 /// Hands the program its result buffers: for an out= call the out= tensor,
 /// resized to the result's shape; otherwise new tensors on the device.
 class ResultAllocator : public rt::Allocator {
@@ -518,7 +507,7 @@ public:
       std::optional<c10::DeviceGuard> guard;
       if (device_.index() != currentDevice())
         guard.emplace(device_);
-      return std::shared_ptr<rt::Buffer>(std::make_shared<TensorBuffer>(at::detail::empty_generic(
+      return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(at::detail::empty_generic(
           desc.shape, &deviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype,
           std::nullopt)));
     }
@@ -533,7 +522,7 @@ public:
     }
     if (!out_.is_contiguous())
       return rt::Status::error("the out= tensor is strided");
-    return std::shared_ptr<rt::Buffer>(std::make_shared<TensorBuffer>(out_));
+    return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(out_));
   }
 
 private:
@@ -590,7 +579,7 @@ bool runKernel(const rt::Program &program, const KeyedCall &call, bool intoOut,
     return false;
   for (const rt::OutputRef &output : outputs) {
     // Loading checked that every result lives in a buffer the kernel made.
-    const at::Tensor &base = static_cast<TensorBuffer &>(*allocated[output.buffer]).tensor;
+    const at::Tensor &base = static_cast<TorchBuffer &>(*allocated[output.buffer]).tensor;
     const std::vector<int64_t> &shape = output.type.shape;
     if (output.byteOffset == 0 && base.sizes().equals(shape) &&
         base.scalar_type() == scalarTypeOf(output.type.dtype)) {
@@ -609,14 +598,8 @@ bool runKernel(const rt::Program &program, const KeyedCall &call, bool intoOut,
 
 void noteDeclined(const c10::FunctionSchema &schema, std::string why) {
   Registry &r = registry();
-  std::lock_guard<std::mutex> lock(r.callsMutex);
+  std::lock_guard<std::mutex> lock(r.declinedMutex);
   r.declined[&schema] = std::move(why);
-}
-
-void countKernelCall(const c10::FunctionSchema &schema) {
-  Registry &r = registry();
-  std::lock_guard<std::mutex> lock(r.callsMutex);
-  ++r.calls[&schema];
 }
 
 void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
@@ -677,7 +660,7 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     at::native::copy_(target, cpuView(results[0]), false);
     results[0] = self;
   }
-  countKernelCall(schema);
+  r.calls.add(&schema);
   torch::jit::drop(*stack, schema.arguments().size());
   for (at::Tensor &result : results)
     torch::jit::push(*stack, std::move(result));
@@ -709,14 +692,7 @@ void registerEagerKernels(const std::vector<RegisteredKernel> &ops, py::object c
   });
 }
 
-std::map<std::string, uint64_t> kernelCalls() {
-  Registry &r = registry();
-  std::lock_guard<std::mutex> lock(r.callsMutex);
-  std::map<std::string, uint64_t> named;
-  for (const auto &[schema, count] : r.calls)
-    named[c10::toString(schema->operator_name())] += count;
-  return named;
-}
+std::map<std::string, uint64_t> kernelCalls() { return registry().calls.byName(); }
 
 std::map<std::string, std::string> kernelRefusals() {
   Registry &r = registry();
@@ -730,7 +706,7 @@ std::map<std::string, std::string> kernelRefusals() {
 
 std::map<std::string, std::string> declinedCalls() {
   Registry &r = registry();
-  std::lock_guard<std::mutex> lock(r.callsMutex);
+  std::lock_guard<std::mutex> lock(r.declinedMutex);
   std::map<std::string, std::string> declined;
   for (const auto &[schema, why] : r.declined)
     declined[c10::toString(schema->operator_name())] = why;
@@ -748,8 +724,8 @@ size_t kernelsLoaded() {
 
 void resetKernelCalls() {
   Registry &r = registry();
-  std::lock_guard<std::mutex> lock(r.callsMutex);
   r.calls.clear();
+  std::lock_guard<std::mutex> lock(r.declinedMutex);
   r.declined.clear();
 }
 

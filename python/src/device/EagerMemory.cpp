@@ -21,7 +21,6 @@ namespace rt = kiln::runtime;
 namespace kiln::python::eager {
 namespace {
 
-constexpr c10::DeviceIndex kMaxDevices = 64;
 constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 
 /// Statistics of one virtual device, as CUDA's caching allocator reports

@@ -26,61 +26,13 @@ constexpr c10::DispatchKeySet kKilnKeys(c10::DispatchKey::PrivateUse1);
 
 //===--- Counting -------------------------------------------------------===//
 
-/// Calls per operator, keyed by the operator's schema (its address is
-/// stable for the process), named only when read.
-class OpCounts {
-public:
-  void add(const c10::FunctionSchema &schema) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++counts_[&schema];
-  }
-  /// Adds a call and tells whether it is the operator's first.
-  bool addIsFirst(const c10::FunctionSchema &schema) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return ++counts_[&schema] == 1;
-  }
-  std::map<std::string, uint64_t> byName() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::map<std::string, uint64_t> named;
-    for (const auto &[schema, count] : counts_)
-      named[c10::toString(schema->operator_name())] += count;
-    return named;
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    counts_.clear();
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::unordered_map<const c10::FunctionSchema *, uint64_t> counts_;
-};
-
 OpCounts &fallbacks() {
   static OpCounts counts;
   return counts;
 }
 
-/// The device's own ops, counted by name (they are few and fixed).
-class NativeCounts {
-public:
-  void add(const char *name) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++counts_[name];
-  }
-  std::map<std::string, uint64_t> byName() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return {counts_.begin(), counts_.end()};
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    counts_.clear();
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, uint64_t> counts_;
-};
+/// The device's own ops, counted by their name literals (few and fixed).
+using NativeCounts = CallCounts<const char *>;
 
 NativeCounts &natives() {
   static NativeCounts counts;
@@ -323,13 +275,13 @@ private:
 void recordFallback(const c10::OperatorHandle &op) {
   FallbackPolicy current = policy().load(std::memory_order_relaxed);
   if (current == FallbackPolicy::Error) {
-    fallbacks().add(op.schema());
+    fallbacks().add(&op.schema());
     TORCH_CHECK_NOT_IMPLEMENTED(false, "kiln: ", op.operator_name(),
                                 " has no Kiln kernel for the kiln device, and "
                                 "KILN_EAGER_FALLBACK=error forbids running ATen's CPU kernel "
                                 "on kiln memory");
   }
-  bool first = fallbacks().addIsFirst(op.schema());
+  bool first = fallbacks().addIsFirst(&op.schema());
   if (first && current == FallbackPolicy::Warn)
     TORCH_WARN("kiln: ", op.operator_name(),
                " has no Kiln kernel yet; it runs ATen's CPU kernel on the kiln tensors' memory "
@@ -344,13 +296,17 @@ void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   const size_t numArguments = schema.arguments().size();
   const size_t first = stack->size() - numArguments;
 
+  // Generators after the tensors: a default one is the kiln tensors' device's.
   FallbackCall call;
-  for (size_t i = 0; i < numArguments; ++i)
-    if (!isGeneratorArgument(schema.arguments()[i]))
-      (*stack)[first + i] = call.toCpu((*stack)[first + i]);
-  for (size_t i = 0; i < numArguments; ++i)
+  std::optional<size_t> generator;
+  for (size_t i = 0; i < numArguments; ++i) {
     if (isGeneratorArgument(schema.arguments()[i]))
-      (*stack)[first + i] = call.generatorFor((*stack)[first + i]);
+      generator = i; // ATen's ops take at most one
+    else
+      (*stack)[first + i] = call.toCpu((*stack)[first + i]);
+  }
+  if (generator)
+    (*stack)[first + *generator] = call.generatorFor((*stack)[first + *generator]);
 
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 

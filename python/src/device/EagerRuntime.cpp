@@ -25,7 +25,6 @@ namespace kiln::python::eager {
 namespace {
 
 constexpr c10::DeviceType kKiln = c10::DeviceType::PrivateUse1;
-constexpr int kMaxDevices = 64;
 
 std::atomic<int> registeredCount{0};
 thread_local c10::DeviceIndex currentIndex = 0;

@@ -1,11 +1,13 @@
-// The runtime's dtypes and torch's scalar types, both ways: for the files
-// that pass tensors to the runtime (the compiled-graph bridge and the eager
-// device's kernels).
-#ifndef KILN_PYTHON_TORCHDTYPES_H
-#define KILN_PYTHON_TORCHDTYPES_H
+// What the files that pass tensors to the runtime share (the compiled-graph
+// bridge and the eager device's kernels): the runtime's dtypes and torch's
+// scalar types, both ways, and a tensor as a runtime buffer.
+#ifndef KILN_PYTHON_TORCHRUNTIME_H
+#define KILN_PYTHON_TORCHRUNTIME_H
 
+#include "kiln/runtime/Allocator.h"
 #include "kiln/runtime/DType.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
 #include <optional>
@@ -42,6 +44,21 @@ inline at::ScalarType scalarTypeOf(rt::DType dtype) {
   }
   return at::kFloat;
 }
+
+/// A tensor as a buffer the runtime allocated: outputs are returned as the
+/// tensors, without a copy.
+class TorchBuffer : public rt::Buffer {
+public:
+  explicit TorchBuffer(at::Tensor tensor) : tensor(std::move(tensor)) {}
+  void *data() override {
+    // Empty tensors have no storage; kernels never touch it, but the runtime
+    // wants every buffer to have an address.
+    static int64_t emptyStorage;
+    void *data = tensor.data_ptr();
+    return data ? data : &emptyStorage;
+  }
+  at::Tensor tensor;
+};
 
 } // namespace kiln::python
 
