@@ -51,14 +51,30 @@ def _out_arguments(schema: torch.FunctionSchema) -> list[torch.Argument]:
 _NOT_KERNELS = {"_unsafe_view", "lift_fresh_copy", "alias", "_to_copy", "clone", "detach", "copy"}
 
 
-def _candidates(compiler: Any) -> list[tuple[str, str]]:
-    """(name, overload) of the functional ATen ops Kiln can compile: those
-    the compiler takes with symbolic sizes, and those Kiln's decompositions
-    (the table aot_autograd gets) break into such ops."""
+# Ops that reach a device's kernel whole but that Dynamo's graphs never hold
+# (aot_autograd has turned them into others first): torch's decompositions.
+_EAGER_ONLY = ("native_batch_norm",)
+
+
+@functools.lru_cache(maxsize=1)
+def _decompositions() -> dict[Any, Any]:
+    """Kiln's training table (what aot_autograd gets), and torch's for the
+    ops only eager calls reach."""
+    import torch._decomp
+
     from kiln.decompositions import decomposition_table
 
+    table = dict(decomposition_table(training=True))
+    table.update(torch._decomp.get_decompositions([getattr(torch.ops.aten, n) for n in _EAGER_ONLY]))
+    return table
+
+
+def _candidates(compiler: Any) -> list[tuple[str, str]]:
+    """(name, overload) of the functional ATen ops Kiln can compile: those
+    the compiler takes with symbolic sizes, and those the decompositions
+    break into such ops."""
     names = {tuple(t.split(".")[1:]) for t in compiler.symbolic_ops() if t.startswith("aten.")}
-    for op in decomposition_table(training=True):
+    for op in _decompositions():
         if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten":
             names.add((op._schema.name.split("::")[1], op._overloadname))
     return sorted(n for n in names if n[0] not in _NOT_KERNELS)
@@ -126,7 +142,78 @@ def kernel_ops(compiler: Any) -> list[tuple[str, str, str, str, bool]]:
             if others == wanted:
                 ops.append((qualified, candidate, qualified, overload, pointwise))
                 break
+    return ops + foreach_kernel_ops({name for name, _ in _candidates(compiler)})
+
+
+_FOREACH = "_foreach_"
+
+
+def _foreach_base(name: str) -> Any:
+    """The per-tensor op packet of a `_foreach_` op (`aten.mul` for
+    `_foreach_mul_`), or None."""
+    if not name.startswith(_FOREACH):
+        return None
+    return getattr(torch.ops.aten, name[len(_FOREACH):].rstrip("_"), None)
+
+
+def _per_tensor_overload(packet: Any, overload: str) -> Any:
+    """The per-tensor overload a `_foreach_` overload is named after
+    (`mul.Scalar` for `_foreach_mul_.Scalar`), else its Tensor or default one."""
+    for name in (overload, "Tensor", "default"):
+        if name in packet.overloads():
+            return getattr(packet, name)
+    return getattr(packet, packet.overloads()[0])
+
+
+def foreach_kernel_ops(candidates: set[str]) -> list[tuple[str, str, str, str, bool]]:
+    """The `_foreach_` forms of the pointwise ops Kiln compiles: the
+    functional (`_foreach_mul.Scalar`) and in-place (`_foreach_mul_.Scalar`)
+    overloads, each one kernel over all the lists' tensors, compiled from the
+    per-tensor op (see compile_kernel). An optimizer step is then a few
+    launches instead of a few per parameter."""
+    ops = []
+    for schema in torch._C._jit_get_all_schemas():
+        name = schema.name.split("::")[-1]
+        base = _foreach_base(name)
+        overload = schema.overload_name or "default"
+        if (not schema.name.startswith("aten::") or base is None or name.rstrip("_")[len(_FOREACH):]
+                not in candidates or torch.Tag.pointwise not in _per_tensor_overload(base, overload).tags
+                or any(a.is_out for a in schema.arguments)
+                # `Tensor scalars` holds one number per tensor: not a tensor operand.
+                or any(a.name == "scalars" and str(a.type) == "Tensor" for a in schema.arguments)):
+            continue
+        functional = f"aten::{name.rstrip('_')}"
+        if not hasattr(getattr(torch.ops.aten, name.rstrip("_")), overload):
+            continue
+        ops.append((f"aten::{name}", overload, functional, overload, True))
     return ops
+
+
+def _per_tensor(op: Any) -> Any:
+    """The function a `_foreach_` op computes, by its per-tensor op: element
+    i of every list argument (tensors, or numbers), the other arguments as
+    they are. An argument goes to the per-tensor op's argument at its
+    position, by name where that one is keyword-only (`addcdiv`'s value)."""
+    packet = _foreach_base(op._schema.name.split("::")[-1])
+    base_args = _per_tensor_overload(packet, op._overloadname)._schema.arguments
+
+    def apply(values: list[Any]) -> list[torch.Tensor]:
+        count = next(len(v) for v in values if isinstance(v, (list, tuple)))
+        results = []
+        for i in range(count):
+            positional, keywords = [], {}
+            for k, (argument, value) in enumerate(zip(op._schema.arguments, values)):
+                value = value[i] if isinstance(value, (list, tuple)) else value
+                if argument.kwarg_only:
+                    keywords[argument.name] = value
+                elif k < len(base_args) and base_args[k].kwarg_only:
+                    keywords[base_args[k].name] = value
+                else:
+                    positional.append(value)
+            results.append(packet(*positional, **keywords))
+        return results
+
+    return apply
 
 
 @functools.lru_cache(maxsize=1)
@@ -149,15 +236,17 @@ class LiftedScalar:
         self.value = value
 
 
-# Stand-ins for lifted floats, two sets: of both signs, below and above 0.5
-# and 1, and unlike any constant an op's decomposition uses.
-_SENTINELS = ([0.3183098861837907 * (k + 1.0123) for k in range(8)],
-              [-2.718281828459045 * (k + 1.0371) for k in range(8)])
+def _sentinels(count: int) -> tuple[list[float], list[float]]:
+    """Stand-ins for `count` lifted floats, two sets: of both signs, below
+    and above 0.5 and 1, and unlike any constant an op's decomposition uses."""
+    return ([0.3183098861837907 * (k + 1.0123) for k in range(count)],
+            [-2.718281828459045 * (k + 1.0371) for k in range(count)])
 
 
 def _code_with_tokens(gm: torch.fx.GraphModule, values: list[float]) -> str:
     code = gm.code
-    for k, value in enumerate(values):
+    # Longest first: one value's text may begin another's.
+    for k, value in sorted(enumerate(values), key=lambda kv: -len(repr(kv[1]))):
         code = code.replace(repr(value), f"<scalar {k}>")
     return code
 
@@ -229,13 +318,16 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     (the C++ side then keys the call by their values)."""
     from kiln.fx_serialize import serialize_graph
 
-    from kiln.decompositions import decomposition_table
-
     op = getattr(getattr(torch.ops.aten, name.split("::")[-1]), overload)
-    positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    lists = {i: len(a) for i, a in enumerate(args) if isinstance(a, (list, tuple))
-             and a and all(isinstance(t, torch.Tensor) for t in a)}
-    examples = [args[i] for i in positions] + [t for i in lists for t in args[i]]
+    compute = _per_tensor(op) if _foreach_base(name.split("::")[-1]) else None
+    # The tensors in argument order, lists flattened: the order the C++ side
+    # passes their memory in.
+    slots = [(i, None) if isinstance(a, torch.Tensor) else (i, j)
+             for i, a in enumerate(args)
+             for j in (range(len(a)) if isinstance(a, (list, tuple)) else [None])
+             if (a[j] if j is not None else a) is not None
+             and isinstance(a[j] if j is not None else a, torch.Tensor)]
+    examples = [args[i] if j is None else args[i][j] for i, j in slots]
     # A strided example is dense memory read with broadcast (stride 0) dims
     # and in another order: the kernel takes the memory (a contiguous
     # placeholder), permutes it back and expands it, as the C++ side keys it.
@@ -244,13 +336,14 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     flat = [placeholder for placeholder, _ in layouts]
 
     def call(*placeholders: torch.Tensor) -> Any:
-        tensors = [view(p) for p, (_, view) in zip(placeholders, layouts)]
-        rebuilt = list(args)
-        for i, tensor in zip(positions, tensors):
-            rebuilt[i] = tensor
-        rest = list(tensors[len(positions):])
-        for i, count in lists.items():
-            rebuilt[i], rest = rest[:count], rest[count:]
+        rebuilt = [list(a) if isinstance(a, (list, tuple)) else a for a in args]
+        for (i, j), placeholder, (_, view) in zip(slots, placeholders, layouts):
+            if j is None:
+                rebuilt[i] = view(placeholder)
+            else:
+                rebuilt[i][j] = view(placeholder)
+        if compute is not None:
+            return tuple(r.contiguous() for r in compute(rebuilt))
         positional = [v for a, v in zip(op._schema.arguments, rebuilt) if not a.kwarg_only]
         keywords = {a.name: v for a, v in zip(op._schema.arguments, rebuilt) if a.kwarg_only}
         result = op(*positional, **keywords)
@@ -263,14 +356,21 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
             return tuple(r.contiguous() for r in result if r is not None)
         return result.contiguous()
 
-    lifted = [i for i, a in enumerate(args) if isinstance(a, LiftedScalar)]
+    # The floats read at run time, in argument order (a list's in its order).
+    lifted = [(i, None) if isinstance(a, LiftedScalar) else (i, j)
+              for i, a in enumerate(args)
+              for j in (range(len(a)) if isinstance(a, list) else [None])
+              if isinstance(a[j] if j is not None else a, LiftedScalar)]
     # A lifted float's failure anywhere is answered by compiling its value in.
     refused = "bake" if lifted else "refused"
 
     def trace(values: list[float]) -> torch.fx.GraphModule:
-        for i, value in zip(lifted, values):
-            args[i] = value
-        return make_fx(call, decomposition_table=decomposition_table(training=True),
+        for (i, j), value in zip(lifted, values):
+            if j is None:
+                args[i] = value
+            else:
+                args[i][j] = value
+        return make_fx(call, decomposition_table=_decompositions(),
                        tracing_mode="symbolic" if symbolic else "fake")(*flat)
 
     start = time.perf_counter()
@@ -281,14 +381,18 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
             # Traced with two sets of stand-in values: the same graph but for
             # them means the op does not branch on the values, and the values
             # become graph inputs (after the tensors) where they stand.
-            other = trace(_SENTINELS[1][: len(lifted)])
-            gm = trace(_SENTINELS[0][: len(lifted)])
-            if _code_with_tokens(gm, _SENTINELS[0]) != _code_with_tokens(other, _SENTINELS[1]):
+            first, second = _sentinels(len(lifted))
+            other = trace(second)
+            gm = trace(first)
+            if _code_with_tokens(gm, first) != _code_with_tokens(other, second):
                 return "bake", f"{op}'s graph depends on the values of its float arguments"
-            if not _lift_scalars(gm, _SENTINELS[0][: len(lifted)]):
+            if not _lift_scalars(gm, first):
                 return "bake", f"{op} does not use its float arguments as operands"
     except Exception as err:  # ATen's own meta function refused: not a Kiln error
         return refused, f"tracing {op} failed: {type(err).__name__}: {err}"
+    writes = _writes_as_results(gm)
+    if writes is None:
+        return "refused", f"{op} writes its inputs other than by copying a new value in"
     service = _service()
     try:
         serialized = serialize_graph(gm, f"eager_{name.split('::')[-1]}_{overload}")
@@ -306,4 +410,40 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     log.debug("kiln device: compiled %s%s for %s in %.0f ms%s", op, "" if symbolic else " (static sizes)",
               ", ".join(f"{list(t.shape)} {t.dtype}" for t in flat), (time.perf_counter() - start) * 1e3,
               " (cached)" if loaded.cache_hit else "")
-    return "artifact", loaded.artifact, nones
+    return "artifact", loaded.artifact, nones, writes
+
+
+def _writes_as_results(gm: torch.fx.GraphModule) -> list[int] | None:
+    """Turns the graph's writes into its inputs into results: an op can
+    update an argument its schema does not mark as written
+    (`native_batch_norm`'s running statistics, by `copy_` in its
+    decomposition). Each `copy_(input, value)` goes, and `value` is returned
+    after the op's results, which the C++ side copies into the argument.
+    The inputs written, by placeholder index; None if the graph writes an
+    input some other way."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    writes, values = [], []
+    for node in list(gm.graph.nodes):
+        target = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or target is None or not target.is_mutable:
+            continue
+        written, value = node.args[0], node.args[1] if len(node.args) > 1 else None
+        if (node.target is not _aten.copy_.default or written not in placeholders
+                or placeholders.index(written) in writes or not isinstance(value, torch.fx.Node)
+                or str(value.meta["val"].shape) != str(written.meta["val"].shape)
+                or value.meta["val"].dtype != written.meta["val"].dtype):
+            return None
+        # Reads after the write read the value written.
+        written.replace_all_uses_with(value, delete_user_cb=lambda user, at=order[node]: order[user] > at)
+        node.replace_all_uses_with(value)
+        gm.graph.erase_node(node)
+        writes.append(placeholders.index(written))
+        values.append(value)
+    if writes:
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        results = output.args[0]
+        results = tuple(results) if isinstance(results, (tuple, list)) else (results,)
+        output.args = (results + tuple(values),)
+        gm.recompile()
+    return writes

@@ -12,9 +12,11 @@
 // A miss compiles, with symbolic sizes, through kiln.eager_kernels (the
 // compile service and its disk cache), so one program serves every size of
 // that pattern; where the compiler wants static sizes, each size gets its
-// own. A call the cache cannot serve (an operand with gaps, an out= that
-// overlaps an input, a key Kiln refused) runs ATen's CPU kernel through the
-// fallback, counted as such, with the reason in kiln.device.stats().
+// own. An operand with gaps between its elements (a slice) is read from a
+// dense copy. A `_foreach_` op is one kernel over all its lists' tensors.
+// A call the cache cannot serve (an out= that overlaps an input, a key Kiln
+// refused) runs ATen's CPU kernel through the fallback, counted as such,
+// with the reason in kiln.device.stats().
 #include "../TorchRuntime.h"
 #include "EagerDevice.h"
 
@@ -67,6 +69,14 @@ struct CachedKernel {
   /// The kernel cannot read this call's float arguments at run time: calls
   /// of this pattern key their values instead.
   bool bakeScalars = false;
+  /// Inputs the op writes though its schema does not say so
+  /// (native_batch_norm's running statistics), by their index among the
+  /// tensors the kernel reads: the program returns their new values after
+  /// the op's results, and they are copied in.
+  std::vector<size_t> writes;
+  /// For a kernel that writes tensors (out=, in place): the position among
+  /// them of the result in each buffer the program allocates, in order.
+  std::vector<size_t> allocationOrder;
 };
 
 struct Registry {
@@ -168,39 +178,61 @@ public:
     // of the dimensioned tensors' category (so promotion cannot tell it from
     // a 0-dim tensor); otherwise its value is part of the kernel.
     std::optional<Category> category;
+    auto noteCategory = [&](const at::Tensor &tensor) {
+      if (!tensor.defined() || tensor.dim() == 0)
+        return;
+      Category c = categoryOf(tensor.scalar_type());
+      if (category && *category != c)
+        category = Category::Other;
+      else if (!category)
+        category = c;
+    };
     for (size_t i = 0; i < arguments.size(); ++i) {
       const c10::IValue &value = stack[first + i];
-      if (value.isTensor() && value.toTensor().defined() && value.toTensor().dim() > 0 &&
-          !arguments[i].is_out()) {
-        Category c = categoryOf(value.toTensor().scalar_type());
-        if (category && *category != c)
-          category = Category::Other;
-        else if (!category)
-          category = c;
-      }
+      if (arguments[i].is_out())
+        continue;
+      if (value.isTensor())
+        noteCategory(value.toTensor());
+      else if (value.isTensorList())
+        for (const at::Tensor &tensor : value.toTensorList())
+          noteCategory(tensor);
     }
     for (size_t i = 0; i < arguments.size(); ++i) {
       const c10::IValue &value = stack[first + i];
       const c10::AliasInfo *alias = arguments[i].alias_info();
       if (alias && alias->isWrite() && !arguments[i].is_out()) {
-        // In place: `self` is read, and written with the result.
-        if (!value.isTensor() || out_.defined())
-          return decline("more than one tensor written");
-        out_ = value.toTensor();
+        // In place: `self` is read, and written with the result; a list
+        // (`_foreach_mul_`'s) with one result per tensor.
+        if (!outs_.empty())
+          return decline("more than one argument written");
+        if (value.isTensor()) {
+          outs_.push_back(value.toTensor());
+          key_ << "|self";
+          if (!addTensor(value.toTensor(), category))
+            return false;
+        } else if (value.isTensorList()) {
+          key_ << "|selfL" << value.toTensorList().size();
+          int64_t position = 0;
+          for (const at::Tensor &tensor : value.toTensorList()) {
+            outs_.push_back(tensor);
+            if (!addTensor(tensor, category, position++))
+              return false;
+          }
+        } else {
+          return decline("a written argument that is not a tensor");
+        }
         inPlace_ = true;
-        key_ << "|self";
-        if (!addTensor(out_, category))
-          return false;
         continue;
       }
       if (arguments[i].is_out()) {
-        if (!value.isTensor() || out_.defined())
+        if (!value.isTensor() || !outs_.empty())
           return decline("more than one out= tensor");
-        out_ = value.toTensor();
-        if (!out_.is_privateuseone() || !dtypeOf(out_.scalar_type()))
+        const at::Tensor &out = value.toTensor();
+        if (!out.is_privateuseone() || !dtypeOf(out.scalar_type()))
           return decline("an out= tensor not on the device, or of a dtype Kiln lacks");
-        device_ = out_.device();
-        key_ << "|out:" << static_cast<int>(out_.scalar_type());
+        outs_.push_back(out);
+        device_ = out.device();
+        key_ << "|out:" << static_cast<int>(out.scalar_type());
         continue;
       }
       key_ << '|';
@@ -209,14 +241,24 @@ public:
           return false;
       } else if (value.isTensorList()) {
         key_ << "L" << value.toTensorList().size();
+        int64_t position = 0;
         for (const at::Tensor &tensor : value.toTensorList())
-          if (!addTensor(tensor, category))
+          if (!addTensor(tensor, category, position++))
             return false;
       } else if (value.isNone()) {
         key_ << 'n';
       } else if (value.isDouble() && liftScalars && category == Category::Floating) {
         key_ << 'D';
         scalars_.push_back(value.toDouble());
+        lifted_.push_back(i);
+      } else if (value.isList() && liftScalars && category == Category::Floating &&
+                 isDoubleList(value)) {
+        // A `Scalar[]` of floats, one per tensor of the lists (`_foreach_div_`'s
+        // bias corrections): read at run time, as a float argument is.
+        key_ << "DL" << value.toListRef().size();
+        for (const c10::IValue &element : value.toListRef())
+          scalars_.push_back(element.toDouble());
+        lifted_.push_back(i);
       } else if (value.isDouble()) {
         double d = value.toDouble();
         uint64_t bits;
@@ -226,7 +268,8 @@ public:
         key_ << 'i' << value.toInt();
       } else if (value.isBool()) {
         key_ << (value.toBool() ? "T" : "F");
-      } else if (value.isIntList() || value.isBoolList() || value.isString()) {
+      } else if (value.isIntList() || value.isBoolList() || value.isDoubleList() ||
+                 value.isString() || (value.isList() && isNumberList(value))) {
         key_ << value.tagKind() << ':' << value;
       } else {
         // Generators, devices, complex numbers, optional tensor lists.
@@ -245,10 +288,18 @@ public:
   const std::vector<at::Tensor> &tensors() const { return tensors_; }
   const std::vector<at::Tensor> &dense() const { return dense_; }
   const std::vector<bool> &asValue() const { return asValue_; }
-  const at::Tensor &out() const { return out_; }
+  /// Where the results go: the out= tensor, the in-place `self`, or each
+  /// tensor of an in-place list; empty for a functional overload.
+  const std::vector<at::Tensor> &outs() const { return outs_; }
+  /// Whether each tensor in tensors() is read from a dense copy (it has gaps).
+  const std::vector<bool> &materialized() const { return materialized_; }
+  /// The position in its list of each tensor in tensors() (-1: not in one).
+  const std::vector<int64_t> &listPositions() const { return listPositions_; }
   bool inPlace() const { return inPlace_; }
   /// The float arguments read at run time, in order.
   const std::vector<double> &scalars() const { return scalars_; }
+  /// Whether argument `i` is read at run time (a float or a float list).
+  bool isLifted(size_t i) const { return std::find(lifted_.begin(), lifted_.end(), i) != lifted_.end(); }
   /// Why build() returned false.
   const std::string &declined() const { return declined_; }
   /// The sizes of the tensors the kernel reads, for a per-size key.
@@ -261,7 +312,22 @@ public:
   }
 
 private:
-  bool addTensor(const at::Tensor &tensor, std::optional<Category> category) {
+  static bool isDoubleList(const c10::IValue &list) {
+    const auto &elements = list.toListRef();
+    return !elements.empty() && std::all_of(elements.begin(), elements.end(),
+                                            [](const c10::IValue &e) { return e.isDouble(); });
+  }
+  static bool isNumberList(const c10::IValue &list) {
+    const auto &elements = list.toListRef();
+    return std::all_of(elements.begin(), elements.end(), [](const c10::IValue &e) {
+      return e.isDouble() || e.isInt() || e.isBool();
+    });
+  }
+
+  bool addTensor(const at::Tensor &tensor, std::optional<Category> category,
+                 int64_t listPosition = -1) {
+    listPositions_.push_back(listPosition);
+    materialized_.push_back(false);
     if (!tensor.defined()) {
       key_ << 'n';
       tensors_.push_back(tensor);
@@ -318,8 +384,13 @@ private:
         return addDense(base, tensor);
       std::vector<int64_t> order = storageOrder(base);
       at::Tensor dense = base.permute(order);
-      if (!dense.is_contiguous())
-        return decline("a tensor with gaps between its elements");
+      if (!dense.is_contiguous()) {
+        // Gaps between its elements (a slice): the kernel reads a dense copy,
+        // made by the device's copy.
+        key_ << 'g';
+        materialized_.back() = true;
+        return addDense(tensor.contiguous(), tensor);
+      }
       key_ << 'p';
       for (int64_t d : order)
         key_ << d << ',';
@@ -364,9 +435,12 @@ private:
   std::vector<at::Tensor> tensors_;
   std::vector<at::Tensor> dense_; // each tensor's memory as the kernel reads it
   std::vector<bool> asValue_; // a CPU number whose value is in the key
-  at::Tensor out_;             // undefined for a functional overload
-  bool inPlace_ = false;      // out_ is the op's mutable `self`
+  std::vector<int64_t> listPositions_;
+  std::vector<bool> materialized_; // read from a dense copy
+  std::vector<at::Tensor> outs_;
+  bool inPlace_ = false; // outs_ are the op's mutable `self`
   std::vector<double> scalars_;
+  std::vector<size_t> lifted_; // the arguments scalars_ come from
   std::optional<c10::Device> device_;
 };
 
@@ -377,9 +451,9 @@ private:
 py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::Stack &stack,
                           size_t first, const KeyedCall &call) {
   size_t next = 0; // the tensors in the order KeyedCall took them
-  size_t liftedIndex = 0;
   static py::object liftedScalar = py::module_::import("kiln.eager_kernels").attr("LiftedScalar");
   auto example = [&](const at::Tensor &tensor) -> py::object {
+    bool materialized = call.materialized()[next];
     bool asValue = call.asValue()[next++];
     if (!tensor.defined())
       return py::none();
@@ -389,6 +463,8 @@ py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::S
     if (tensor.is_cpu())
       return py::cast(tensor.clone()); // a 0-dim input read at run time
     // With the tensor's strides: a permuted tensor's example is permuted.
+    if (materialized)
+      return py::cast(at::empty(tensor.sizes(), at::TensorOptions().dtype(tensor.scalar_type())));
     return py::cast(at::empty_strided(tensor.sizes(), tensor.strides(),
                                       at::TensorOptions().dtype(tensor.scalar_type())));
   };
@@ -404,9 +480,13 @@ py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::S
       for (const at::Tensor &tensor : value.toTensorList())
         list.append(example(tensor));
       arguments.append(list);
-    } else if (value.isDouble() && liftedIndex < call.scalars().size() &&
-               value.toDouble() == call.scalars()[liftedIndex]) {
-      arguments.append(liftedScalar(call.scalars()[liftedIndex++]));
+    } else if (call.isLifted(i) && value.isDouble()) {
+      arguments.append(liftedScalar(value.toDouble()));
+    } else if (call.isLifted(i)) {
+      py::list list;
+      for (const c10::IValue &element : value.toListRef())
+        list.append(liftedScalar(element.toDouble()));
+      arguments.append(list);
     } else {
       arguments.append(torch::jit::toPyObject(value));
     }
@@ -415,12 +495,29 @@ py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::S
 }
 
 /// Every result must live in memory the kernel allocates (not in an
-/// input), and an out= kernel's one result must be a whole buffer, which
-/// the out= tensor becomes.
-rt::Status checkResults(const rt::Artifact &artifact, bool writesOut) {
-  if (writesOut && (artifact.outputs.size() != 1 ||
-                    artifact.buffers[artifact.outputs[0]].kind != rt::BufferKind::Alloc))
-    return rt::Status::error("its result is not a buffer of its own");
+/// input), and a kernel that writes `written` tensors (out=, in place) must
+/// return that many results, each a whole buffer, which the tensor becomes.
+/// Sets `kernel.allocationOrder`.
+rt::Status checkResults(const rt::Artifact &artifact, size_t written, CachedKernel &kernel) {
+  if (written) {
+    if (artifact.outputs.size() != written)
+      return rt::Status::error("it returns " + std::to_string(artifact.outputs.size()) +
+                               " results for " + std::to_string(written) + " tensors written");
+    std::vector<std::pair<uint32_t, size_t>> byBuffer;
+    for (size_t position = 0; position < written; ++position) {
+      uint32_t buffer = artifact.outputs[position];
+      if (artifact.buffers[buffer].kind != rt::BufferKind::Alloc)
+        return rt::Status::error("its result is not a buffer of its own");
+      byBuffer.push_back({buffer, position});
+    }
+    // The program allocates its results' buffers in buffer order.
+    std::sort(byBuffer.begin(), byBuffer.end());
+    for (size_t k = 0; k < byBuffer.size(); ++k) {
+      if (k && byBuffer[k].first == byBuffer[k - 1].first)
+        return rt::Status::error("two results share a buffer");
+      kernel.allocationOrder.push_back(byBuffer[k].second);
+    }
+  }
   for (uint32_t output : artifact.outputs) {
     uint32_t root = output;
     while (artifact.buffers[root].kind == rt::BufferKind::View)
@@ -450,11 +547,12 @@ std::shared_ptr<CachedKernel> compileKernel(const KernelOp &op, const KeyedCall 
   }
   std::string bytes = result[1].cast<std::string>();
   kernel->nones = result[2].cast<std::vector<size_t>>();
+  kernel->writes = result[3].cast<std::vector<size_t>>();
   rt::Artifact artifact;
   rt::Status status = rt::parseArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
                                         bytes.size(), artifact);
   if (status.ok())
-    status = checkResults(artifact, op.writesOut);
+    status = checkResults(artifact, op.writesOut ? call.outs().size() : 0, *kernel);
   if (status.ok()) {
     auto program = rt::Program::load(std::move(artifact), cpuRuntimeDevice());
     if (program.ok())
@@ -494,15 +592,17 @@ std::shared_ptr<const CachedKernel> kernelFor(const KernelOp &op, const KeyedCal
 
 //===--- Running ----------------------------------------------------------===//
 
-/// Hands the program its result buffers: for an out= call the out= tensor,
-/// resized to the result's shape; otherwise new tensors on the device.
+/// Hands the program its result buffers: for a call that writes tensors
+/// (out=, in place) those tensors, an out= one resized to the result's
+/// shape; otherwise new tensors on the device.
 class ResultAllocator : public rt::Allocator {
 public:
-  ResultAllocator(const at::Tensor &out, bool inPlace, c10::Device device)
-      : out_(out), inPlace_(inPlace), device_(device) {}
+  ResultAllocator(const std::vector<at::Tensor> *outs, const CachedKernel &kernel, bool inPlace,
+                  c10::Device device)
+      : outs_(outs), kernel_(kernel), inPlace_(inPlace), device_(device) {}
   rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
     at::ScalarType dtype = scalarTypeOf(desc.dtype);
-    if (!out_.defined()) {
+    if (!outs_) {
       // Straight from the device's allocator (at::empty would dispatch).
       std::optional<c10::DeviceGuard> guard;
       if (device_.index() != currentDevice())
@@ -511,40 +611,50 @@ public:
           desc.shape, &deviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype,
           std::nullopt)));
     }
-    if (usedOut_ || dtype != out_.scalar_type())
-      return rt::Status::error("the result is not the out= tensor's");
-    usedOut_ = true;
-    if (!out_.sizes().equals(desc.shape)) {
+    if (next_ >= kernel_.allocationOrder.size())
+      return rt::Status::error("more results than tensors written");
+    const at::Tensor &out = (*outs_)[kernel_.allocationOrder[next_++]];
+    if (dtype != out.scalar_type())
+      return rt::Status::error("the result is not the written tensor's dtype");
+    if (!out.sizes().equals(desc.shape)) {
       if (inPlace_)
         return rt::Status::error("an in-place result of another shape");
-      const c10::DeviceGuard guard(out_.device());
-      at::native::resize_(out_, desc.shape, std::nullopt);
+      const c10::DeviceGuard guard(out.device());
+      at::native::resize_(out, desc.shape, std::nullopt);
     }
-    if (!out_.is_contiguous())
+    if (!out.is_contiguous())
       return rt::Status::error("the out= tensor is strided");
-    return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(out_));
+    return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(out));
   }
 
 private:
-  const at::Tensor &out_;
+  const std::vector<at::Tensor> *outs_;
+  const CachedKernel &kernel_;
   bool inPlace_;
   c10::Device device_;
-  bool usedOut_ = false;
+  size_t next_ = 0;
 };
 
-/// Whether writing `out` cannot clobber an input before it is read.
+/// Whether writing the call's outs cannot clobber an input before it is
+/// read: an out may share memory only with the input it replaces element by
+/// element (same sizes, a pointwise op, and in a list the same position).
 bool outputIsSafe(const KeyedCall &call, bool pointwise) {
-  if (!call.out().defined())
-    return true;
-  for (const at::Tensor &input : call.tensors()) {
-    if (!input.defined() || !input.is_privateuseone())
-      continue;
-    at::MemOverlapStatus overlap = at::get_overlap_status(call.out(), input);
-    if (overlap == at::MemOverlapStatus::No)
-      continue;
-    if (overlap == at::MemOverlapStatus::Full && pointwise && input.sizes().equals(call.out().sizes()))
-      continue;
-    return false;
+  const std::vector<at::Tensor> &outs = call.outs();
+  for (size_t o = 0; o < outs.size(); ++o) {
+    for (size_t i = 0; i < call.tensors().size(); ++i) {
+      const at::Tensor &input = call.tensors()[i];
+      if (!input.defined() || !input.is_privateuseone())
+        continue;
+      at::MemOverlapStatus overlap = at::get_overlap_status(outs[o], input);
+      if (overlap == at::MemOverlapStatus::No)
+        continue;
+      int64_t position = call.listPositions()[i];
+      if (overlap == at::MemOverlapStatus::Full && pointwise &&
+          input.sizes().equals(outs[o].sizes()) &&
+          (outs.size() == 1 || position == static_cast<int64_t>(o)))
+        continue;
+      return false;
+    }
   }
   return true;
 }
@@ -552,8 +662,9 @@ bool outputIsSafe(const KeyedCall &call, bool pointwise) {
 /// Runs the kernel; its results (the out= tensor, or new tensors) go to
 /// `results`. False (having changed nothing but, perhaps, the out= tensor's
 /// size) if it could not run.
-bool runKernel(const rt::Program &program, const KeyedCall &call, bool intoOut,
+bool runKernel(const CachedKernel &kernel, const KeyedCall &call, bool intoOut,
                std::vector<at::Tensor> &results) {
+  const rt::Program &program = *kernel.program;
   std::vector<void *> pointers;
   std::vector<rt::TensorDesc> descs;
   static int64_t empty;
@@ -564,12 +675,12 @@ bool runKernel(const rt::Program &program, const KeyedCall &call, bool intoOut,
     pointers.push_back(tensor.numel() ? tensor.data_ptr() : &empty);
     descs.push_back({*dtypeOf(tensor.scalar_type()), tensor.sizes().vec()});
   }
-  static const at::Tensor none;
   for (const double &scalar : call.scalars()) {
     pointers.push_back(const_cast<double *>(&scalar));
     descs.push_back({rt::DType::F64, {}});
   }
-  ResultAllocator allocator(intoOut ? call.out() : none, call.inPlace(), call.device());
+  ResultAllocator allocator(intoOut ? &call.outs() : nullptr, kernel, call.inPlace(),
+                            call.device());
   std::vector<std::shared_ptr<rt::Buffer>> allocated;
   std::vector<rt::OutputRef> outputs;
   rt::Status status = program.run(pointers, descs, allocator, allocated, outputs);
@@ -632,38 +743,73 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     return;
   }
   // An out= tensor the kernel may not write while it reads its inputs (an
-  // in-place op that is not pointwise) gets the result by a copy.
-  bool intoOut = call->out().defined() && outputIsSafe(*call, kernelOp.pointwise);
-  if (call->out().defined() && !intoOut && !call->inPlace()) {
+  // in-place op that is not pointwise), or a strided `self`, gets the result
+  // by a copy.
+  const std::vector<at::Tensor> &outs = call->outs();
+  bool intoOut = !outs.empty() && outputIsSafe(*call, kernelOp.pointwise) &&
+                 (!call->inPlace() || std::all_of(outs.begin(), outs.end(), [](const at::Tensor &t) {
+                   return t.is_contiguous();
+                 }));
+  if (!outs.empty() && !intoOut && !call->inPlace()) {
     noteDeclined(schema, "the out= tensor overlaps an input");
     runOnCpu(op, stack);
     return;
   }
+  // ATen writes a list's tensors one after another: where one overlaps
+  // another position's operand, what it reads depends on that order.
+  if (outs.size() > 1 && !intoOut) {
+    noteDeclined(schema, "a written tensor overlaps another tensor of the call");
+    runOnCpu(op, stack);
+    return;
+  }
+  // What the op returns: its results; a list of them (`_foreach_sqrt`); or
+  // nothing, having written them (`_foreach_mul_`).
+  const auto &returns = schema.returns();
+  bool returnsList = returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType;
   std::vector<at::Tensor> results;
-  if (!kernel->program || !runKernel(*kernel->program, *call, intoOut, results) ||
-      results.size() + kernel->nones.size() != schema.returns().size()) {
+  bool ran = kernel->program && runKernel(*kernel, *call, intoOut, results);
+  size_t produced = results.size() + kernel->nones.size() - kernel->writes.size();
+  if (!ran || (returnsList ? !kernel->nones.empty() || !kernel->writes.empty()
+                           : produced != (returns.empty() ? outs.size() : returns.size()))) {
     noteDeclined(schema, kernel->program ? "the kernel could not run this call" : kernel->refusal);
     runOnCpu(op, stack);
     return;
+  }
+  if (!kernel->writes.empty()) {
+    std::vector<at::Tensor> read; // the tensors the kernel read, in order
+    for (size_t i = 0; i < call->tensors().size(); ++i)
+      if (call->tensors()[i].defined() && !call->asValue()[i])
+        read.push_back(call->tensors()[i]);
+    size_t first = results.size() - kernel->writes.size();
+    for (size_t k = 0; k < kernel->writes.size(); ++k) {
+      at::Tensor target = cpuView(read.at(kernel->writes[k]));
+      at::native::copy_(target, cpuView(results[first + k]), false);
+    }
+    results.resize(first);
   }
   for (size_t position : kernel->nones) // sorted
     results.insert(results.begin() + (std::ptrdiff_t)std::min(position, results.size()),
                    at::Tensor());
   if (call->inPlace() && !intoOut) {
-    at::Tensor self = call->out();
-    if (!self.sizes().equals(results[0].sizes())) {
-      noteDeclined(schema, "an in-place result of another shape");
-      runOnCpu(op, stack);
-      return;
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (!outs[o].sizes().equals(results[o].sizes())) {
+        noteDeclined(schema, "an in-place result of another shape");
+        runOnCpu(op, stack);
+        return;
+      }
+    for (size_t o = 0; o < outs.size(); ++o) {
+      at::Tensor target = cpuView(outs[o]);
+      at::native::copy_(target, cpuView(results[o]), false);
+      results[o] = outs[o];
     }
-    at::Tensor target = cpuView(self);
-    at::native::copy_(target, cpuView(results[0]), false);
-    results[0] = self;
   }
   r.calls.add(&schema);
   torch::jit::drop(*stack, schema.arguments().size());
-  for (at::Tensor &result : results)
-    torch::jit::push(*stack, std::move(result));
+  if (returnsList)
+    torch::jit::push(*stack, c10::List<at::Tensor>(results));
+  else if (!returns.empty())
+    for (at::Tensor &result : results)
+      torch::jit::push(*stack, std::move(result));
 }
 
 } // namespace
