@@ -57,6 +57,18 @@ def test_new_float_arguments_do_not_compile_new_kernels():
     assert kiln.device.stats()["kernels_loaded"] <= loaded + 1  # mul by a number: one kernel
 
 
+def test_exponents_are_compiled_in():
+    # pow's exponent picks its algorithm (x * x * x for 3): each exponent is
+    # a kernel of its own, not a run-time value through the general pow.
+    x = torch.rand(5, 7) + 0.5
+    k = x.to("kiln")
+    for exponent in (3.0, 0.5, 2.5, 3.0):
+        torch.testing.assert_close(torch.pow(k, exponent).cpu(), torch.pow(x, exponent))
+    stats = kiln.device.stats()
+    assert ran_kernels("aten::pow.Tensor_Scalar") == 4 and stats["fallback_calls"] == 0
+    assert any("exponent picks" in why for why in stats["refusals"].values())
+
+
 def test_python_numbers_keep_their_promotion():
     ints = torch.arange(6).reshape(2, 3)
     k = ints.to("kiln")

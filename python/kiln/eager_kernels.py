@@ -228,6 +228,19 @@ def _service() -> Any:
     return CompileService(KilnOptions.from_dict({"target": target}))
 
 
+# Ops whose float argument picks how the kernel computes: read at run time,
+# it would cost every call the general algorithm.
+_VALUE_SPECIALIZED = {
+    "pow": "its exponent picks the algorithm (x * x * x for 3, a square root for 0.5)",
+}
+
+
+def _base_name(name: str) -> str:
+    """`pow` for aten::pow, aten::pow_ and aten::_foreach_pow_."""
+    name = name.split("::")[-1]
+    return (name[len(_FOREACH):] if name.startswith(_FOREACH) else name).rstrip("_")
+
+
 class LiftedScalar:
     """A float argument the kernel reads at run time: a 0-dim float64 input
     after the tensors (the C++ side passes the call's value there)."""
@@ -357,6 +370,9 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
         return result.contiguous()
 
     # The floats read at run time, in argument order (a list's in its order).
+    if any(isinstance(a, LiftedScalar) or (isinstance(a, list) and any(isinstance(v, LiftedScalar) for v in a))
+           for a in args) and _base_name(name) in _VALUE_SPECIALIZED:
+        return "bake", f"{op}: {_VALUE_SPECIALIZED[_base_name(name)]}"
     lifted = [(i, None) if isinstance(a, LiftedScalar) else (i, j)
               for i, a in enumerate(args)
               for j in (range(len(a)) if isinstance(a, list) else [None])

@@ -150,7 +150,7 @@ std::vector<kiln::PipelineStage> kiln::cpu::kernelStages() {
                      "buffer-deallocation-pipeline,canonicalize,cse"},
       {"loops", "func.func(kiln-vectorize-matmul,kiln-lower-attention,kiln-lower-convolution,"
                 "kiln-lower-sort,convert-linalg-to-loops,kiln-promote-accumulators,"
-                "kiln-distribute-workgroups)"},
+                "kiln-distribute-workgroups,kiln-version-in-place)"},
       // Conversions that work function by function are nested, so that
       // they run on the kernels in parallel; the rest need the module
       // (kiln-approximate-math declares libm functions in it).

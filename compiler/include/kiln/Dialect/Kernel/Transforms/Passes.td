@@ -132,6 +132,28 @@ def PromoteAccumulatorsPass
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
 }
 
+def VersionInPlacePass : Pass<"kiln-version-in-place", "mlir::func::FuncOp"> {
+  let summary = "A second body for a kernel called with an output that is an input";
+  let description = [{
+    Runs on kernel functions (`kiln_kernel.kernel`) after linalg became
+    loops. An input and an output of the same memref type may be one buffer
+    at run time: an eager in-place op (`x.mul_(2)`, an optimizer's
+    `_foreach_addcdiv_`), or a plan that binds a graph input to an output
+    (`kiln_kernel.in_place_operands`). LLVM cannot tell, so it vectorizes the
+    loop behind a run-time check that the two do not overlap, and a call in
+    place takes the scalar loop. For each such pair (the marked pairs; in a
+    kernel with symbolic sizes also an argument loaded in the same block as
+    another of its type is stored), the body is wrapped in `scf.if` on the two
+    aligned pointers being equal: the then-branch is a copy of the body
+    reading the output argument in place of the input, which is the same
+    memory, so the loads and stores share a base pointer and LLVM sees that
+    each element is read before it is written. At most three pairs a kernel,
+    tried in order.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 def StackTemporariesPass : Pass<"kiln-stack-temporaries", "mlir::func::FuncOp"> {
   let summary = "Put a kernel's small temporary buffers on the stack";
   let description = [{
