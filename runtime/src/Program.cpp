@@ -48,6 +48,8 @@ Program::Program(Artifact artifact, Device &device, std::unique_ptr<Executable> 
 /// verifyArtifact guarantees views point backwards, making one pass enough.
 Status Program::plan() {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
+  for (const LaunchCmd &launch : artifact_.launches)
+    maxBindings_ = std::max(maxBindings_, launch.bindings.size());
   inputDescs_.resize(artifact_.numInputs());
   inputBuffers_.resize(artifact_.numInputs());
   roots_.reserve(buffers.size());
@@ -210,22 +212,23 @@ Status Program::bindSymbols(const std::vector<void *> &inputs,
     if (buffer.dims.empty())
       continue; // static: checkInputs compared it
     const TensorDesc &actual = inputDescs[i];
-    StatusOr<TensorDesc> expected = resolveBufferDesc(buffer, symbols);
-    if (!expected.ok())
-      return expected.status().withContext("input " + std::to_string(i));
-    if (expected->shape == actual.shape)
-      continue;
-    // Name the first dim that differs, with its relation (the static dims
-    // matched in checkInputs, so it is a symbolic one).
+    // Each symbolic dim against its expression (the static dims matched in
+    // checkInputs), evaluated in place: this runs on every call.
     for (size_t d = 0, nth = 0; d < actual.shape.size(); ++d) {
       if (buffer.type.shape[d] != -1)
         continue;
+      if (nth >= buffer.dims.size())
+        return Status::error("input " + std::to_string(i) +
+                             ": a symbolic dim without its expression");
       const SizeExpr &expr = buffer.dims[nth++];
-      if (expected->shape[d] != actual.shape[d])
+      StatusOr<int64_t> expected = evaluateSizeExpr(expr, symbols);
+      if (!expected.ok())
+        return expected.status().withContext("input " + std::to_string(i));
+      if (*expected != actual.shape[d])
         return Status::error("input " + std::to_string(i) + " (" + actual.str() + ") dim " +
                              std::to_string(d) + " is " + std::to_string(actual.shape[d]) +
                              ", but the graph requires it to equal " + expr.str(symbolNames()) +
-                             " = " + std::to_string(expected->shape[d]));
+                             " = " + std::to_string(*expected));
     }
   }
   return Status::OK();
@@ -399,7 +402,9 @@ Status Program::runImpl(const std::vector<void *> &inputs,
   };
   const MemoryPlan &memory = resolved ? resolved->memory : staticMemory_;
   const std::vector<uint64_t> &bufferBytes = resolved ? resolved->bytes : staticBytes_;
-  ArenaPool::Lease arena = arenas_.acquire(static_cast<size_t>(memory.bytes));
+  // (A graph with no intermediates, an eager op's, needs no arena.)
+  ArenaPool::Lease arena =
+      memory.bytes > 0 ? arenas_.acquire(static_cast<size_t>(memory.bytes)) : ArenaPool::Lease();
   if (memory.bytes > 0 && !arena.data())
     return Status::error(StatusCode::OutOfMemory, "allocating the " + std::to_string(memory.bytes) +
                          "-byte arena of graph '" + artifact_.graphName + "' failed");
@@ -453,6 +458,8 @@ Status Program::runImpl(const std::vector<void *> &inputs,
 
   std::vector<void *> bindings;
   std::vector<uint64_t> bindingBytes;
+  bindings.reserve(maxBindings_);
+  bindingBytes.reserve(maxBindings_);
   if (launchMs)
     launchMs->assign(artifact_.launches.size(), 0.0);
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {

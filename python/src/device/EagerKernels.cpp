@@ -28,6 +28,7 @@
 #include <ATen/NativeFunctions.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/library.h>
 
@@ -140,6 +141,7 @@ public:
     return *this;
   }
   const std::string &str() const { return text_; }
+  void reserve(size_t bytes) { text_.reserve(bytes); }
 
 private:
   std::string text_;
@@ -169,11 +171,9 @@ public:
   /// part of the key.
   bool build(const c10::FunctionSchema &schema, const torch::jit::Stack &stack, size_t first,
              bool liftScalars) {
-    key_ << schema.operator_name().name << '.' << schema.operator_name().overload_name;
     const auto &arguments = schema.arguments();
-    tensors_.reserve(arguments.size());
-    dense_.reserve(arguments.size());
-    asValue_.reserve(arguments.size());
+    key_.reserve(128);
+    key_ << schema.operator_name().name << '.' << schema.operator_name().overload_name;
     // A 0-dim CPU operand (a Python number) is read at run time when it is
     // of the dimensioned tensors' category (so promotion cannot tell it from
     // a 0-dim tensor); otherwise its value is part of the kernel.
@@ -285,19 +285,19 @@ public:
   c10::Device device() const { return *device_; }
 
   const std::string &key() const { return key_.str(); }
-  const std::vector<at::Tensor> &tensors() const { return tensors_; }
-  const std::vector<at::Tensor> &dense() const { return dense_; }
-  const std::vector<bool> &asValue() const { return asValue_; }
+  c10::ArrayRef<at::Tensor> tensors() const { return tensors_; }
+  c10::ArrayRef<at::Tensor> dense() const { return dense_; }
+  c10::ArrayRef<bool> asValue() const { return asValue_; }
   /// Where the results go: the out= tensor, the in-place `self`, or each
   /// tensor of an in-place list; empty for a functional overload.
-  const std::vector<at::Tensor> &outs() const { return outs_; }
+  c10::ArrayRef<at::Tensor> outs() const { return outs_; }
   /// Whether each tensor in tensors() is read from a dense copy (it has gaps).
-  const std::vector<bool> &materialized() const { return materialized_; }
+  c10::ArrayRef<bool> materialized() const { return materialized_; }
   /// The position in its list of each tensor in tensors() (-1: not in one).
-  const std::vector<int64_t> &listPositions() const { return listPositions_; }
+  c10::ArrayRef<int64_t> listPositions() const { return listPositions_; }
   bool inPlace() const { return inPlace_; }
   /// The float arguments read at run time, in order.
-  const std::vector<double> &scalars() const { return scalars_; }
+  c10::ArrayRef<double> scalars() const { return scalars_; }
   /// Whether argument `i` is read at run time (a float or a float list).
   bool isLifted(size_t i) const { return std::find(lifted_.begin(), lifted_.end(), i) != lifted_.end(); }
   /// Why build() returned false.
@@ -431,16 +431,18 @@ private:
 
   KeyText key_;
   std::string declined_;
-  std::vector<int64_t> sizes_;
-  std::vector<at::Tensor> tensors_;
-  std::vector<at::Tensor> dense_; // each tensor's memory as the kernel reads it
-  std::vector<bool> asValue_; // a CPU number whose value is in the key
-  std::vector<int64_t> listPositions_;
-  std::vector<bool> materialized_; // read from a dense copy
-  std::vector<at::Tensor> outs_;
+  // Inline room for a usual call's tensors: keying allocates only the key.
+  static constexpr size_t kInline = 8;
+  c10::SmallVector<int64_t, kInline> sizes_;
+  c10::SmallVector<at::Tensor, kInline> tensors_;
+  c10::SmallVector<at::Tensor, kInline> dense_; // each tensor's memory as the kernel reads it
+  c10::SmallVector<bool, kInline> asValue_;     // a CPU number whose value is in the key
+  c10::SmallVector<int64_t, kInline> listPositions_;
+  c10::SmallVector<bool, kInline> materialized_; // read from a dense copy
+  c10::SmallVector<at::Tensor, 1> outs_;
   bool inPlace_ = false; // outs_ are the op's mutable `self`
-  std::vector<double> scalars_;
-  std::vector<size_t> lifted_; // the arguments scalars_ come from
+  c10::SmallVector<double, 2> scalars_;
+  c10::SmallVector<size_t, 2> lifted_; // the arguments scalars_ come from
   std::optional<c10::Device> device_;
 };
 
@@ -583,11 +585,10 @@ std::shared_ptr<const CachedKernel> kernelFor(const KernelOp &op, const KeyedCal
     std::unique_lock<std::shared_mutex> lock(r.mutex);
     return r.kernels.emplace(key, std::move(compiled)).first->second;
   };
-  std::string key = call.key();
-  std::shared_ptr<const CachedKernel> pattern = lookup(key, /*symbolic=*/true);
+  std::shared_ptr<const CachedKernel> pattern = lookup(call.key(), /*symbolic=*/true);
   if (!pattern->perSize)
     return pattern;
-  return lookup(key + "#" + call.sizesKey(), /*symbolic=*/false);
+  return lookup(call.key() + "#" + call.sizesKey(), /*symbolic=*/false);
 }
 
 //===--- Running ----------------------------------------------------------===//
@@ -597,12 +598,13 @@ std::shared_ptr<const CachedKernel> kernelFor(const KernelOp &op, const KeyedCal
 /// shape; otherwise new tensors on the device.
 class ResultAllocator : public rt::Allocator {
 public:
-  ResultAllocator(const std::vector<at::Tensor> *outs, const CachedKernel &kernel, bool inPlace,
+  /// `outs` empty: every result is a new tensor.
+  ResultAllocator(c10::ArrayRef<at::Tensor> outs, const CachedKernel &kernel, bool inPlace,
                   c10::Device device)
       : outs_(outs), kernel_(kernel), inPlace_(inPlace), device_(device) {}
   rt::StatusOr<std::shared_ptr<rt::Buffer>> allocate(const rt::TensorDesc &desc) override {
     at::ScalarType dtype = scalarTypeOf(desc.dtype);
-    if (!outs_) {
+    if (outs_.empty()) {
       // Straight from the device's allocator (at::empty would dispatch).
       std::optional<c10::DeviceGuard> guard;
       if (device_.index() != currentDevice())
@@ -613,7 +615,7 @@ public:
     }
     if (next_ >= kernel_.allocationOrder.size())
       return rt::Status::error("more results than tensors written");
-    const at::Tensor &out = (*outs_)[kernel_.allocationOrder[next_++]];
+    const at::Tensor &out = outs_[kernel_.allocationOrder[next_++]];
     if (dtype != out.scalar_type())
       return rt::Status::error("the result is not the written tensor's dtype");
     if (!out.sizes().equals(desc.shape)) {
@@ -628,7 +630,7 @@ public:
   }
 
 private:
-  const std::vector<at::Tensor> *outs_;
+  c10::ArrayRef<at::Tensor> outs_;
   const CachedKernel &kernel_;
   bool inPlace_;
   c10::Device device_;
@@ -639,7 +641,7 @@ private:
 /// read: an out may share memory only with the input it replaces element by
 /// element (same sizes, a pointwise op, and in a list the same position).
 bool outputIsSafe(const KeyedCall &call, bool pointwise) {
-  const std::vector<at::Tensor> &outs = call.outs();
+  c10::ArrayRef<at::Tensor> outs = call.outs();
   for (size_t o = 0; o < outs.size(); ++o) {
     for (size_t i = 0; i < call.tensors().size(); ++i) {
       const at::Tensor &input = call.tensors()[i];
@@ -665,22 +667,34 @@ bool outputIsSafe(const KeyedCall &call, bool pointwise) {
 bool runKernel(const CachedKernel &kernel, const KeyedCall &call, bool intoOut,
                std::vector<at::Tensor> &results) {
   const rt::Program &program = *kernel.program;
-  std::vector<void *> pointers;
-  std::vector<rt::TensorDesc> descs;
+  // The inputs, in vectors kept per thread so that a call reuses their
+  // memory (a launch never re-enters this function).
+  static thread_local std::vector<void *> pointers;
+  static thread_local std::vector<rt::TensorDesc> descs;
+  pointers.clear();
+  size_t count = 0;
+  auto describe = [&](rt::DType dtype, c10::IntArrayRef shape) {
+    if (descs.size() <= count)
+      descs.emplace_back();
+    rt::TensorDesc &desc = descs[count++];
+    desc.dtype = dtype;
+    desc.shape.assign(shape.begin(), shape.end());
+  };
   static int64_t empty;
   for (size_t i = 0; i < call.dense().size(); ++i) {
     const at::Tensor &tensor = call.dense()[i];
     if (!tensor.defined() || call.asValue()[i])
       continue;
     pointers.push_back(tensor.numel() ? tensor.data_ptr() : &empty);
-    descs.push_back({*dtypeOf(tensor.scalar_type()), tensor.sizes().vec()});
+    describe(*dtypeOf(tensor.scalar_type()), tensor.sizes());
   }
   for (const double &scalar : call.scalars()) {
     pointers.push_back(const_cast<double *>(&scalar));
-    descs.push_back({rt::DType::F64, {}});
+    describe(rt::DType::F64, {});
   }
-  ResultAllocator allocator(intoOut ? &call.outs() : nullptr, kernel, call.inPlace(),
-                            call.device());
+  descs.resize(count);
+  ResultAllocator allocator(intoOut ? call.outs() : c10::ArrayRef<at::Tensor>(), kernel,
+                            call.inPlace(), call.device());
   std::vector<std::shared_ptr<rt::Buffer>> allocated;
   std::vector<rt::OutputRef> outputs;
   rt::Status status = program.run(pointers, descs, allocator, allocated, outputs);
@@ -745,7 +759,7 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   // An out= tensor the kernel may not write while it reads its inputs (an
   // in-place op that is not pointwise), or a strided `self`, gets the result
   // by a copy.
-  const std::vector<at::Tensor> &outs = call->outs();
+  c10::ArrayRef<at::Tensor> outs = call->outs();
   bool intoOut = !outs.empty() && outputIsSafe(*call, kernelOp.pointwise) &&
                  (!call->inPlace() || std::all_of(outs.begin(), outs.end(), [](const at::Tensor &t) {
                    return t.is_contiguous();
@@ -767,6 +781,7 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   const auto &returns = schema.returns();
   bool returnsList = returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType;
   std::vector<at::Tensor> results;
+  results.reserve(std::max<size_t>(returns.size(), outs.size()));
   bool ran = kernel->program && runKernel(*kernel, *call, intoOut, results);
   size_t produced = results.size() + kernel->nones.size() - kernel->writes.size();
   if (!ran || (returnsList ? !kernel->nones.empty() || !kernel->writes.empty()

@@ -170,6 +170,7 @@ private:
   MemoryPlan staticMemory_;             // a static graph's arena offsets
   std::vector<uint64_t> staticBytes_;   // a static graph's buffer sizes, by id
   mutable ArenaPool arenas_;
+  size_t maxBindings_ = 0;               // the most bindings of one launch
   std::vector<TensorDesc> inputDescs_;  // by graph input index
   std::vector<uint32_t> inputBuffers_;  // buffer id of each graph input
   mutable std::mutex lastResolvedMutex_; // run() is const and may run concurrently
