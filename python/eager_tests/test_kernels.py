@@ -69,6 +69,44 @@ def test_exponents_are_compiled_in():
     assert any("exponent picks" in why for why in stats["refusals"].values())
 
 
+def test_random_ops_are_kernels_seeded_by_the_device_generator():
+    ones = torch.ones(128, 64, device="kiln")
+    probabilities = torch.full((128, 64), 0.3, device="kiln")
+
+    def draw() -> tuple[torch.Tensor, torch.Tensor]:
+        dropped = torch.nn.functional.dropout(ones, 0.25, training=True)
+        return dropped.cpu(), torch.bernoulli(probabilities).cpu()
+
+    torch.manual_seed(7)
+    dropped, coins = draw()
+    later_dropped, later_coins = draw()
+    torch.manual_seed(7)
+    again_dropped, again_coins = draw()
+    state = torch.kiln.get_rng_state()
+    replayed = draw()
+    torch.kiln.set_rng_state(state)
+    assert all(torch.equal(a, b) for a, b in zip(draw(), replayed))  # activation checkpointing
+    assert torch.equal(dropped, again_dropped) and torch.equal(coins, again_coins)
+    assert not torch.equal(dropped, later_dropped) and not torch.equal(coins, later_coins)
+    kept = dropped != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.03
+    torch.testing.assert_close(dropped[kept], torch.full_like(dropped[kept], 1 / 0.75))
+    assert abs(coins.mean().item() - 0.3) < 0.03 and set(coins.unique().tolist()) <= {0.0, 1.0}
+    # uniform_ (rand_like, nn.init): its bounds are read at run time.
+    torch.manual_seed(3)
+    uniform = torch.rand_like(ones).cpu()
+    bounded = torch.empty(64, 32, device="kiln").uniform_(-2.0, 5.0).cpu()
+    torch.manual_seed(3)
+    assert torch.equal(torch.rand_like(ones).cpu(), uniform)
+    assert 0 <= uniform.min() and uniform.max() < 1 and abs(uniform.mean().item() - 0.5) < 0.02
+    assert -2 <= bounded.min() and bounded.max() < 5 and abs(bounded.mean().item() - 1.5) < 0.15
+    stats = kiln.device.stats()
+    assert stats["fallback_calls"] == 0, stats["fallback"]
+    assert ran_kernels("aten::uniform_") == 3
+    assert ran_kernels("aten::native_dropout") == 5
+    assert sum(n for op, n in stats["kernel"].items() if op.startswith("aten::bernoulli")) == 5
+
+
 def test_python_numbers_keep_their_promotion():
     ints = torch.arange(6).reshape(2, 3)
     k = ints.to("kiln")

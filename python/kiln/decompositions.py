@@ -459,6 +459,16 @@ def _like(factory):
     return like
 
 
+def _uniform(x, low=0.0, high=1.0, *, generator=None):
+    """Uniform in [low, high), in x's shape and dtype: u * high + (1 - u) * low,
+    so that low and high stay operands (the eager device reads them at run
+    time)."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented
+    u = randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device)
+    return aten.add.Tensor(aten.mul.Tensor(u, high), aten.mul.Tensor(aten.rsub.Scalar(u, 1.0), low))
+
+
 def _bernoulli_p(x, p, *, generator=None):
     """1 with probability p, in x's shape and dtype."""
     if generator is not None or _random_dtype(x.dtype) is None:
@@ -847,8 +857,23 @@ def _masked_scatter(x: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -
     return aten.where.self(aten.view.default(flat_mask, shape), aten.view.default(picked, shape), x)
 
 
+# Random ops as counter-based hashes of kiln::random_seed values (see
+# kiln/randomness.py): the eager device supplies those seeds from its
+# generator too.
+RANDOM_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
+    aten.native_dropout.default: _native_dropout,
+    aten.rand.default: _rand,
+    aten.randn.default: _randn,
+    aten.rand_like.default: _like(_rand),
+    aten.randn_like.default: _like(_randn),
+    aten.bernoulli.p: _bernoulli_p,
+    aten.bernoulli.default: _bernoulli,
+    aten.uniform.default: _uniform,
+}
+
 # Exact in every output: safe under autograd too.
 _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
+    **RANDOM_DECOMPOSITIONS,
     aten.split_with_sizes.default: _split_with_sizes,
     aten.native_group_norm.default: _group_norm,
     aten.convolution.default: _convolution,
@@ -857,13 +882,6 @@ _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     inductor_prims.fma: _fma,
     aten.copy.default: _copy,
     aten.pow.Scalar: _pow_scalar,
-    aten.native_dropout.default: _native_dropout,
-    aten.rand.default: _rand,
-    aten.randn.default: _randn,
-    aten.rand_like.default: _like(_rand),
-    aten.randn_like.default: _like(_randn),
-    aten.bernoulli.p: _bernoulli_p,
-    aten.bernoulli.default: _bernoulli,
     aten.max_pool2d_with_indices.default: _max_pool2d_with_indices,
     aten.avg_pool2d.default: functools.partial(_avg_pool, 2),
     aten.avg_pool3d.default: functools.partial(_avg_pool, 3),

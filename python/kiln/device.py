@@ -110,6 +110,12 @@ def _lazy_init() -> None:
     """Nothing to do: the device is ready once this module is imported."""
 
 
+# Read by torch.utils.checkpoint (as torch.cuda._initialized): only then does it
+# save and restore the device's generator around a recomputed forward, which
+# must draw the same dropout masks.
+_initialized = True
+
+
 def _is_in_bad_fork() -> bool:
     # The CPU driver keeps no state a forked child cannot use.
     return False

@@ -16,6 +16,7 @@ compiler refuses is remembered by its key and runs ATen's CPU kernel.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from kiln.logs import log
+from kiln.randomness import lift_random_seeds
 
 
 def _functional_args(schema: torch.FunctionSchema) -> list[tuple[str, str]]:
@@ -67,6 +69,13 @@ def _decompositions() -> dict[Any, Any]:
     table = dict(decomposition_table(training=True))
     table.update(torch._decomp.get_decompositions([getattr(torch.ops.aten, n) for n in _EAGER_ONLY]))
     return table
+
+
+def _random_decompositions() -> set[Any]:
+    """The random ops Kiln decomposes into seeded hashes."""
+    from kiln.decompositions import RANDOM_DECOMPOSITIONS
+
+    return set(RANDOM_DECOMPOSITIONS)
 
 
 def _candidates(compiler: Any) -> list[tuple[str, str]]:
@@ -118,8 +127,11 @@ def kernel_ops(compiler: Any) -> list[tuple[str, str, str, str, bool]]:
             continue
         functional = getattr(packet, overload, None)
         if (functional is None or not _computes_a_new_tensor(functional._schema)
-                # Random ops draw from the device's generator, in ATen's kernels.
-                or torch.Tag.nondeterministic_seeded in functional.tags
+                # A random op is a kernel where Kiln's decomposition draws its
+                # numbers from seeds (kiln.randomness), which the device's
+                # generator supplies; the others run ATen's kernels on it.
+                or (torch.Tag.nondeterministic_seeded in functional.tags
+                    and functional not in _random_decompositions())
                 or name.startswith(("cudnn_", "miopen_", "mkldnn_"))):
             continue
         one_result = len(functional._schema.returns) == 1
@@ -257,7 +269,8 @@ def _sentinels(count: int) -> tuple[list[float], list[float]]:
 
 
 def _code_with_tokens(gm: torch.fx.GraphModule, values: list[float]) -> str:
-    code = gm.code
+    # Each trace draws new salts for its random seeds (kiln.randomness).
+    code = re.sub(r"random_seed\.default\(\d+\)", "random_seed.default(<salt>)", gm.code)
     # Longest first: one value's text may begin another's.
     for k, value in sorted(enumerate(values), key=lambda kv: -len(repr(kv[1]))):
         code = code.replace(repr(value), f"<scalar {k}>")
@@ -324,7 +337,8 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     examples: their sizes and dtypes matter, not their values), compiled with
     symbolic sizes or, with symbolic=False, for the examples' sizes:
     ("artifact", bytes, positions of the results that are None, which the
-    kernel does not return); or why Kiln cannot take the call: ("refused", why),
+    kernel does not return, the inputs it writes, how many seeds it takes);
+    or why Kiln cannot take the call: ("refused", why),
     or ("static", why) when only its symbolic sizes were refused (the
     compiler wants some sizes static: an embedding table's rows), or
     ("bake", why) when the LiftedScalar arguments cannot be read at run time
@@ -409,6 +423,9 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     writes = _writes_as_results(gm)
     if writes is None:
         return "refused", f"{op} writes its inputs other than by copying a new value in"
+    # Random numbers come from seeds: inputs after the others, which the C++
+    # side draws from the device's generator on every call.
+    seeds = lift_random_seeds(gm)
     service = _service()
     try:
         serialized = serialize_graph(gm, f"eager_{name.split('::')[-1]}_{overload}")
@@ -426,7 +443,7 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     log.debug("kiln device: compiled %s%s for %s in %.0f ms%s", op, "" if symbolic else " (static sizes)",
               ", ".join(f"{list(t.shape)} {t.dtype}" for t in flat), (time.perf_counter() - start) * 1e3,
               " (cached)" if loaded.cache_hit else "")
-    return "artifact", loaded.artifact, nones, writes
+    return "artifact", loaded.artifact, nones, writes, seeds
 
 
 def _writes_as_results(gm: torch.fx.GraphModule) -> list[int] | None:

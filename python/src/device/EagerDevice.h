@@ -68,6 +68,9 @@ const at::Generator &defaultGenerator(c10::DeviceIndex index);
 /// generator's (seed, offset), whose offset it advances: replaying a saved
 /// state replays the same numbers.
 at::Generator cpuGeneratorFor(const at::Generator &kilnGenerator);
+/// A seed for one random Kiln kernel (kiln.randomness's hash), drawn the
+/// same way: the next stream of the kiln generator's (seed, offset).
+int64_t nextKernelSeed(const at::Generator &kilnGenerator);
 
 //===--- Memory (EagerMemory.cpp) -------------------------------------===//
 

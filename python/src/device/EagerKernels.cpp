@@ -75,6 +75,9 @@ struct CachedKernel {
   /// tensors the kernel reads: the program returns their new values after
   /// the op's results, and they are copied in.
   std::vector<size_t> writes;
+  /// How many seeds a random kernel takes (0-dim int64 inputs after the
+  /// others), drawn from the device's generator on each call.
+  size_t seeds = 0;
   /// For a kernel that writes tensors (out=, in place): the position among
   /// them of the result in each buffer the program allocates, in order.
   std::vector<size_t> allocationOrder;
@@ -496,11 +499,20 @@ py::list exampleArguments(const c10::FunctionSchema &schema, const torch::jit::S
   return arguments;
 }
 
+/// The buffer a result lives in: itself, or the one it views.
+uint32_t rootOf(const rt::Artifact &artifact, uint32_t buffer) {
+  while (artifact.buffers[buffer].kind == rt::BufferKind::View)
+    buffer = artifact.buffers[buffer].source;
+  return buffer;
+}
+
 /// Every result must live in memory the kernel allocates (not in an
 /// input), and a kernel that writes `written` tensors (out=, in place) must
-/// return that many results, each a whole buffer, which the tensor becomes.
-/// Sets `kernel.allocationOrder`.
-rt::Status checkResults(const rt::Artifact &artifact, size_t written, CachedKernel &kernel) {
+/// return that many results, each a whole buffer, which the tensor becomes
+/// (in place, also a view from the start of one: the same elements in
+/// another shape, which the allocator checks). Sets `kernel.allocationOrder`.
+rt::Status checkResults(const rt::Artifact &artifact, size_t written, bool inPlace,
+                        CachedKernel &kernel) {
   if (written) {
     if (artifact.outputs.size() != written)
       return rt::Status::error("it returns " + std::to_string(artifact.outputs.size()) +
@@ -508,9 +520,13 @@ rt::Status checkResults(const rt::Artifact &artifact, size_t written, CachedKern
     std::vector<std::pair<uint32_t, size_t>> byBuffer;
     for (size_t position = 0; position < written; ++position) {
       uint32_t buffer = artifact.outputs[position];
-      if (artifact.buffers[buffer].kind != rt::BufferKind::Alloc)
+      const rt::BufferDesc &desc = artifact.buffers[buffer];
+      bool whole = desc.kind == rt::BufferKind::Alloc ||
+                   (inPlace && desc.kind == rt::BufferKind::View && desc.byteOffset == 0 &&
+                    artifact.buffers[rootOf(artifact, buffer)].kind == rt::BufferKind::Alloc);
+      if (!whole)
         return rt::Status::error("its result is not a buffer of its own");
-      byBuffer.push_back({buffer, position});
+      byBuffer.push_back({rootOf(artifact, buffer), position});
     }
     // The program allocates its results' buffers in buffer order.
     std::sort(byBuffer.begin(), byBuffer.end());
@@ -521,9 +537,7 @@ rt::Status checkResults(const rt::Artifact &artifact, size_t written, CachedKern
     }
   }
   for (uint32_t output : artifact.outputs) {
-    uint32_t root = output;
-    while (artifact.buffers[root].kind == rt::BufferKind::View)
-      root = artifact.buffers[root].source;
+    uint32_t root = rootOf(artifact, output);
     if (artifact.buffers[root].kind != rt::BufferKind::Alloc)
       return rt::Status::error("a result aliases an input");
   }
@@ -550,11 +564,12 @@ std::shared_ptr<CachedKernel> compileKernel(const KernelOp &op, const KeyedCall 
   std::string bytes = result[1].cast<std::string>();
   kernel->nones = result[2].cast<std::vector<size_t>>();
   kernel->writes = result[3].cast<std::vector<size_t>>();
+  kernel->seeds = result[4].cast<size_t>();
   rt::Artifact artifact;
   rt::Status status = rt::parseArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
                                         bytes.size(), artifact);
   if (status.ok())
-    status = checkResults(artifact, op.writesOut ? call.outs().size() : 0, *kernel);
+    status = checkResults(artifact, op.writesOut ? call.outs().size() : 0, call.inPlace(), *kernel);
   if (status.ok()) {
     auto program = rt::Program::load(std::move(artifact), cpuRuntimeDevice());
     if (program.ok())
@@ -619,6 +634,9 @@ public:
     if (dtype != out.scalar_type())
       return rt::Status::error("the result is not the written tensor's dtype");
     if (!out.sizes().equals(desc.shape)) {
+      // In place, the buffer a result views: the same elements.
+      if (inPlace_ && out.is_contiguous() && out.numel() == c10::multiply_integers(desc.shape))
+        return std::shared_ptr<rt::Buffer>(std::make_shared<TorchBuffer>(out));
       if (inPlace_)
         return rt::Status::error("an in-place result of another shape");
       const c10::DeviceGuard guard(out.device());
@@ -691,6 +709,16 @@ bool runKernel(const CachedKernel &kernel, const KeyedCall &call, bool intoOut,
   for (const double &scalar : call.scalars()) {
     pointers.push_back(const_cast<double *>(&scalar));
     describe(rt::DType::F64, {});
+  }
+  c10::SmallVector<int64_t, 4> seeds;
+  if (kernel.seeds) {
+    const at::Generator &generator = defaultGenerator(call.device().index());
+    for (size_t i = 0; i < kernel.seeds; ++i)
+      seeds.push_back(nextKernelSeed(generator));
+    for (int64_t &seed : seeds) {
+      pointers.push_back(&seed);
+      describe(rt::DType::I64, {});
+    }
   }
   descs.resize(count);
   ResultAllocator allocator(intoOut ? call.outs() : c10::ArrayRef<at::Tensor>(), kernel,

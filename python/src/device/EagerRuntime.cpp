@@ -245,15 +245,22 @@ const at::Generator &defaultGenerator(c10::DeviceIndex index) {
   return generators[index];
 }
 
-at::Generator cpuGeneratorFor(const at::Generator &kilnGenerator) {
+namespace {
+uint64_t nextStreamSeed(const at::Generator &kilnGenerator) {
   at::Generator shared = kilnGenerator; // mutex() is not const
   auto *generator = at::check_generator<KilnGenerator>(shared);
-  uint64_t seed;
-  {
-    std::lock_guard<std::mutex> lock(shared.mutex());
-    seed = generator->nextStreamSeed();
-  }
-  return at::detail::createCPUGenerator(seed);
+  std::lock_guard<std::mutex> lock(shared.mutex());
+  return generator->nextStreamSeed();
+}
+} // namespace
+
+at::Generator cpuGeneratorFor(const at::Generator &kilnGenerator) {
+  return at::detail::createCPUGenerator(nextStreamSeed(kilnGenerator));
+}
+
+int64_t nextKernelSeed(const at::Generator &kilnGenerator) {
+  // kiln.randomness hashes seeds below 2**31 as 32-bit words.
+  return static_cast<int64_t>(nextStreamSeed(kilnGenerator) & 0x7fffffffu);
 }
 
 bool isRegistered() { return registeredCount.load() > 0; }
