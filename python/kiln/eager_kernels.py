@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from kiln import eager_foreach
 from kiln.logs import log
 from kiln.randomness import lift_random_seeds
 
@@ -154,78 +155,7 @@ def kernel_ops(compiler: Any) -> list[tuple[str, str, str, str, bool]]:
             if others == wanted:
                 ops.append((qualified, candidate, qualified, overload, pointwise))
                 break
-    return ops + foreach_kernel_ops({name for name, _ in _candidates(compiler)})
-
-
-_FOREACH = "_foreach_"
-
-
-def _foreach_base(name: str) -> Any:
-    """The per-tensor op packet of a `_foreach_` op (`aten.mul` for
-    `_foreach_mul_`), or None."""
-    if not name.startswith(_FOREACH):
-        return None
-    return getattr(torch.ops.aten, name[len(_FOREACH):].rstrip("_"), None)
-
-
-def _per_tensor_overload(packet: Any, overload: str) -> Any:
-    """The per-tensor overload a `_foreach_` overload is named after
-    (`mul.Scalar` for `_foreach_mul_.Scalar`), else its Tensor or default one."""
-    for name in (overload, "Tensor", "default"):
-        if name in packet.overloads():
-            return getattr(packet, name)
-    return getattr(packet, packet.overloads()[0])
-
-
-def foreach_kernel_ops(candidates: set[str]) -> list[tuple[str, str, str, str, bool]]:
-    """The `_foreach_` forms of the pointwise ops Kiln compiles: the
-    functional (`_foreach_mul.Scalar`) and in-place (`_foreach_mul_.Scalar`)
-    overloads, each one kernel over all the lists' tensors, compiled from the
-    per-tensor op (see compile_kernel). An optimizer step is then a few
-    launches instead of a few per parameter."""
-    ops = []
-    for schema in torch._C._jit_get_all_schemas():
-        name = schema.name.split("::")[-1]
-        base = _foreach_base(name)
-        overload = schema.overload_name or "default"
-        if (not schema.name.startswith("aten::") or base is None or name.rstrip("_")[len(_FOREACH):]
-                not in candidates or torch.Tag.pointwise not in _per_tensor_overload(base, overload).tags
-                or any(a.is_out for a in schema.arguments)
-                # `Tensor scalars` holds one number per tensor: not a tensor operand.
-                or any(a.name == "scalars" and str(a.type) == "Tensor" for a in schema.arguments)):
-            continue
-        functional = f"aten::{name.rstrip('_')}"
-        if not hasattr(getattr(torch.ops.aten, name.rstrip("_")), overload):
-            continue
-        ops.append((f"aten::{name}", overload, functional, overload, True))
-    return ops
-
-
-def _per_tensor(op: Any) -> Any:
-    """The function a `_foreach_` op computes, by its per-tensor op: element
-    i of every list argument (tensors, or numbers), the other arguments as
-    they are. An argument goes to the per-tensor op's argument at its
-    position, by name where that one is keyword-only (`addcdiv`'s value)."""
-    packet = _foreach_base(op._schema.name.split("::")[-1])
-    base_args = _per_tensor_overload(packet, op._overloadname)._schema.arguments
-
-    def apply(values: list[Any]) -> list[torch.Tensor]:
-        count = next(len(v) for v in values if isinstance(v, (list, tuple)))
-        results = []
-        for i in range(count):
-            positional, keywords = [], {}
-            for k, (argument, value) in enumerate(zip(op._schema.arguments, values)):
-                value = value[i] if isinstance(value, (list, tuple)) else value
-                if argument.kwarg_only:
-                    keywords[argument.name] = value
-                elif k < len(base_args) and base_args[k].kwarg_only:
-                    keywords[base_args[k].name] = value
-                else:
-                    positional.append(value)
-            results.append(packet(*positional, **keywords))
-        return results
-
-    return apply
+    return ops + eager_foreach.kernel_ops({name for name, _ in _candidates(compiler)})
 
 
 @functools.lru_cache(maxsize=1)
@@ -250,7 +180,7 @@ _VALUE_SPECIALIZED = {
 def _base_name(name: str) -> str:
     """`pow` for aten::pow, aten::pow_ and aten::_foreach_pow_."""
     name = name.split("::")[-1]
-    return (name[len(_FOREACH):] if name.startswith(_FOREACH) else name).rstrip("_")
+    return eager_foreach.unprefixed(name).rstrip("_")
 
 
 class LiftedScalar:
@@ -346,7 +276,7 @@ def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = T
     from kiln.fx_serialize import serialize_graph
 
     op = getattr(getattr(torch.ops.aten, name.split("::")[-1]), overload)
-    compute = _per_tensor(op) if _foreach_base(name.split("::")[-1]) else None
+    compute = eager_foreach.per_tensor(op) if eager_foreach.base_op(name.split("::")[-1]) else None
     # The tensors in argument order, lists flattened: the order the C++ side
     # passes their memory in.
     slots = [(i, None) if isinstance(a, torch.Tensor) else (i, j)
