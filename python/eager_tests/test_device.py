@@ -60,6 +60,23 @@ def test_torchrun_local_world_size_sets_the_device_count():
     assert run_python("import torch, kiln.device; print(torch.kiln.device_count())", LOCAL_WORLD_SIZE="2") == "2"
 
 
+def test_kiln_device_rejects_unknown_drivers_by_name():
+    # A failed import registers nothing, so one process tries both.
+    printed = run_python("""
+        import os
+        for driver in ("tpu", "cuda"):
+            os.environ["KILN_DEVICE"] = driver
+            try:
+                import kiln.device
+            except Exception as err:
+                print(type(err).__name__, str(err).splitlines()[0])
+    """).splitlines()
+    assert printed[0] == "ValueError $KILN_DEVICE must be one of cpu, vulkan, cuda; got 'tpu'"
+    # No runtime driver for it yet: an error naming the drivers there are.
+    assert printed[1].startswith("RuntimeError kiln: KILN_DEVICE=cuda:"), printed
+    assert "this runtime has: cpu" in printed[1], printed
+
+
 def test_a_bad_device_count_is_a_clear_error():
     result = subprocess.run([sys.executable, "-c", "import kiln.device"], capture_output=True, text=True,
                             env={**os.environ, "KILN_NUM_DEVICES": "many"}, timeout=120)

@@ -4,7 +4,6 @@ the zoo's training loops and the one-line-switch script
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
@@ -23,20 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def train(case: training.TrainingCase, device: str, steps: int) -> tuple[list[float], torch.nn.Module]:
-    model = copy.deepcopy(case.model).to(device)
-    inputs = [x.to(device) for x in case.inputs]
-    optimizer = training.OPTIMIZERS["adamw"](model.parameters())
-    losses = []
-    for step in range(steps):
-        if step == steps - 1:
-            kiln.device.reset_stats()
-        loss = case.loss(model, *inputs)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, model
+    return training.train_on(case, device, steps, before_last_step=kiln.device.reset_stats)
 
 
 @pytest.mark.parametrize("name,batch", [("mlp", 8), ("mlp", 3), ("cnn", 4), ("bert", 2), ("gpt2", 3)])

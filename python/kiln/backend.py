@@ -15,6 +15,7 @@ import copy
 import itertools
 import logging
 from collections import Counter
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -48,7 +49,7 @@ from kiln.mutation import lift_input_writes, with_input_writes
 from kiln.randomness import lift_random_seeds, with_random_seeds
 from kiln.dumps import Dump, save_first_call, summary_updater
 from kiln.logs import configure_from_env, log
-from kiln.options import KilnOptions
+from kiln.options import ENV_VARS, KilnOptions
 from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
 from kiln.runner import KilnModule, boxed, boxed_runner, returns_tuple
 
@@ -138,7 +139,7 @@ def kiln_backend(
     mode: str | None = None,
 ) -> Callable[..., Any]:
     """torch.compile backend entry point (registered as "kiln")."""
-    opts = KilnOptions.from_dict(options)  # the target name is checked there
+    opts = _target_for_kiln_memory(KilnOptions.from_dict(options), options, example_inputs)
     if mode is not None:
         log.debug("kiln ignores torch.compile mode=%r", mode)
 
@@ -152,6 +153,24 @@ def kiln_backend(
         return _compile_graph(graph, opts, kind)
 
     return aten_graphs(gm, example_inputs, compile_graph)
+
+
+def _target_for_kiln_memory(opts: KilnOptions, options: dict[str, Any] | None,
+                            example_inputs: Sequence[Any]) -> KilnOptions:
+    """Kernels for the driver the kiln device's memory is on (KILN_DEVICE),
+    where the graph takes kiln tensors and no target was asked for: a
+    model on a Vulkan-backed kiln device compiles for Vulkan."""
+    import os
+
+    from kiln import _C
+
+    if (options or {}).get("target") or os.environ.get(ENV_VARS["target"]):
+        return opts
+    if not _C.device.is_registered() or _C.device.driver() == "cpu":
+        return opts
+    if not any(isinstance(t, torch.Tensor) and t.device.type == "kiln" for t in example_inputs):
+        return opts
+    return dataclasses.replace(opts, target=_C.device.driver())
 
 
 def aten_graphs(

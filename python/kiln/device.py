@@ -11,15 +11,18 @@ Importing this module registers the device with PyTorch (PrivateUse1, renamed
 Only this import does it: `backend="kiln"` alone, or `import kiln`, leaves the
 process's accelerator alone.
 
-Devices kiln:0..N-1 are virtual devices on the runtime's CPU driver: N is
-$KILN_NUM_DEVICES, else torchrun's $LOCAL_WORLD_SIZE, else 1. Their memory is
-the driver's, counted per device (`memory_allocated`, `max_memory_allocated`,
-`reset_peak_memory_stats`, and torch.accelerator's memory functions).
+Devices kiln:0..N-1 are virtual devices on one runtime driver: the CPU
+driver, or the one $KILN_DEVICE names ("vulkan"; `driver()` tells which). N
+is $KILN_NUM_DEVICES, else torchrun's $LOCAL_WORLD_SIZE, else 1. Their memory
+is the driver's, counted per device (`memory_allocated`,
+`max_memory_allocated`, `reset_peak_memory_stats`, and torch.accelerator's
+memory functions), and their kernels are compiled for it.
 
 Ops the device has no Kiln kernel for run ATen's CPU kernel on the kiln
-tensors' memory, without copies. Each such call is counted, per op, in
-`stats()`; $KILN_EAGER_FALLBACK=warn warns once per op, =error raises naming
-the op (or call `set_fallback_policy`).
+tensors' memory: without copies on the CPU driver, through host copies on a
+GPU driver. Each such call is counted, per op, in `stats()`;
+$KILN_EAGER_FALLBACK=warn warns once per op, =error raises naming the op (or
+call `set_fallback_policy`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ __all__ = [
     "current_stream",
     "device",
     "device_count",
+    "driver",
     "fallback_policy",
     "get_rng_state",
     "get_rng_state_all",
@@ -82,6 +86,17 @@ def _device_count_from_environment() -> int:
     return 1
 
 
+# The runtime drivers the kiln device's memory and kernels may live on.
+_DRIVERS = ("cpu", "vulkan", "cuda")
+
+
+def _driver_from_environment() -> str:
+    name = os.environ.get("KILN_DEVICE", "").strip().lower() or "cpu"
+    if name not in _DRIVERS:
+        raise ValueError(f"$KILN_DEVICE must be one of {', '.join(_DRIVERS)}; got {name!r}")
+    return name
+
+
 def _index(device: Any = None) -> int:
     """The device index `device` (None, an int, "kiln", "kiln:1" or a
     torch.device) names; None and "kiln" name the current device."""
@@ -104,6 +119,12 @@ def is_available() -> bool:
 
 def is_initialized() -> bool:
     return _C.device.is_registered()
+
+
+def driver() -> str:
+    """The runtime driver the kiln devices' memory and kernels are on:
+    "cpu" or "vulkan" ($KILN_DEVICE)."""
+    return _C.device.driver()
 
 
 def _lazy_init() -> None:
@@ -343,6 +364,15 @@ def __getattr__(name: str) -> Any:
     # first time it compiles (torch.utils.backend_registration): resolved
     # lazily so that importing this module does not import Inductor.
     if name in _INDUCTOR_NAMES:
+        if driver() != "cpu":
+            # Not a RuntimeError: Inductor takes that for "no code generation
+            # registered" and fails later with a bare KeyError.
+            from kiln.errors import KilnError
+
+            raise KilnError(
+                f"Inductor compiles for the kiln device only on the CPU driver, whose memory is host "
+                f"memory; this process's kiln device is on the {driver()} driver "
+                f"(KILN_DEVICE={driver()}): use torch.compile(model, backend=\"kiln\")")
         from kiln import inductor_codegen
 
         return getattr(inductor_codegen, _INDUCTOR_NAMES[name])
@@ -359,7 +389,7 @@ def _register() -> None:
             f"cannot register the kiln device: this process already has a PrivateUse1 device named {name!r} "
             "(PyTorch allows one)"
         )
-    _C.device.register(_device_count_from_environment())
+    _C.device.register(_device_count_from_environment(), _driver_from_environment())
     # Module.to("kiln") must keep parameters the same objects, or it unties
     # shared weights (GPT-2's embedding and head) and strands optimizers. It
     # assigns `param.data` only between "dense" backends, a list PrivateUse1

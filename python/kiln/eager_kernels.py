@@ -163,10 +163,16 @@ def _service() -> Any:
     from kiln.compiler import CompileService
     from kiln.options import KilnOptions
 
+    from kiln import _C
+
     opts = KilnOptions.from_dict({})
-    # The device's memory is the CPU driver's: its kernels are CPU kernels,
+    # Kernels for the driver the device's memory is on: on the CPU driver
     # for the CPU level KILN_TARGET names if it names one.
-    target = opts.target if opts.target.startswith("cpu") else "cpu"
+    driver = _C.device.driver()
+    if driver == "cpu":
+        target = opts.target if opts.target.startswith("cpu") else "cpu"
+    else:
+        target = opts.target if opts.target.split(":")[0] == driver else driver
     return CompileService(KilnOptions.from_dict({"target": target}))
 
 

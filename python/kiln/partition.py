@@ -249,16 +249,26 @@ class KilnSupport(OperatorSupportBase):
             return (f"{what} has a self-overlapping layout size={list(value.shape)} "
                     f"stride={list(value.stride())} that Kiln cannot reproduce")
         kind = self.target.split(":")[0]
-        if value.device.type not in TENSOR_DEVICES.get(kind, (kind,)):
+        if value.device.type not in tensor_devices(kind):
             return f"{what} is on device {value.device}, but the Kiln target is {self.target!r}"
         return None
 
 
-# The torch devices of the tensors each target kind takes: CPU kernels take
-# CPU tensors and those of the eager kiln device (whose memory is the CPU
-# driver's host memory); Vulkan kernels take CPU tensors, which the runtime
-# bridge copies to the device and back.
-TENSOR_DEVICES = {"cpu": ("cpu", "kiln"), "vulkan": ("cpu",)}
+# The torch devices of the tensors each target kind takes besides the kiln
+# device's: CPU tensors, which for Vulkan the runtime bridge copies to the
+# device and back; another kind (cuda) its own device's tensors.
+_TENSOR_DEVICES = {"cpu": ("cpu",), "vulkan": ("cpu",)}
+
+
+def tensor_devices(kind: str) -> tuple[str, ...]:
+    """The torch devices of the tensors a target kind takes: those above, and
+    the eager kiln device's where its memory is on the target's driver."""
+    from kiln import _C
+
+    devices = _TENSOR_DEVICES.get(kind, (kind,))
+    if _C.device.is_registered() and _C.device.driver() == kind:
+        devices += ("kiln",)
+    return devices
 
 
 # Integer arguments that Kiln's importer takes only as constants: pad widths,

@@ -174,18 +174,11 @@ rt::Device &deviceFor(const rt::Artifact &artifact) {
   if (format.rfind("cpu-", 0) == 0 || format.empty())
     return device();
   std::string driver = format.substr(0, format.find('-')); // "vulkan-spirv" -> "vulkan"
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<rt::Device>> devices;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<rt::Device> &made = devices[driver];
-  if (!made) {
-    auto created = rt::createDevice(driver);
-    if (!created.ok())
-      throw py::value_error("cannot run this " + format + " artifact: " +
-                            created.status().message());
-    made = std::move(*created);
+  try {
+    return runtimeDevice(driver);
+  } catch (const std::exception &err) {
+    throw py::value_error("cannot run this " + format + " artifact: " + err.what());
   }
-  return *made;
 }
 
 /// An output or intermediate in device memory, with its shape, so the
@@ -252,8 +245,13 @@ public:
     std::vector<void *> pointers;
     std::vector<rt::TensorDesc> descs;
     c10::Device tensorDevice = tensorDeviceOf(args);
+    // Kernels take the tensors' memory as it is where it is the program's
+    // device's: CPU tensors on the host, kiln tensors on the kiln device's.
+    bool direct = tensorDevice.is_cpu() ? onHost_ : true;
+    // A graph on kiln tensors in GPU memory may still take a CPU tensor.
+    bool uploadCpu = direct && !tensorDevice.is_cpu() && !eager::memoryIsHost();
     for (size_t i = 0; i < args.size(); ++i) {
-      const at::Tensor &arg = args[i];
+      const at::Tensor &arg = uploadCpu && args[i].is_cpu() ? args[i].to(tensorDevice) : args[i];
       auto dtype = dtypeOf(arg.scalar_type());
       if (!dtype)
         throw std::runtime_error("kiln: graph '" + artifact.graphName + "' input " +
@@ -271,7 +269,7 @@ public:
     std::vector<rt::OutputRef> outputs;
     rt::Status status = [&] {
       py::gil_scoped_release release;
-      if (onHost_)
+      if (direct)
         return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions);
       rt::Status uploaded = upload(args, inputs, pointers);
       if (!uploaded.ok())
@@ -279,7 +277,7 @@ public:
       return program_->run(pointers, descs, deviceAllocator, allocated, outputs, nullptr,
                            &versions);
     }();
-    if (status.ok() && !onHost_)
+    if (status.ok() && !direct)
       status = download(inputs, allocated, outputs);
     // A failed kernel check is the user's error, raised as ATen raises it.
     if (status.code() == rt::StatusCode::IndexOutOfRange)
@@ -460,19 +458,25 @@ private:
 
   std::unique_ptr<rt::Program> program_;
   /// The torch device of the results: CPU, or the eager kiln device when the
-  /// inputs are on it. Kiln memory is the CPU driver's host memory, so a
-  /// program on the host takes it as it takes CPU tensors.
+  /// inputs are on it. A program takes kiln tensors where it runs on the
+  /// kiln device's runtime device (host memory for the CPU driver).
   c10::Device tensorDeviceOf(const std::vector<at::Tensor> &args) const {
     std::optional<c10::Device> kiln;
     for (size_t i = 0; i < args.size(); ++i) {
       c10::Device device = args[i].device();
       if (device.is_cpu())
         continue;
-      if (!device.is_privateuseone() || !onHost_)
+      if (!device.is_privateuseone())
         throw std::runtime_error("kiln: graph '" + program_->artifact().graphName + "' input " +
                                  std::to_string(i) + " is on " + device.str() +
-                                 (onHost_ ? "; Kiln takes CPU and kiln tensors"
-                                          : "; this graph's kernels take CPU tensors"));
+                                 "; Kiln takes CPU and kiln tensors");
+      if (!eager::isRegistered() || device_ != &eager::eagerRuntimeDevice())
+        throw std::runtime_error(
+            "kiln: graph '" + program_->artifact().graphName + "' input " + std::to_string(i) +
+            " is on " + device.str() + ", whose memory is the runtime's " +
+            (eager::isRegistered() ? std::string(eager::eagerRuntimeDevice().driverName()) : "?") +
+            " driver's, but this graph's kernels run on its " + std::string(device_->driverName()) +
+            " driver (compile for the kiln device's target: KILN_DEVICE sets both)");
       if (kiln && *kiln != device)
         throw std::runtime_error("kiln: graph '" + program_->artifact().graphName +
                                  "' has inputs on " + kiln->str() + " and " + device.str());
@@ -492,6 +496,24 @@ private:
 } // namespace
 
 runtime::Device &cpuRuntimeDevice() { return device(); }
+
+runtime::Device &runtimeDevice(const std::string &driver) {
+  if (driver == "cpu")
+    return device();
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<rt::Device>> devices;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<rt::Device> &made = devices[driver];
+  if (!made) {
+    auto created = rt::createDevice(driver);
+    if (!created.ok()) {
+      devices.erase(driver);
+      throw std::runtime_error("no " + driver + " device: " + created.status().message());
+    }
+    made = std::move(*created);
+  }
+  return *made;
+}
 
 void initRuntime(py::module_ m) {
   py::class_<Executable>(m, "Executable")

@@ -110,3 +110,27 @@ def bert(batch: int, size: str = "small", dropout: float = 0.0) -> TrainingCase:
 
 MODELS: dict[str, Callable[..., TrainingCase]] = {"mlp": mlp, "cnn": cnn, "gpt2": gpt2,
                                                   "bert": bert}
+
+
+def train_on(case: TrainingCase, device: str, steps: int,
+             before_last_step: Callable[[], None] | None = None) -> tuple[list[float], nn.Module]:
+    """`steps` eager AdamW steps with gradient clipping of a copy of
+    `case`'s model on `device`: the losses, and the trained model.
+    `before_last_step` runs before the last (a test resets counters there:
+    the earlier steps compiled and cached what the last one reuses)."""
+    import copy
+
+    model = copy.deepcopy(case.model).to(device)
+    inputs = [x.to(device) for x in case.inputs]
+    optimizer = OPTIMIZERS["adamw"](model.parameters())
+    losses = []
+    for step in range(steps):
+        if step == steps - 1 and before_last_step is not None:
+            before_last_step()
+        loss = case.loss(model, *inputs)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, model

@@ -14,15 +14,18 @@ namespace kiln::python {
 
 void initEagerDevice(py::module_ m) {
   using namespace eager;
-  m.def("register", &registerEagerDevice, py::arg("device_count"),
-        "Registers the kiln device (PrivateUse1) with PyTorch; idempotent.");
+  m.def("register", &registerEagerDevice, py::arg("device_count"), py::arg("driver"),
+        "Registers the kiln device (PrivateUse1) with PyTorch, its memory and kernels on the "
+        "runtime driver named; idempotent.");
+  m.def("driver", [] { return std::string(eagerRuntimeDevice().driverName()); });
+  m.def("describe", [] { return eagerRuntimeDevice().describe(); });
   m.def("is_registered", &isRegistered);
   m.attr("max_devices") = static_cast<int>(kMaxDevices);
   m.def("device_count", [] { return (int)deviceCount(); });
   m.def("current_device", [] { return (int)currentDevice(); });
   m.def("set_device", [](int index) { setCurrentDevice((c10::DeviceIndex)index); });
   m.def("synchronize", [] {
-    runtime::Status status = cpuRuntimeDevice().synchronize();
+    runtime::Status status = eagerRuntimeDevice().synchronize();
     if (!status.ok())
       throw std::runtime_error("kiln: synchronize: " + status.message());
   });

@@ -7,9 +7,12 @@
 // `import kiln.device` calls, never by loading the extension: a process that
 // only uses backend="kiln" keeps its own accelerator.
 //
-// Memory lives on the runtime's CPU driver, so it is host memory: an op
-// without a Kiln kernel runs ATen's CPU kernel on zero-copy CPU views of it
-// (the fallback), counted per op.
+// Memory lives on one runtime driver, chosen by $KILN_DEVICE: the CPU
+// driver (the default), whose memory is host memory, so an op without a
+// Kiln kernel runs ATen's CPU kernel on zero-copy CPU views of it (the
+// fallback); or a GPU driver (Vulkan), whose memory the host reaches only
+// by copies, so the fallback runs the CPU kernel on host copies and copies
+// what it wrote back. Either way each fallback is counted per op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,7 @@
 
 namespace kiln::runtime {
 class Device;
+class Status;
 }
 namespace c10 {
 class OperatorHandle;
@@ -45,16 +49,28 @@ namespace kiln::python {
 
 /// The runtime's CPU device, shared with the compiled-graph bridge.
 runtime::Device &cpuRuntimeDevice();
+/// The process's device of runtime driver `driver` ("cpu", "vulkan"),
+/// shared with the compiled-graph bridge; a torch error naming the driver
+/// where it cannot be made (no such driver, no Vulkan device).
+runtime::Device &runtimeDevice(const std::string &driver);
 
 namespace eager {
 
 /// The most kiln devices a process may have (KILN_NUM_DEVICES).
 constexpr c10::DeviceIndex kMaxDevices = 64;
 
-/// Registers the device with PyTorch (idempotent; the first call's count
-/// wins). `deviceCount` virtual devices, kiln:0..N-1, share the CPU driver.
-void registerEagerDevice(int deviceCount);
+/// Registers the device with PyTorch (idempotent; the first call's
+/// arguments win). `deviceCount` virtual devices, kiln:0..N-1, share one
+/// device of runtime driver `driver`.
+void registerEagerDevice(int deviceCount, const std::string &driver);
 bool isRegistered();
+/// The runtime device under the kiln devices (registered first).
+runtime::Device &eagerRuntimeDevice();
+/// Whether its memory is host memory (the CPU driver): kiln tensors' data
+/// pointers are host pointers, and CPU views of them are zero-copy.
+bool memoryIsHost();
+/// Throws a torch error naming `what` for a failed runtime call.
+void throwIfFailed(const runtime::Status &status, const char *what);
 
 //===--- Devices (EagerRuntime.cpp) -----------------------------------===//
 
@@ -77,10 +93,40 @@ int64_t nextKernelSeed(const at::Generator &kilnGenerator);
 c10::DeviceAllocator &deviceAllocator();
 c10::Allocator &pinnedHostAllocator();
 bool isPinnedHostPointer(const void *data);
-/// A CPU tensor over the same bytes as `tensor` (kiln memory is host memory
-/// on the CPU driver): same sizes, strides and offset, over a CPU storage
-/// that covers the kiln storage. Writes through it land in `tensor`.
+/// A CPU tensor over the same bytes as `tensor` (only where memoryIsHost()):
+/// same sizes, strides and offset, over a CPU storage that covers the kiln
+/// storage. Writes through it land in `tensor`.
 at::Tensor cpuView(const at::Tensor &tensor);
+/// Grows or shrinks a kiln storage to `bytes`, keeping its first bytes.
+void resizeKilnStorage(const c10::Storage &storage, size_t bytes);
+/// A new kiln storage on device `index` holding a copy of `cpu`'s bytes.
+c10::Storage uploadCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index);
+
+/// Host copies of kiln tensors whose memory the host cannot address (a GPU
+/// driver's): one copy per kiln storage, so tensors that share memory share
+/// it on the host too, and a write through one is seen through the others.
+class HostStaging {
+public:
+  /// A CPU tensor with `kiln`'s sizes, strides and offset over the host
+  /// copy of its storage (downloaded at the first use of the storage).
+  at::Tensor toHost(const at::Tensor &kiln);
+  /// Marks `kiln`'s storage as written on the host: flush() uploads it.
+  void written(const at::Tensor &kiln);
+  /// The kiln storage whose host copy `cpu` is, or null.
+  const c10::Storage *kilnStorageOf(const c10::Storage &cpu) const;
+  /// Uploads the written host copies whose memory is still the storage's
+  /// own (a kernel that grew one replaced it; the caller re-points those).
+  void flush();
+
+private:
+  struct Copy {
+    c10::Storage kiln;
+    c10::Storage host;
+    const void *hostData; // to see whether a kernel replaced the memory
+    bool written = false;
+  };
+  std::vector<Copy> copies_;
+};
 /// A kiln storage that takes over `cpu`'s memory without copying, counted
 /// in device `index`'s memory statistics until freed.
 c10::Storage adoptCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index);
@@ -136,6 +182,9 @@ std::map<std::string, uint64_t> fallbackCalls();
 std::map<std::string, uint64_t> nativeCalls();
 void resetOpStats();
 void registerEagerOps();
+/// `target.copy_(source)` between two tensors of which at least one is a
+/// kiln tensor, without dispatching (a Kiln kernel may call it).
+void copyInto(const at::Tensor &target, const at::Tensor &source);
 /// The fallback: runs the op's ATen CPU kernel on CPU views of the kiln
 /// tensors (counted as a fallback call).
 void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack);

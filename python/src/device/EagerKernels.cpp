@@ -571,7 +571,7 @@ std::shared_ptr<CachedKernel> compileKernel(const KernelOp &op, const KeyedCall 
   if (status.ok())
     status = checkResults(artifact, op.writesOut ? call.outs().size() : 0, call.inPlace(), *kernel);
   if (status.ok()) {
-    auto program = rt::Program::load(std::move(artifact), cpuRuntimeDevice());
+    auto program = rt::Program::load(std::move(artifact), eagerRuntimeDevice());
     if (program.ok())
       kernel->program = std::move(*program);
     else
@@ -679,6 +679,34 @@ bool outputIsSafe(const KeyedCall &call, bool pointwise) {
   return true;
 }
 
+/// The binding of an empty tensor: a valid device address no kernel reads.
+void *emptyBinding() {
+  // Never freed: the runtime device lives as long as the process.
+  static rt::DeviceBuffer *buffer = [] {
+    rt::StatusOr<rt::DeviceBuffer> made = eagerRuntimeDevice().allocate(rt::Device::kMinAlignment);
+    throwIfFailed(made.status(), "allocating");
+    return new rt::DeviceBuffer(std::move(*made));
+  }();
+  return buffer->address();
+}
+
+/// Copies `values` into this thread's buffer of the device's memory and
+/// returns its address. Reused by the thread's next call: a copy from the
+/// host waits for the kernels queued before it, which may read it.
+uint8_t *stageValues(const std::vector<uint64_t> &values) {
+  static thread_local rt::DeviceBuffer *buffer = nullptr; // never freed, as above
+  size_t bytes = values.size() * sizeof(uint64_t);
+  if (!buffer || buffer->size() < bytes) {
+    rt::StatusOr<rt::DeviceBuffer> made = eagerRuntimeDevice().allocate(std::max<size_t>(bytes, 256));
+    throwIfFailed(made.status(), "allocating");
+    delete buffer;
+    buffer = new rt::DeviceBuffer(std::move(*made));
+  }
+  throwIfFailed(eagerRuntimeDevice().copyHostToDevice(buffer->address(), values.data(), bytes),
+                "copying a kernel's scalars to the device");
+  return static_cast<uint8_t *>(buffer->address());
+}
+
 /// Runs the kernel; its results (the out= tensor, or new tensors) go to
 /// `results`. False (having changed nothing but, perhaps, the out= tensor's
 /// size) if it could not run.
@@ -698,27 +726,47 @@ bool runKernel(const CachedKernel &kernel, const KeyedCall &call, bool intoOut,
     desc.dtype = dtype;
     desc.shape.assign(shape.begin(), shape.end());
   };
-  static int64_t empty;
+  // The 0-dim inputs the host passes (floats lifted out of the kernel,
+  // seeds, and where the device's memory is not the host's, 0-dim CPU
+  // tensors), 8 bytes each, in one block: staged in device memory there.
+  bool host = memoryIsHost();
+  static thread_local std::vector<uint64_t> values;
+  static thread_local std::vector<size_t> valuePointers; // where each goes
+  values.clear();
+  valuePointers.clear();
+  auto addValue = [&](const void *bytes, size_t size) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, bytes, size);
+    values.push_back(bits);
+    valuePointers.push_back(pointers.size());
+    pointers.push_back(nullptr);
+  };
   for (size_t i = 0; i < call.dense().size(); ++i) {
     const at::Tensor &tensor = call.dense()[i];
     if (!tensor.defined() || call.asValue()[i])
       continue;
-    pointers.push_back(tensor.numel() ? tensor.data_ptr() : &empty);
+    if (!host && tensor.is_cpu())
+      addValue(tensor.data_ptr(), tensor.itemsize());
+    else
+      pointers.push_back(tensor.numel() ? tensor.data_ptr() : emptyBinding());
     describe(*dtypeOf(tensor.scalar_type()), tensor.sizes());
   }
   for (const double &scalar : call.scalars()) {
-    pointers.push_back(const_cast<double *>(&scalar));
+    addValue(&scalar, sizeof(scalar));
     describe(rt::DType::F64, {});
   }
-  c10::SmallVector<int64_t, 4> seeds;
   if (kernel.seeds) {
     const at::Generator &generator = defaultGenerator(call.device().index());
-    for (size_t i = 0; i < kernel.seeds; ++i)
-      seeds.push_back(nextKernelSeed(generator));
-    for (int64_t &seed : seeds) {
-      pointers.push_back(&seed);
+    for (size_t i = 0; i < kernel.seeds; ++i) {
+      int64_t seed = nextKernelSeed(generator);
+      addValue(&seed, sizeof(seed));
       describe(rt::DType::I64, {});
     }
+  }
+  if (!values.empty()) {
+    uint8_t *base = host ? reinterpret_cast<uint8_t *>(values.data()) : stageValues(values);
+    for (size_t k = 0; k < values.size(); ++k)
+      pointers[valuePointers[k]] = base + 8 * k;
   }
   descs.resize(count);
   ResultAllocator allocator(intoOut ? call.outs() : c10::ArrayRef<at::Tensor>(), kernel,
@@ -825,8 +873,7 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         read.push_back(call->tensors()[i]);
     size_t first = results.size() - kernel->writes.size();
     for (size_t k = 0; k < kernel->writes.size(); ++k) {
-      at::Tensor target = cpuView(read.at(kernel->writes[k]));
-      at::native::copy_(target, cpuView(results[first + k]), false);
+      copyInto(read.at(kernel->writes[k]), results[first + k]);
     }
     results.resize(first);
   }
@@ -841,8 +888,7 @@ void kilnKernel(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
         return;
       }
     for (size_t o = 0; o < outs.size(); ++o) {
-      at::Tensor target = cpuView(outs[o]);
-      at::native::copy_(target, cpuView(results[o]), false);
+      copyInto(outs[o], results[o]);
       results[o] = outs[o];
     }
   }

@@ -1,7 +1,8 @@
-// The kiln device's memory: allocations from the runtime's CPU driver with
+// The kiln device's memory: allocations from its runtime device with
 // per-device statistics (what torch.kiln.memory_allocated and
 // torch.accelerator's memory functions read), pinned host memory, and the
-// zero-copy CPU views the fallback runs ATen's CPU kernels on.
+// CPU tensors the fallback runs ATen's CPU kernels on: zero-copy views of
+// host memory (the CPU driver), or host copies of a GPU driver's memory.
 #include "EagerDevice.h"
 
 #include "kiln/runtime/Device.h"
@@ -12,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <unordered_set>
@@ -71,7 +73,7 @@ class KilnDeviceAllocator final : public c10::DeviceAllocator {
 public:
   c10::DataPtr allocate(size_t bytes) override {
     c10::DeviceIndex device = currentDevice();
-    rt::StatusOr<rt::DeviceBuffer> buffer = cpuRuntimeDevice().allocate(bytes);
+    rt::StatusOr<rt::DeviceBuffer> buffer = eagerRuntimeDevice().allocate(bytes);
     TORCH_CHECK_WITH(OutOfMemoryError, buffer.ok(), "kiln:", static_cast<int>(device), ": ",
                      buffer.status().message());
     void *data = buffer->address();
@@ -81,7 +83,7 @@ public:
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void *dest, const void *src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
+    throwIfFailed(eagerRuntimeDevice().copyDeviceToDevice(dest, src, count), "copying a storage");
   }
 
   bool initialized() override { return true; }
@@ -174,6 +176,7 @@ c10::Allocator &pinnedHostAllocator() {
 bool isPinnedHostPointer(const void *data) { return PinnedHostAllocator::contains(data); }
 
 at::Tensor cpuView(const at::Tensor &tensor) {
+  TORCH_INTERNAL_ASSERT(memoryIsHost(), "a CPU view of a GPU driver's memory");
   const c10::Storage &storage = tensor.storage();
   // Resizable through the CPU allocator: a kernel that grows an out=
   // argument gets new CPU memory, which the fallback then adopts.
@@ -197,6 +200,76 @@ c10::Storage adoptCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index) {
   return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), bytes, std::move(data), &deviceAllocator(),
       /*resizable=*/true));
+}
+
+void resizeKilnStorage(const c10::Storage &storage, size_t bytes) {
+  c10::StorageImpl *impl = storage.unsafeGetStorageImpl();
+  TORCH_CHECK(impl->resizable(), "Trying to resize storage that is not resizable");
+  c10::DeviceGuard guard(storage.device());
+  c10::DataPtr fresh = deviceAllocator().allocate(bytes);
+  size_t kept = std::min(bytes, impl->nbytes());
+  if (kept)
+    throwIfFailed(eagerRuntimeDevice().copyDeviceToDevice(fresh.get(), impl->data(), kept),
+                  "resizing a storage");
+  impl->set_data_ptr_noswap(std::move(fresh));
+  impl->set_nbytes(bytes);
+}
+
+c10::Storage uploadCpuStorage(const c10::Storage &cpu, c10::DeviceIndex index) {
+  c10::DeviceGuard guard(c10::Device(c10::kPrivateUse1, index));
+  size_t bytes = cpu.nbytes();
+  c10::Storage storage(c10::Storage::use_byte_size_t(), bytes, &deviceAllocator(),
+                       /*resizable=*/true);
+  throwIfFailed(eagerRuntimeDevice().copyHostToDevice(storage.mutable_data(), cpu.data(), bytes),
+                "copying to the device");
+  return storage;
+}
+
+at::Tensor HostStaging::toHost(const at::Tensor &kiln) {
+  const c10::Storage &storage = kiln.storage();
+  auto found = std::find_if(copies_.begin(), copies_.end(), [&](const Copy &copy) {
+    return copy.kiln.unsafeGetStorageImpl() == storage.unsafeGetStorageImpl();
+  });
+  if (found == copies_.end()) {
+    size_t bytes = storage.nbytes();
+    // Resizable through the CPU allocator, as a CPU view is: a kernel that
+    // grows an out= argument gets new host memory, uploaded afterwards.
+    c10::Storage host(c10::Storage::use_byte_size_t(), bytes, c10::GetCPUAllocator(),
+                      /*resizable=*/true);
+    throwIfFailed(eagerRuntimeDevice().copyDeviceToHost(host.mutable_data(), storage.data(), bytes),
+                  "copying to the host");
+    copies_.push_back({storage, host, host.data()});
+    found = copies_.end() - 1;
+  }
+  at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(found->host), c10::DispatchKeySet(c10::DispatchKey::CPU), kiln.dtype());
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(kiln.sizes(), kiln.strides(),
+                                                    kiln.storage_offset());
+  return view;
+}
+
+void HostStaging::written(const at::Tensor &kiln) {
+  for (Copy &copy : copies_)
+    if (copy.kiln.unsafeGetStorageImpl() == kiln.storage().unsafeGetStorageImpl())
+      copy.written = true;
+}
+
+const c10::Storage *HostStaging::kilnStorageOf(const c10::Storage &cpu) const {
+  for (const Copy &copy : copies_)
+    if (copy.host.unsafeGetStorageImpl() == cpu.unsafeGetStorageImpl() && cpu.data() == copy.hostData)
+      return &copy.kiln;
+  return nullptr;
+}
+
+void HostStaging::flush() {
+  for (Copy &copy : copies_) {
+    if (!copy.written || copy.host.data() != copy.hostData)
+      continue;
+    throwIfFailed(eagerRuntimeDevice().copyHostToDevice(copy.kiln.mutable_data(), copy.host.data(),
+                                                        copy.kiln.nbytes()),
+                  "copying to the device");
+    copy.written = false;
+  }
 }
 
 at::Tensor tensorOnStorage(const c10::Storage &storage, const at::Tensor &like) {

@@ -1,6 +1,7 @@
 // The kiln device's ops: the native ops every PrivateUse1 backend must
 // provide (allocation, views, copies, resizing), and the boxed fallback that
-// runs any other op's ATen CPU kernel on zero-copy CPU views of kiln memory.
+// runs any other op's ATen CPU kernel on CPU tensors over kiln memory
+// (zero-copy views of the CPU driver's, host copies of a GPU driver's).
 // Every call of either kind is counted per operator, so a user (and the
 // tests) can see what ran where: kiln.device.stats().
 #include "EagerDevice.h"
@@ -13,11 +14,15 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "kiln/runtime/Device.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+
+namespace rt = kiln::runtime;
 
 namespace kiln::python::eager {
 namespace {
@@ -107,17 +112,54 @@ at::Tensor reshapeAlias(const at::Tensor &self, c10::SymIntArrayRef size, c10::S
 const at::Tensor &resize(const at::Tensor &self, c10::SymIntArrayRef size,
                          std::optional<c10::MemoryFormat> memoryFormat) {
   natives().add("aten::resize_");
-  // Growing allocates through the storage's allocator, for the current
-  // device: make that the tensor's.
-  const c10::DeviceGuard guard(self.device());
+  // Grown here, through the device's copies (ATen's CPU resize would copy
+  // the old bytes with memcpy, which a GPU driver's addresses do not take).
+  int64_t numel = c10::multiply_integers(C10_AS_INTARRAYREF_SLOW(size));
+  size_t needed = numel == 0 ? 0 : (size_t)(self.storage_offset() + numel) * self.itemsize();
+  if (needed > self.storage().nbytes())
+    resizeKilnStorage(self.storage(), needed);
   return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memoryFormat);
+}
+
+/// Whether `a` and `b` lay out their elements alike in one dense block, so
+/// a copy between them is one copy of bytes.
+bool sameDenseLayout(const at::Tensor &a, const at::Tensor &b) {
+  return a.scalar_type() == b.scalar_type() && a.sizes().equals(b.sizes()) &&
+         a.is_non_overlapping_and_dense() && a.strides().equals(b.strides());
+}
+
+/// A copy where a GPU driver holds the kiln memory: one copy of bytes where
+/// both sides are laid out alike, else ATen's CPU copy between host copies.
+void copyThroughDriver(const at::Tensor &source, const at::Tensor &target) {
+  if (source.numel() == 0)
+    return;
+  rt::Device &device = eagerRuntimeDevice();
+  if (sameDenseLayout(source, target)) {
+    size_t bytes = source.nbytes();
+    void *to = target.data_ptr();
+    const void *from = source.data_ptr();
+    if (source.is_privateuseone() && target.is_privateuseone())
+      throwIfFailed(device.copyDeviceToDevice(to, from, bytes), "copying on the device");
+    else if (target.is_privateuseone())
+      throwIfFailed(device.copyHostToDevice(to, from, bytes), "copying to the device");
+    else
+      throwIfFailed(device.copyDeviceToHost(to, from, bytes), "copying to the host");
+    return;
+  }
+  HostStaging staging;
+  at::Tensor from = source.is_privateuseone() ? staging.toHost(source) : source;
+  at::Tensor to = target.is_privateuseone() ? staging.toHost(target) : target;
+  at::native::copy_(to, from, false);
+  if (target.is_privateuseone()) {
+    staging.written(target);
+    staging.flush();
+  }
 }
 
 at::Tensor copyFrom(const at::Tensor &self, const at::Tensor &dst, bool nonBlocking) {
   natives().add("aten::_copy_from");
-  at::Tensor source = self.is_privateuseone() ? cpuView(self) : self;
-  at::Tensor target = dst.is_privateuseone() ? cpuView(dst) : dst;
-  at::native::copy_(target, source, nonBlocking);
+  copyInto(dst, self);
+  (void)nonBlocking; // the CPU driver copies at once; a GPU driver's host copies wait
   return dst;
 }
 
@@ -129,7 +171,13 @@ at::Tensor copyFromAndResize(const at::Tensor &self, const at::Tensor &dst) {
 
 at::Scalar localScalarDense(const at::Tensor &self) {
   natives().add("aten::_local_scalar_dense");
-  return at::native::_local_scalar_dense_cpu(cpuView(self));
+  if (memoryIsHost())
+    return at::native::_local_scalar_dense_cpu(cpuView(self));
+  at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+  throwIfFailed(eagerRuntimeDevice().copyDeviceToHost(host.data_ptr(), self.data_ptr(),
+                                                      self.itemsize()),
+                "reading a scalar");
+  return at::native::_local_scalar_dense_cpu(host);
 }
 
 at::Tensor &setSourceTensor(at::Tensor &self, const at::Tensor &source) {
@@ -157,11 +205,13 @@ bool isGeneratorArgument(const c10::Argument &argument) {
   return type->kind() == c10::TypeKind::GeneratorType;
 }
 
-/// One fallback call: kiln tensors in the arguments become CPU views of
-/// their memory; afterwards the views' changes (an out= argument resized
-/// or re-pointed) go back to the kiln tensors, and results become kiln
-/// tensors: the same tensor for a returned argument, an alias of an
-/// argument's memory for a view, adopted CPU memory for a new result.
+/// One fallback call: kiln tensors in the arguments become CPU tensors over
+/// their memory (views of host memory, or host copies of a GPU driver's);
+/// afterwards what the kernel wrote goes back (host copies are uploaded),
+/// the views' changes (an out= argument resized or re-pointed) go back to
+/// the kiln tensors, and results become kiln tensors: the same tensor for a
+/// returned argument, an alias of an argument's memory for a view, and for
+/// a new result its CPU memory adopted (host memory) or uploaded.
 class FallbackCall {
 public:
   c10::IValue toCpu(const c10::IValue &value) {
@@ -185,6 +235,19 @@ public:
       return c10::Device(c10::kCPU);
     }
     return value;
+  }
+
+  /// Notes that the kernel writes the kiln tensors of `value` (an argument
+  /// its schema marks written), after toCpu() of it.
+  void written(const c10::IValue &value) {
+    if (host_)
+      return; // the kernel writes the memory itself
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().is_privateuseone())
+      staging_.written(value.toTensor());
+    if (value.isTensorList())
+      for (const at::Tensor &tensor : value.toTensorList())
+        if (tensor.defined() && tensor.is_privateuseone())
+          staging_.written(tensor);
   }
 
   /// The CPU generator a random op draws from: one derived from the kiln
@@ -218,7 +281,7 @@ public:
     if (!tensor.defined() || !tensor.is_privateuseone())
       return tensor;
     noteDevice(tensor.device().index());
-    at::Tensor view = cpuView(tensor);
+    at::Tensor view = host_ ? cpuView(tensor) : staging_.toHost(tensor);
     viewed_.push_back({tensor, view, view.storage().unsafeGetStorageImpl(), view.storage().data()});
     return view;
   }
@@ -232,8 +295,11 @@ public:
     return tensorOnStorage(kilnStorageFor(result.storage()), result);
   }
 
-  /// Carries what the CPU kernel did to the views' metadata back.
+  /// Carries what the CPU kernel did back: the bytes it wrote into host
+  /// copies, and its changes to the views' metadata.
   void syncArguments() {
+    if (!host_)
+      staging_.flush();
     for (Viewed &viewed : viewed_) {
       c10::TensorImpl *kiln = viewed.kiln.unsafeGetTensorImpl();
       const at::Tensor &view = viewed.view;
@@ -260,17 +326,27 @@ private:
   }
 
   /// The kiln storage of CPU memory: an argument's, if the memory is one,
-  /// else the memory adopted.
+  /// else the memory adopted (host memory) or a copy of it uploaded.
   c10::Storage kilnStorageFor(const c10::Storage &cpu) {
+    if (!host_) {
+      const c10::Storage *kiln = staging_.kilnStorageOf(cpu);
+      return kiln ? *kiln : uploadCpuStorage(cpu, device_);
+    }
     for (const Viewed &viewed : viewed_)
       if (cpu.unsafeGetStorageImpl() == viewed.viewStorage && cpu.data() == viewed.data)
         return viewed.kiln.storage();
     return adoptCpuStorage(cpu, device_);
   }
 
+  bool host_ = memoryIsHost();
+  HostStaging staging_;
   c10::DeviceIndex device_ = -1;
   std::vector<Viewed> viewed_;
 };
+
+bool isWritten(const c10::Argument &argument) {
+  return argument.alias_info() && argument.alias_info()->isWrite();
+}
 
 void recordFallback(const c10::OperatorHandle &op) {
   FallbackPolicy current = policy().load(std::memory_order_relaxed);
@@ -300,10 +376,14 @@ void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   FallbackCall call;
   std::optional<size_t> generator;
   for (size_t i = 0; i < numArguments; ++i) {
-    if (isGeneratorArgument(schema.arguments()[i]))
+    if (isGeneratorArgument(schema.arguments()[i])) {
       generator = i; // ATen's ops take at most one
-    else
-      (*stack)[first + i] = call.toCpu((*stack)[first + i]);
+      continue;
+    }
+    c10::IValue kiln = (*stack)[first + i];
+    (*stack)[first + i] = call.toCpu(kiln);
+    if (isWritten(schema.arguments()[i]))
+      call.written(kiln);
   }
   if (generator)
     (*stack)[first + *generator] = call.generatorFor((*stack)[first + *generator]);
@@ -363,6 +443,16 @@ convolutionBackwardOnCpu(const at::Tensor &gradOutput, const at::Tensor &input,
 }
 
 } // namespace
+
+void copyInto(const at::Tensor &target, const at::Tensor &source) {
+  if (!memoryIsHost()) {
+    copyThroughDriver(source, target);
+    return;
+  }
+  at::Tensor to = target.is_privateuseone() ? cpuView(target) : target;
+  at::Tensor from = source.is_privateuseone() ? cpuView(source) : source;
+  at::native::copy_(to, from, false);
+}
 
 void setFallbackPolicy(FallbackPolicy value) { policy().store(value); }
 FallbackPolicy fallbackPolicy() { return policy().load(); }

@@ -1,9 +1,11 @@
 // The kiln device's devices, streams, events and generators, and the one
 // place that registers the device with PyTorch.
 //
-// kiln:0..N-1 are virtual devices over the runtime's CPU driver, which runs
-// work in order and synchronously: a stream is a name, an event is complete
-// when recorded (it keeps the time, for elapsed_time).
+// kiln:0..N-1 are virtual devices over one runtime device, which runs work
+// in order (the CPU driver synchronously, a GPU driver in submitted
+// batches): a stream is a name, and an event is complete when recorded (it
+// keeps the time, for elapsed_time) once the runtime device has finished
+// what was issued before it.
 #include "EagerDevice.h"
 
 #include "kiln/runtime/Device.h"
@@ -27,14 +29,12 @@ namespace {
 constexpr c10::DeviceType kKiln = c10::DeviceType::PrivateUse1;
 
 std::atomic<int> registeredCount{0};
+rt::Device *registeredDevice = nullptr; // set once, before registeredCount
+bool registeredOnHost = true;
 thread_local c10::DeviceIndex currentIndex = 0;
 /// The current stream of each device, per thread, as CUDA has it.
 thread_local std::array<c10::StreamId, kMaxDevices> currentStreams{};
 std::atomic<c10::StreamId> nextStreamId{1};
-
-void throwIfFailed(const rt::Status &status, const char *what) {
-  TORCH_CHECK(status.ok(), "kiln: ", what, ": ", status.message());
-}
 
 //===--- Generator ------------------------------------------------------===//
 
@@ -146,6 +146,7 @@ public:
   }
 
   void record(void **event, const c10::Stream &, const c10::DeviceIndex, const c10::EventFlag) const override {
+    throwIfFailed(eagerRuntimeDevice().synchronize(), "recording an event");
     if (*event == nullptr)
       *event = new EventRecord;
     static_cast<EventRecord *>(*event)->time = std::chrono::steady_clock::now();
@@ -163,10 +164,10 @@ public:
   }
   bool queryStream(const c10::Stream &) const override { return true; }
   void synchronizeStream(const c10::Stream &) const override {
-    throwIfFailed(cpuRuntimeDevice().synchronize(), "synchronize");
+    throwIfFailed(eagerRuntimeDevice().synchronize(), "synchronize");
   }
   void synchronizeDevice(const c10::DeviceIndex) const override {
-    throwIfFailed(cpuRuntimeDevice().synchronize(), "synchronize");
+    throwIfFailed(eagerRuntimeDevice().synchronize(), "synchronize");
   }
   void recordDataPtrOnStream(const c10::DataPtr &, const c10::Stream &) const override {}
 
@@ -206,15 +207,7 @@ public:
   bool isPinnedPtr(const void *data) const override { return isPinnedHostPointer(data); }
   at::Allocator *getPinnedMemoryAllocator() const override { return &pinnedHostAllocator(); }
   void resizePrivateUse1Bytes(const c10::Storage &storage, size_t bytes) const override {
-    c10::StorageImpl *impl = storage.unsafeGetStorageImpl();
-    TORCH_CHECK(impl->resizable(), "Trying to resize storage that is not resizable");
-    c10::DeviceGuard guard(storage.device());
-    c10::DataPtr fresh = deviceAllocator().allocate(bytes);
-    size_t kept = std::min(bytes, impl->nbytes());
-    if (kept)
-      std::memcpy(fresh.get(), impl->data(), kept);
-    impl->set_data_ptr_noswap(std::move(fresh));
-    impl->set_nbytes(bytes);
+    resizeKilnStorage(storage, bytes);
   }
 };
 
@@ -265,11 +258,28 @@ int64_t nextKernelSeed(const at::Generator &kilnGenerator) {
 
 bool isRegistered() { return registeredCount.load() > 0; }
 
-void registerEagerDevice(int count) {
+rt::Device &eagerRuntimeDevice() {
+  TORCH_CHECK(registeredDevice, "kiln: the kiln device is not registered (import kiln.device)");
+  return *registeredDevice;
+}
+
+bool memoryIsHost() { return registeredOnHost; }
+
+void throwIfFailed(const rt::Status &status, const char *what) {
+  TORCH_CHECK(status.ok(), "kiln: ", what, ": ", status.message());
+}
+
+void registerEagerDevice(int count, const std::string &driver) {
   static std::once_flag once;
-  std::call_once(once, [count] {
+  std::call_once(once, [count, &driver] {
     TORCH_CHECK(count >= 1 && count <= kMaxDevices, "kiln: the number of kiln devices must be in [1, ",
                 kMaxDevices, "]; got ", count);
+    try {
+      registeredDevice = &runtimeDevice(driver);
+    } catch (const std::exception &err) {
+      TORCH_CHECK(false, "kiln: KILN_DEVICE=", driver, ": ", err.what());
+    }
+    registeredOnHost = registeredDevice == &cpuRuntimeDevice();
     registeredCount = count;
     c10::SetAllocator(kKiln, &deviceAllocator());
     static c10::impl::DeviceGuardImplRegistrar guard(kKiln, new KilnGuardImpl());
