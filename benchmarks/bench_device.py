@@ -119,7 +119,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
 
-    print(f"CPU: {cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"CPU: {cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
+          f"kiln device on the {kiln.device.driver()} driver ({kiln._C.device.describe()})")
     print("\n## Per-op overhead on a cache hit (us per call; median / fastest round)\n")
     print("| op | CPU eager | kiln | kiln / CPU |\n|---|---|---|---|")
     for name, cpu, on_kiln in op_overhead(args.rounds):

@@ -198,6 +198,9 @@ OPS = {
     # powf by exponent splitting (signs, zeros and infinities as in C).
     "inverse_trig": (lambda x: torch.asin(x) + torch.acos(x) * torch.atanh(x) - torch.atan2(x, x + 2),
                      lambda: (torch.rand(64) * 1.8 - 0.9,)),
+    # atan2 of signed zeros, where the polynomial divides 0 by 0.
+    "atan2_zeros": (torch.atan2, lambda: (torch.tensor([0.0, 0.0, -0.0, -0.0, 1.0, 0.0]),
+                                          torch.tensor([0.0, -0.0, 0.0, -0.0, 0.0, -2.0]))),
     "inverse_hyperbolic": (lambda x: torch.asinh(x * 30) + torch.acosh(x.abs() * 9 + 1),
                            lambda: (torch.randn(64),)),
     "pow": (torch.pow, lambda: (torch.tensor([-2.0, -0.5, 0.0, -0.0, 3.0, 7.5, 1e-40, float("inf")]),

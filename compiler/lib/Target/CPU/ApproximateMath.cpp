@@ -51,6 +51,43 @@ struct MathToLibmCall : OpRewritePattern<MathOp> {
   bool float64Only;
 };
 
+/// atan2(y, x) for y = x = 0 as IEEE and libm give it (0 for x = +0, pi
+/// for x = -0, signed as y), around the polynomial, which divides 0 by 0
+/// there and returns NaN (a bool atan2 meets it at every false pair).
+struct Atan2OfZeros : OpRewritePattern<math::Atan2Op> {
+  Atan2OfZeros(MLIRContext *ctx) : OpRewritePattern<math::Atan2Op>(ctx, /*benefit=*/2) {}
+  static constexpr llvm::StringLiteral kGuarded = "kiln.zeros_guarded";
+
+  LogicalResult matchAndRewrite(math::Atan2Op op, PatternRewriter &rewriter) const override {
+    if (op->hasAttr(kGuarded))
+      return failure();
+    Location loc = op.getLoc();
+    Value y = op.getLhs(), x = op.getRhs();
+    Type type = op.getType();
+    auto constant = [&](double value) -> Value {
+      auto scalar = rewriter.getFloatAttr(getElementTypeOrSelf(type), value);
+      if (auto shaped = dyn_cast<ShapedType>(type))
+        return arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(shaped, scalar));
+      return arith::ConstantOp::create(rewriter, loc, scalar);
+    };
+    auto atan2 = math::Atan2Op::create(rewriter, loc, y, x);
+    atan2->setAttr(kGuarded, rewriter.getUnitAttr());
+    Value zero = constant(0.0);
+    // x's sign bit, which -0 has too.
+    Value xNegative = arith::CmpFOp::create(
+        rewriter, loc, arith::CmpFPredicate::OLT,
+        math::CopySignOp::create(rewriter, loc, constant(1.0), x), zero);
+    Value yZero = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ, y, zero);
+    Value xZero = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ, x, zero);
+    Value bothZero = arith::AndIOp::create(rewriter, loc, yZero, xZero);
+    Value angle =
+        arith::SelectOp::create(rewriter, loc, xNegative, constant(3.14159265358979323846), zero);
+    Value onAxis = math::CopySignOp::create(rewriter, loc, angle, y);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, bothZero, onAxis, atan2);
+    return success();
+  }
+};
+
 /// asinh, acosh and atanh of float32 through log1p (which the polynomial
 /// patterns then approximate), for targets without libm: the textbook
 /// log(x + sqrt(x^2 + 1)) loses all precision near zero and cancels for
@@ -221,7 +258,7 @@ struct ApproximateMathPass
       patterns.add<MathToLibmCall<math::AtanhOp>>(ctx, "atanh");
       patterns.add<MathToLibmCall<math::Atan2Op>>(ctx, "atan2");
     } else {
-      patterns.add<InverseHyperbolic, PreciseFloat32Pow>(ctx);
+      patterns.add<InverseHyperbolic, PreciseFloat32Pow, Atan2OfZeros>(ctx);
     }
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
