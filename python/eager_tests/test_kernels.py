@@ -130,6 +130,21 @@ def test_transposed_broadcast_and_in_place_operands():
     assert kiln.device.stats()["fallback_calls"] == 0, kiln.device.stats()["fallback"]
 
 
+def test_broadcast_operands_of_each_size_keep_their_size():
+    """An operand expanded along a dim (stride 0) is read once and expanded
+    to its size by the kernel: a new size must not reuse another size's
+    kernel (transformers expands position ids to the batch, then slices and
+    subtracts: a batch of 3 after one of 2 once got 2 rows)."""
+    for batch in (2, 3, 5):
+        positions = torch.arange(12).view(1, 12).expand(batch, -1)
+        on_device = torch.arange(12).to("kiln").view(1, 12).expand(batch, -1)
+        shifted = on_device[:, :1] - 1
+        assert shifted.shape == (batch, 1)
+        torch.testing.assert_close(shifted.cpu(), positions[:, :1] - 1)
+        row = torch.randn(4)
+        torch.testing.assert_close((row.to("kiln").expand(batch, 4) * 2).cpu(), row.expand(batch, 4) * 2)
+
+
 def test_out_arguments_and_their_overlap():
     a, b = torch.randn(3, 4), torch.randn(3, 4)
     ka, kb = on_kiln(a, b)

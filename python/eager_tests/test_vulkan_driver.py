@@ -124,3 +124,21 @@ def test_inductor_says_to_use_the_kiln_backend():
     compiled = torch.compile(torch.nn.Linear(3, 3).to("kiln"))
     with pytest.raises(Exception, match='backend="kiln"'):
         compiled(torch.randn(2, 3, device="kiln"))
+
+
+def test_ops_queue_and_freed_memory_is_reused():
+    x = torch.randn(1000)
+    k = x.to("kiln")
+    # Many ops queue without a read in between; the read sees them all.
+    for _ in range(20):
+        k = k * 1.5 - 0.25
+    expected = x
+    for _ in range(20):
+        expected = expected * 1.5 - 0.25
+    torch.testing.assert_close(k.cpu(), expected)
+    # A freed block serves the next allocation of its size, until emptied.
+    block = torch.empty(1000, device="kiln")
+    address = block.data_ptr()
+    del block
+    assert torch.empty(1000, device="kiln").data_ptr() == address
+    torch.kiln.empty_cache()

@@ -346,13 +346,13 @@ Status Program::run(const std::vector<void *> &inputs,
                     std::vector<std::shared_ptr<Buffer>> &allocated,
                     std::vector<OutputRef> &outputs,
                     std::vector<double> *launchMs,
-                    const InputVersions *versions) const {
+                    const InputVersions *versions, bool wait) const {
   allocated.clear();
   outputs.clear();
   std::vector<int64_t> symbols;
   Status status = checkInputs(inputs, inputDescs, symbols);
   if (status.ok() && !hasCached_) {
-    status = runImpl(inputs, symbols, allocator, allocated, outputs, launchMs, false);
+    status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, false);
   } else if (status.ok()) {
     // Reuse the cached launches' results if they were made from these very
     // inputs (shared: calls that reuse them run at once); else make them
@@ -362,7 +362,7 @@ Status Program::run(const std::vector<void *> &inputs,
     if (identity) {
       std::shared_lock<std::shared_mutex> lock(cacheMutex_);
       if (cachedFrom_ && *cachedFrom_ == *identity) {
-        status = runImpl(inputs, symbols, allocator, allocated, outputs, launchMs, false);
+        status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, false);
         reused = true;
       }
     }
@@ -370,7 +370,7 @@ Status Program::run(const std::vector<void *> &inputs,
       std::unique_lock<std::shared_mutex> lock(cacheMutex_);
       bool current = identity && cachedFrom_ && *cachedFrom_ == *identity;
       cachedFrom_.reset(); // until the launches below have made them
-      status = runImpl(inputs, symbols, allocator, allocated, outputs, launchMs, !current);
+      status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, !current);
       if (status.ok() && identity) {
         if (versions->keepAlive)
           identity->keepAlive = versions->keepAlive();
@@ -385,7 +385,7 @@ Status Program::run(const std::vector<void *> &inputs,
   return status;
 }
 
-Status Program::runImpl(const std::vector<void *> &inputs,
+Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
                         const std::vector<int64_t> &symbols,
                         Allocator &allocator,
                         std::vector<std::shared_ptr<Buffer>> &allocated,
@@ -498,7 +498,8 @@ Status Program::runImpl(const std::vector<void *> &inputs,
 
   KILN_RETURN_IF_ERROR(runChecks(artifact_.launches.size()));
   // The outputs are complete, and a kernel fault is this call's error.
-  KILN_RETURN_IF_ERROR(device_.synchronize());
+  if (wait)
+    KILN_RETURN_IF_ERROR(device_.synchronize());
   if (runCached)
     ++cachedRuns_;
 

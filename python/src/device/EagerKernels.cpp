@@ -375,12 +375,14 @@ private:
       // permutation of dense memory is read in memory order and permuted
       // back. kiln.eager_kernels does the same to the example, whose strides
       // are the tensor's.
+      // The kernel expands to the sizes it was traced with (no input of it
+      // has them), so they are part of the key.
       std::vector<int64_t> sizes = tensor.sizes().vec();
       key_ << 'b';
       for (int64_t d = 0; d < tensor.dim(); ++d)
         if (tensor.stride(d) == 0 && sizes[d] > 1) {
+          key_ << d << '=' << sizes[d] << ',';
           sizes[d] = 1;
-          key_ << d << ',';
         }
       at::Tensor base = tensor.as_strided(sizes, tensor.strides());
       if (base.is_contiguous())
@@ -773,7 +775,10 @@ bool runKernel(const CachedKernel &kernel, const KeyedCall &call, bool intoOut,
                             call.inPlace(), call.device());
   std::vector<std::shared_ptr<rt::Buffer>> allocated;
   std::vector<rt::OutputRef> outputs;
-  rt::Status status = program.run(pointers, descs, allocator, allocated, outputs);
+  // On a GPU driver the op returns with its kernels queued, as on CUDA: the
+  // host waits only where it reads (a copy to the host, synchronize()).
+  rt::Status status = program.run(pointers, descs, allocator, allocated, outputs, nullptr, nullptr,
+                                  /*wait=*/memoryIsHost());
   if (status.code() == rt::StatusCode::IndexOutOfRange)
     TORCH_CHECK_INDEX(false, status.message());
   if (!status.ok())

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <array>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace rt = kiln::runtime;
@@ -26,8 +28,8 @@ namespace {
 constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 
 /// Statistics of one virtual device, as CUDA's caching allocator reports
-/// them (only the aggregate pool: there is no caching yet, so reserved
-/// equals allocated).
+/// them (only the aggregate pool; reserved equals allocated: the blocks a
+/// GPU driver's cache keeps are not counted).
 struct DeviceMemoryStats {
   std::mutex mutex;
   c10::CachingDeviceAllocator::DeviceStats stats;
@@ -63,17 +65,94 @@ struct Allocation {
   size_t bytes;
 };
 
+/// Freed blocks of a GPU driver's memory, kept for the next allocation of
+/// their size, as CUDA's caching allocator keeps them: freeing device memory
+/// waits for the queued work that may use it (and allocating costs driver
+/// calls). Reusing a block needs no wait: the device runs work in order, so
+/// what writes a reused block runs after what read it. (The CPU driver's
+/// memory is freed at once: nothing is queued there.)
+class BlockCache {
+public:
+  /// Sizes are rounded up to this, so that near sizes share blocks.
+  static constexpr size_t kGranule = 512;
+  /// Beyond this many cached bytes, freed blocks are freed.
+  static constexpr size_t kMaxCachedBytes = size_t(1) << 30;
+
+  static size_t rounded(size_t bytes) {
+    return std::max<size_t>(1, (bytes + kGranule - 1) / kGranule) * kGranule;
+  }
+
+  std::optional<rt::DeviceBuffer> take(size_t roundedBytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = blocks_.find(roundedBytes);
+    if (found == blocks_.end())
+      return std::nullopt;
+    rt::DeviceBuffer block = std::move(found->second);
+    blocks_.erase(found);
+    cachedBytes_ -= roundedBytes;
+    return block;
+  }
+  void give(rt::DeviceBuffer block) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cachedBytes_ + block.size() <= kMaxCachedBytes) {
+        cachedBytes_ += block.size();
+        blocks_.emplace(block.size(), std::move(block));
+        return;
+      }
+    }
+    block.reset(); // outside the lock: it waits for the device
+  }
+  void clear() {
+    std::unordered_multimap<size_t, rt::DeviceBuffer> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks.swap(blocks_);
+      cachedBytes_ = 0;
+    }
+  }
+
+private:
+  std::mutex mutex_;
+  std::unordered_multimap<size_t, rt::DeviceBuffer> blocks_;
+  size_t cachedBytes_ = 0;
+};
+
+BlockCache &blockCache() {
+  static BlockCache *cache = new BlockCache; // never destroyed: blocks outlive no device
+  return *cache;
+}
+
 void freeAllocation(void *context) {
   auto *allocation = static_cast<Allocation *>(context);
   memoryStats()[allocation->device].freed(allocation->bytes);
+  if (allocation->buffer && !memoryIsHost())
+    blockCache().give(std::move(allocation->buffer));
   delete allocation;
+}
+
+/// `bytes` of the runtime device's memory: a cached block on a GPU driver
+/// where one fits, else a new allocation (after emptying the cache, if the
+/// device is out of memory).
+rt::StatusOr<rt::DeviceBuffer> allocateBuffer(size_t bytes) {
+  if (memoryIsHost())
+    return eagerRuntimeDevice().allocate(bytes);
+  size_t size = BlockCache::rounded(bytes);
+  if (std::optional<rt::DeviceBuffer> cached = blockCache().take(size))
+    return std::move(*cached);
+  rt::StatusOr<rt::DeviceBuffer> buffer = eagerRuntimeDevice().allocate(size);
+  if (!buffer.ok() && buffer.status().code() == rt::StatusCode::OutOfMemory) {
+    blockCache().clear();
+    buffer = eagerRuntimeDevice().allocate(size);
+  }
+  return buffer;
 }
 
 class KilnDeviceAllocator final : public c10::DeviceAllocator {
 public:
   c10::DataPtr allocate(size_t bytes) override {
     c10::DeviceIndex device = currentDevice();
-    rt::StatusOr<rt::DeviceBuffer> buffer = eagerRuntimeDevice().allocate(bytes);
+    rt::StatusOr<rt::DeviceBuffer> buffer = allocateBuffer(bytes);
     TORCH_CHECK_WITH(OutOfMemoryError, buffer.ok(), "kiln:", static_cast<int>(device), ": ",
                      buffer.status().message());
     void *data = buffer->address();
@@ -87,7 +166,7 @@ public:
   }
 
   bool initialized() override { return true; }
-  void emptyCache(c10::MempoolId_t) override {} // nothing is cached yet
+  void emptyCache(c10::MempoolId_t) override { blockCache().clear(); }
   void recordStream(const c10::DataPtr &, c10::Stream) override {} // one in-order queue
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     checkDeviceIndex(device);

@@ -55,6 +55,7 @@
   X(vkEndCommandBuffer)                                                        \
   X(vkCmdPipelineBarrier)                                                      \
   X(vkCmdCopyBuffer)                                                           \
+  X(vkCmdUpdateBuffer)                                                         \
   X(vkCmdBindPipeline)                                                         \
   X(vkCmdBindDescriptorSets)                                                   \
   X(vkCmdPushConstants)                                                        \

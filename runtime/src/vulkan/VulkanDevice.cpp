@@ -507,7 +507,14 @@ Status VulkanDevice::copyHostToDevice(void *device, const void *host, size_t byt
   StatusOr<Resolved> target = resolve(device, bytes, "copy from the host");
   if (!target.ok())
     return target.status();
-  // Queued kernels may still read what this overwrites.
+  // Queued kernels may still read what this overwrites. A small copy goes
+  // into the command buffer after them (vkCmdUpdateBuffer takes the bytes
+  // now), so an eager op's scalars do not wait for the queue to drain.
+  if (recording_ && bytes <= kInlineUploadBytes && bytes % 4 == 0 && target->offset % 4 == 0) {
+    KILN_RETURN_IF_ERROR(beginCommand());
+    api_.vkCmdUpdateBuffer(commands_, target->allocation->buffer, target->offset, bytes, host);
+    return Status::OK();
+  }
   KILN_RETURN_IF_ERROR(flush());
   if (!target->allocation->mapped)
     return stagedUpload(*target, host, bytes);

@@ -8,11 +8,12 @@
 // integrated GPUs) it stays mapped and the host copies directly; otherwise
 // copies go through staging buffers.
 //
-// Work: launches and device-to-device copies are recorded into one command
-// buffer, a full memory barrier before each (a kernel sees the previous
-// kernel's writes), and submitted when the host needs the results: at
-// synchronize(), at a copy to or from the host, and before memory or
-// pipelines that queued work may use are freed. The device is one mutex:
+// Work: launches, device-to-device copies and small copies from the host
+// are recorded into one command buffer, a full memory barrier before each
+// (a kernel sees the previous kernel's writes), and submitted when the host
+// needs the results: at synchronize(), at a copy to the host or a large one
+// from it, and before memory or pipelines that queued work may use are
+// freed. The device is one mutex:
 // Programs run from several threads share it.
 //
 // Status: every kernel takes one more storage buffer after its bindings,
@@ -39,6 +40,11 @@ class VulkanExecutable;
 
 class VulkanDevice final : public Device {
 public:
+  /// The largest host-to-device copy recorded into the command buffer
+  /// rather than waiting for queued work (vkCmdUpdateBuffer takes up to 64
+  /// KiB; a small limit keeps command buffers small).
+  static constexpr size_t kInlineUploadBytes = 4096;
+
   /// The device $KILN_VULKAN_DEVICE selects; StatusCode::Unavailable where
   /// this machine has no Vulkan or no such device.
   static StatusOr<std::unique_ptr<VulkanDevice>> create();

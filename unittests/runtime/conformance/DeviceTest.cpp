@@ -103,6 +103,34 @@ TEST_P(DeviceTest, LoadsAndLaunches) {
     ASSERT_EQ(result[i], x[i] + y[i]) << "element " << i;
 }
 
+// Copies from the host take effect in issue order with launches that may
+// still be queued: the launch before a copy reads the old bytes, the one
+// after it the new ones (a GPU driver may record a small copy into its
+// command stream rather than wait).
+TEST_P(DeviceTest, HostCopiesAreOrderedWithQueuedLaunches) {
+  StatusOr<std::unique_ptr<Executable>> executable =
+      device->loadExecutable(testExecutable(), kKernels);
+  ASSERT_TRUE(executable.ok()) << executable.status().message();
+  std::vector<float> x(1000, 1.0f), y(1000, 2.0f);
+  DeviceBuffer dx = upload(x), dy = upload(y);
+  DeviceBuffer before = upload(std::vector<float>(1000)), after = upload(std::vector<float>(1000));
+  ASSERT_TRUE(
+      launch(**executable, kAdd, {dx.address(), dy.address(), before.address()}, {7, 1, 1}).ok());
+  std::vector<float> small(4, 10.0f), large(1000, 100.0f);
+  ASSERT_TRUE(device->copyHostToDevice(dx.address(), small.data(), small.size() * 4).ok());
+  ASSERT_TRUE(
+      launch(**executable, kAdd, {dx.address(), dy.address(), after.address()}, {7, 1, 1}).ok());
+  ASSERT_TRUE(device->copyHostToDevice(dy.address(), large.data(), large.size() * 4).ok());
+  ASSERT_TRUE(device->synchronize().ok());
+  std::vector<float> first = download<float>(before.address(), 1000);
+  std::vector<float> second = download<float>(after.address(), 1000);
+  for (size_t i = 0; i < 1000; ++i) {
+    ASSERT_EQ(first[i], 3.0f) << "element " << i;
+    ASSERT_EQ(second[i], i < 4 ? 12.0f : 3.0f) << "element " << i;
+  }
+  EXPECT_EQ(download<float>(dy.address(), 1)[0], 100.0f);
+}
+
 TEST_P(DeviceTest, LaunchesEveryWorkgroupOfA3DGridOnce) {
   StatusOr<std::unique_ptr<Executable>> executable =
       device->loadExecutable(testExecutable(), kKernels);

@@ -199,6 +199,30 @@ TEST_P(ProgramTest, ConcurrentRuns) {
     thread.join();
 }
 
+// Without waiting, runs may return with their launches queued; later runs
+// and a synchronize() see each one complete.
+TEST_P(ProgramTest, RunsWithoutWaitingCompleteInOrder) {
+  std::unique_ptr<Program> program = load(sampleArtifact());
+  ASSERT_TRUE(program);
+  DeviceAllocator allocator(*device);
+  std::vector<std::vector<std::shared_ptr<Buffer>>> allocated(3);
+  std::vector<std::vector<OutputRef>> outputs(3);
+  std::vector<Inputs> in;
+  for (int k = 0; k < 3; ++k)
+    in.push_back(inputs(static_cast<float>(10 * k)));
+  for (int k = 0; k < 3; ++k) {
+    Status status = program->run(in[k].pointers(), in[k].descs(), allocator, allocated[k],
+                                 outputs[k], nullptr, nullptr, /*wait=*/false);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  ASSERT_TRUE(device->synchronize().ok());
+  for (int k = 0; k < 3; ++k) {
+    std::vector<float> out = read(allocated[k][0], outputs[k][0].byteOffset, kN);
+    for (int64_t i = 0; i < kN; ++i)
+      ASSERT_FLOAT_EQ(out[i], 2.0f * (in[k].x[i] + in[k].y[i])) << "run " << k << " element " << i;
+  }
+}
+
 TEST_P(ProgramTest, UsesGivenAllocator) {
   std::unique_ptr<Program> program = load(sampleArtifact());
   ASSERT_TRUE(program);

@@ -80,12 +80,18 @@ public:
   /// read has another data pointer or version than when they last ran; with
   /// no `versions` (or an input kUntracked) they run on every call. A call
   /// that runs them excludes concurrent calls; the others share.
+  ///
+  /// With `wait` (the default) run() returns once the device has finished
+  /// the launches, and a kernel's fault is its error. Without, it may return
+  /// while they are queued (on a GPU), as an eager op does: the outputs are
+  /// complete for any later work on the device, and for the host after
+  /// Device::synchronize() or a copy to the host, which report a fault.
   Status run(const std::vector<void *> &inputs,
              const std::vector<TensorDesc> &inputDescs, Allocator &allocator,
              std::vector<std::shared_ptr<Buffer>> &allocated,
              std::vector<OutputRef> &outputs,
              std::vector<double> *launchMs = nullptr,
-             const InputVersions *versions = nullptr) const;
+             const InputVersions *versions = nullptr, bool wait = true) const;
 
   /// What a call with these inputs (as for run()) takes besides its inputs,
   /// in bytes.
@@ -140,7 +146,7 @@ private:
   /// the same (the usual case: resolving costs per buffer and launch); null
   /// for a static graph, whose sizes are the artifact's.
   StatusOr<std::shared_ptr<const Resolved>> resolvedFor(const std::vector<int64_t> &symbols) const;
-  Status runImpl(const std::vector<void *> &inputs,
+  Status runImpl(bool wait, const std::vector<void *> &inputs,
                  const std::vector<int64_t> &symbols, Allocator &allocator,
                  std::vector<std::shared_ptr<Buffer>> &allocated,
                  std::vector<OutputRef> &outputs,
