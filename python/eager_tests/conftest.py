@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import kiln.device
+from kiln.testing import training
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -31,3 +32,24 @@ def _fresh_state():
     kiln.device.reset_stats()
     yield
     kiln.device.set_fallback_policy("allow")
+
+
+@pytest.fixture
+def assert_trains_like_cpu():
+    """A check of a training case's eager loop on kiln against the same loop
+    on the CPU: at least `kernel_share` of the last step's op calls ran Kiln
+    kernels (the earlier steps compiled them), and the losses and the trained
+    parameters match."""
+    def check(case: training.TrainingCase, steps: int, kernel_share: float) -> None:
+        cpu_losses, cpu_model = training.train_on(case, "cpu", steps)
+        kiln_losses, kiln_model = training.train_on(case, "kiln", steps,
+                                                    before_last_step=kiln.device.reset_stats)
+        stats = kiln.device.stats()
+        assert stats["kernel_calls"] >= kernel_share * (stats["kernel_calls"] + stats["fallback_calls"]), \
+            stats["fallback"]
+        assert kiln_losses == pytest.approx(cpu_losses, rel=1e-4, abs=1e-5)
+        for (key, on_cpu), on_kiln in zip(cpu_model.state_dict().items(), kiln_model.state_dict().values()):
+            assert on_kiln.device.type == "kiln", key
+            assert torch.allclose(on_kiln.cpu(), on_cpu, rtol=1e-3, atol=1e-4), key
+
+    return check

@@ -92,17 +92,8 @@ def test_out_arguments_grow_through_the_device():
 
 
 @pytest.mark.parametrize("name,batch", [("mlp", 8), ("mlp", 3), ("gpt2", 2)])
-def test_training_loops_match_the_cpu(name, batch):
-    case = getattr(training, name)(batch)
-
-    cpu_losses, cpu_model = training.train_on(case, "cpu", steps=3)
-    kiln_losses, kiln_model = training.train_on(case, "kiln", steps=3, before_last_step=kiln.device.reset_stats)
-    stats = kiln.device.stats()
-    assert stats["kernel_calls"] >= 0.9 * (stats["kernel_calls"] + stats["fallback_calls"]), stats["fallback"]
-    assert kiln_losses == pytest.approx(cpu_losses, rel=1e-4, abs=1e-5)
-    for (key, on_cpu), on_kiln in zip(cpu_model.state_dict().items(), kiln_model.state_dict().values()):
-        assert on_kiln.device.type == "kiln", key
-        assert torch.allclose(on_kiln.cpu(), on_cpu, rtol=1e-3, atol=1e-4), key
+def test_training_loops_match_the_cpu(name, batch, assert_trains_like_cpu):
+    assert_trains_like_cpu(getattr(training, name)(batch), steps=3, kernel_share=0.9)
 
 
 def test_compile_on_the_device_runs_vulkan_kernels():

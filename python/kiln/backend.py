@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import os
 from collections import Counter
 import dataclasses
 from dataclasses import asdict, dataclass, field
@@ -50,7 +51,8 @@ from kiln.randomness import lift_random_seeds, with_random_seeds
 from kiln.dumps import Dump, save_first_call, summary_updater
 from kiln.logs import configure_from_env, log
 from kiln.options import ENV_VARS, KilnOptions
-from kiln.partition import KilnSupport, Unsupported, find_unsupported, partition_graph
+from kiln.partition import (KilnSupport, Unsupported, find_unsupported, kiln_device_driver,
+                            partition_graph)
 from kiln.runner import KilnModule, boxed, boxed_runner, returns_tuple
 
 __all__ = ["CompileRecord", "aten_graphs", "compile_records", "compute_nodes", "held_memory",
@@ -160,17 +162,14 @@ def _target_for_kiln_memory(opts: KilnOptions, options: dict[str, Any] | None,
     """Kernels for the driver the kiln device's memory is on (KILN_DEVICE),
     where the graph takes kiln tensors and no target was asked for: a
     model on a Vulkan-backed kiln device compiles for Vulkan."""
-    import os
-
-    from kiln import _C
-
     if (options or {}).get("target") or os.environ.get(ENV_VARS["target"]):
         return opts
-    if not _C.device.is_registered() or _C.device.driver() == "cpu":
+    driver = kiln_device_driver()
+    if driver in (None, "cpu"):
         return opts
     if not any(isinstance(t, torch.Tensor) and t.device.type == "kiln" for t in example_inputs):
         return opts
-    return dataclasses.replace(opts, target=_C.device.driver())
+    return dataclasses.replace(opts, target=driver)
 
 
 def aten_graphs(

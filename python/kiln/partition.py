@@ -260,15 +260,19 @@ class KilnSupport(OperatorSupportBase):
 _TENSOR_DEVICES = {"cpu": ("cpu",), "vulkan": ("cpu",)}
 
 
+def kiln_device_driver() -> str | None:
+    """The runtime driver the eager kiln device's memory is on ("cpu",
+    "vulkan"), or None before `import kiln.device` registered it."""
+    from kiln import _C  # the extension, loaded by `import kiln` already
+
+    return _C.device.driver() if _C.device.is_registered() else None
+
+
 def tensor_devices(kind: str) -> tuple[str, ...]:
     """The torch devices of the tensors a target kind takes: those above, and
     the eager kiln device's where its memory is on the target's driver."""
-    from kiln import _C
-
     devices = _TENSOR_DEVICES.get(kind, (kind,))
-    if _C.device.is_registered() and _C.device.driver() == kind:
-        devices += ("kiln",)
-    return devices
+    return devices + ("kiln",) if kiln_device_driver() == kind else devices
 
 
 # Integer arguments that Kiln's importer takes only as constants: pad widths,

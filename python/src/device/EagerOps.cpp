@@ -380,10 +380,14 @@ void runOnCpu(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
       generator = i; // ATen's ops take at most one
       continue;
     }
-    c10::IValue kiln = (*stack)[first + i];
-    (*stack)[first + i] = call.toCpu(kiln);
-    if (isWritten(schema.arguments()[i]))
-      call.written(kiln);
+    c10::IValue &value = (*stack)[first + i];
+    if (!isWritten(schema.arguments()[i])) {
+      value = call.toCpu(value);
+      continue;
+    }
+    c10::IValue kiln = value;
+    value = call.toCpu(kiln);
+    call.written(kiln);
   }
   if (generator)
     (*stack)[first + *generator] = call.generatorFor((*stack)[first + *generator]);
