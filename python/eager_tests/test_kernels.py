@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import kiln.device
+from kiln.testing import distributions
 
 pytestmark = pytest.mark.e2e
 
@@ -105,6 +106,21 @@ def test_random_ops_are_kernels_seeded_by_the_device_generator():
     assert ran_kernels("aten::uniform_") == 3
     assert ran_kernels("aten::native_dropout") == 5
     assert sum(n for op, n in stats["kernel"].items() if op.startswith("aten::bernoulli")) == 5
+
+
+@pytest.mark.parametrize("case", distributions.CASES, ids=lambda c: c.name)
+def test_random_distributions_are_kernels(case):
+    """normal_, random_, exponential_, ..., multinomial (torch.randn,
+    torch.randint, nn.init, sampling) as Kiln kernels: distributions right,
+    reproducible under torch.manual_seed."""
+    x = torch.zeros(distributions.SAMPLES, device="kiln")
+    torch.manual_seed(5)
+    sample = case.draw(x).cpu()
+    case.check(sample)
+    assert ran_kernels(case.kernel) == 1, kiln.device.stats()["kernel"]
+    torch.manual_seed(5)
+    assert torch.equal(case.draw(x).cpu(), sample)
+    assert not torch.equal(case.draw(x).cpu(), sample)
 
 
 def test_python_numbers_keep_their_promotion():

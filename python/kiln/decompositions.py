@@ -413,6 +413,14 @@ def _copy(x, src, non_blocking=False):
     return aten.clone.default(aten.expand.default(src, list(x.shape)))
 
 
+def _empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """empty_like with a dtype (a tensor of sizes `size`, dims laid out
+    outermost first as `physical_layout` says): a permuted empty."""
+    physical = aten.empty.memory_format([size[d] for d in physical_layout], dtype=dtype, device=device)
+    inverse = [list(physical_layout).index(d) for d in range(len(size))]
+    return aten.permute.default(physical, inverse)
+
+
 def _pow_scalar(base, exponent):
     """A Python number to a tensor's power (Adam's beta ** step): the number
     as a 0-d tensor of the result's dtype."""
@@ -438,15 +446,11 @@ def _rand(size, *, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 def _randn(size, *, dtype=None, layout=None, device=None, pin_memory=None):
-    """Standard normal by Box-Muller from two uniform draws: sqrt(-2 ln(1 - u))
-    cos(2 pi v) (1 - u > 0, so the logarithm is finite)."""
+    """Standard normal (_standard_normal)."""
     dtype = _random_dtype(dtype)
     if dtype is None:
         return NotImplemented
-    u = randomness.uniform(list(size), randomness.new_seed(), dtype, device or "cpu")
-    v = randomness.uniform(list(size), randomness.new_seed(), dtype, device or "cpu")
-    radius = aten.sqrt.default(aten.mul.Tensor(aten.log.default(aten.rsub.Scalar(u, 1.0)), -2.0))
-    return aten.mul.Tensor(radius, aten.cos.default(aten.mul.Tensor(v, 2 * math.pi)))
+    return _standard_normal(size, dtype, device or "cpu")
 
 
 def _like(factory):
@@ -483,6 +487,126 @@ def _bernoulli(x, *, generator=None):
         return NotImplemented
     draws = randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device)
     return aten._to_copy.default(aten.lt.Tensor(draws, x), dtype=x.dtype)
+
+
+def _standard_normal(shape, dtype, device):
+    """Standard normal by Box-Muller from two uniform draws: sqrt(-2 ln(1 - u))
+    cos(2 pi v) (1 - u > 0, so the logarithm is finite)."""
+    u = randomness.uniform(list(shape), randomness.new_seed(), dtype, device)
+    v = randomness.uniform(list(shape), randomness.new_seed(), dtype, device)
+    radius = aten.sqrt.default(aten.mul.Tensor(aten.log.default(aten.rsub.Scalar(u, 1.0)), -2.0))
+    return aten.mul.Tensor(radius, aten.cos.default(aten.mul.Tensor(v, 2 * math.pi)))
+
+
+def _normal_functional(x, mean=0.0, std=1.0, *, generator=None):
+    """normal_ (torch.randn on a device, nn.init.normal_): mean + std * z in
+    x's shape; mean and std stay operands (read at run time on the device)."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented
+    z = _standard_normal(x.shape, x.dtype, x.device)
+    return aten.add.Tensor(aten.mul.Tensor(z, std), mean)
+
+
+def _normal_tensors(mean, std, *, generator=None):
+    """normal with a tensor mean or std (or both): broadcast, one draw each."""
+    like = mean if isinstance(mean, torch.Tensor) else std
+    if generator is not None or _random_dtype(like.dtype) is None:
+        return NotImplemented
+    shape = torch.broadcast_shapes(*[t.shape for t in (mean, std) if isinstance(t, torch.Tensor)])
+    z = _standard_normal(shape, like.dtype, like.device)
+    return aten.add.Tensor(aten.mul.Tensor(z, std), mean)
+
+
+def _random_from(x, low, high=None, *, generator=None):
+    """random_(low, high) (torch.randint on a device): integers uniform in
+    [low, high) in x's dtype. An open range (high=None, the dtype's limit)
+    or one beyond 2**32 stays with eager, as do ranges eager rejects."""
+    if (generator is not None or high is None or x.dtype in (torch.bool, torch.complex64, torch.complex128)
+            or not 0 < high - low <= 2**32):
+        return NotImplemented
+    return randomness.integers(list(x.shape), low, high - low, x.dtype, x.device)
+
+
+def _random_to(x, high, *, generator=None):
+    return _random_from(x, 0, high, generator=generator)
+
+
+def _randint_low(low, high, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """torch.randint: the factory form of random_(low, high)."""
+    dtype = torch.int64 if dtype is None else dtype
+    if dtype in (torch.bool, torch.complex64, torch.complex128) or not 0 < high - low <= 2**32:
+        return NotImplemented
+    return randomness.integers(list(size), low, high - low, dtype, device or "cpu")
+
+
+def _randint(high, size, **kwargs):
+    return _randint_low(0, high, size, **kwargs)
+
+
+def _randint_like_low(x, low, high, *, dtype=None, layout=None, device=None, pin_memory=None,
+                      memory_format=None):
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format) or (
+            memory_format != torch.contiguous_format and not x.is_contiguous()):
+        return NotImplemented
+    return _randint_low(low, high, list(x.shape), dtype=dtype or x.dtype, device=device or x.device)
+
+
+def _randint_like(x, high, **kwargs):
+    return _randint_like_low(x, 0, high, **kwargs)
+
+
+def _exponential(x, lambd=1.0, *, generator=None):
+    """-ln(1 - u) / lambd (1 - u > 0)."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented
+    u = randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device)
+    return aten.div.Tensor(aten.neg.default(aten.log1p.default(aten.neg.default(u))), lambd)
+
+
+def _log_normal(x, mean=1.0, std=2.0, *, generator=None):
+    normal = _normal_functional(x, mean, std, generator=generator)
+    return NotImplemented if normal is NotImplemented else aten.exp.default(normal)
+
+
+def _cauchy(x, median=0.0, sigma=1.0, *, generator=None):
+    """median + sigma tan(pi (u - 1/2))."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented
+    u = randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device)
+    angle = aten.mul.Tensor(aten.sub.Tensor(u, 0.5), math.pi)
+    return aten.add.Tensor(aten.mul.Tensor(aten.tan.default(angle), sigma), median)
+
+
+def _geometric(x, p, *, generator=None):
+    """Trials up to the first success: ceil(ln(v) / ln(1 - p)) with v = 1 - u
+    in (0, 1], at least 1."""
+    if generator is not None or _random_dtype(x.dtype) is None:
+        return NotImplemented
+    v = aten.rsub.Scalar(randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device), 1.0)
+    failures = aten.div.Tensor(aten.log.default(v), math.log1p(-p)) if not isinstance(p, torch.Tensor) \
+        else aten.div.Tensor(aten.log.default(v), aten.log1p.default(aten.neg.default(p)))
+    return aten.clamp_min.default(aten.ceil.default(failures), 1.0)
+
+
+def _multinomial(x, num_samples, replacement=False, *, generator=None):
+    """Categories drawn with probability proportional to x's rows, by the
+    Gumbel-max trick: the largest of ln(x) + g (g = -ln(-ln u)) is a draw;
+    the `num_samples` largest, a draw without replacement in order. Zero
+    weights have ln 0 = -inf and are never drawn. Eager's checks of its input
+    (negative or non-finite weights, too few categories) stay eager's: such
+    input is left to it only where the check needs no data."""
+    if (generator is not None or _random_dtype(x.dtype) is None or x.dim() not in (1, 2)
+            or (not replacement and num_samples > x.shape[-1])):
+        return NotImplemented
+    rows = list(x.shape[:-1])
+    shape = [*rows, num_samples, x.shape[-1]] if replacement else list(x.shape)
+    u = randomness.uniform(shape, randomness.new_seed(), x.dtype, x.device)
+    gumbel = aten.neg.default(aten.log.default(aten.neg.default(aten.log.default(u))))
+    logits = aten.log.default(x)
+    if replacement:
+        keys = aten.add.Tensor(aten.unsqueeze.default(logits, -2), gumbel)
+        return aten.squeeze.dim(aten.topk.default(keys, 1, -1)[1], -1)
+    return aten.topk.default(aten.add.Tensor(logits, gumbel), num_samples, -1)[1]
 
 
 def _native_dropout(x, p, train):
@@ -869,12 +993,28 @@ RANDOM_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.bernoulli.p: _bernoulli_p,
     aten.bernoulli.default: _bernoulli,
     aten.uniform.default: _uniform,
+    aten.normal_functional.default: _normal_functional,
+    aten.normal.Tensor_float: _normal_tensors,
+    aten.normal.float_Tensor: _normal_tensors,
+    aten.normal.Tensor_Tensor: _normal_tensors,
+    getattr(aten.random, "from"): _random_from,  # `from` is a keyword
+    aten.random.to: _random_to,
+    aten.exponential.default: _exponential,
+    aten.log_normal.default: _log_normal,
+    aten.cauchy.default: _cauchy,
+    aten.geometric.default: _geometric,
+    aten.multinomial.default: _multinomial,
+    aten.randint.default: _randint,
+    aten.randint.low: _randint_low,
+    aten.randint_like.default: _randint_like,
+    aten.randint_like.low_dtype: _randint_like_low,
 }
 
 # Exact in every output: safe under autograd too.
 _KILN_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     **RANDOM_DECOMPOSITIONS,
     aten.split_with_sizes.default: _split_with_sizes,
+    aten.empty_permuted.default: _empty_permuted,
     aten.native_group_norm.default: _group_norm,
     aten.convolution.default: _convolution,
     aten.convolution_backward.default: _convolution_backward,

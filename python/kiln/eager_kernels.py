@@ -114,6 +114,10 @@ def _memory_layout(example: torch.Tensor) -> tuple[torch.Tensor, Any]:
     return base.permute(order).contiguous(), view
 
 
+# In-place ops whose functional form is not named by dropping the `_`.
+_IN_PLACE_NAMES = {"normal_functional": "normal_"}
+
+
 def kernel_ops(compiler: Any) -> list[tuple[str, str, str, str, bool]]:
     """(op, overload, functional op, functional overload, pointwise) for each
     overload the device runs as a Kiln kernel of the functional op: the
@@ -141,11 +145,12 @@ def kernel_ops(compiler: Any) -> list[tuple[str, str, str, str, bool]]:
         qualified = f"aten::{name}"
         if not torch._C._dispatch_has_kernel_for_dispatch_key(functional.name(), "CompositeImplicitAutograd"):
             ops.append((qualified, overload, qualified, overload, pointwise))
-        in_place = getattr(getattr(torch.ops.aten, name + "_", None), overload, None)
+        in_place_name = _IN_PLACE_NAMES.get(name, name + "_")
+        in_place = getattr(getattr(torch.ops.aten, in_place_name, None), overload, None)
         if (in_place is not None and one_result and _functional_args(in_place._schema) == wanted
                 and not torch._C._dispatch_has_kernel_for_dispatch_key(in_place.name(),
                                                                        "CompositeImplicitAutograd")):
-            ops.append((f"aten::{name}_", overload, qualified, overload, pointwise))
+            ops.append((f"aten::{in_place_name}", overload, qualified, overload, pointwise))
         for candidate in packet.overloads():
             schema = getattr(packet, candidate)._schema
             outs = _out_arguments(schema)

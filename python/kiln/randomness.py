@@ -75,15 +75,39 @@ def _hash32(x: torch.Tensor) -> torch.Tensor:
     return aten.bitwise_xor.Tensor(x, _shift_right(x, 16))
 
 
-def uniform(shape: list[int], seed: torch.Tensor, dtype: torch.dtype,
-            device: torch.device) -> torch.Tensor:
-    """Numbers uniform in [0, 1) with 24 random bits, one per element:
-    hash(hash(index + seed) ^ seed)."""
+WORD_BITS = 24
+
+
+def random_words(shape: list[int], seed: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Integers uniform in [0, 2**24), int64, one per element of a flat
+    `shape`: the high bits of hash(hash(index + seed) ^ seed)."""
     index = aten.arange.default(math.prod(shape), dtype=torch.int64, device=device)
     x = _hash32(aten.bitwise_and.Scalar(aten.add.Tensor(index, seed), _MASK32))
     x = _hash32(aten.bitwise_xor.Tensor(x, seed))
-    bits = aten._to_copy.default(_shift_right(x, 8), dtype=dtype)
-    return aten.view.default(aten.mul.Tensor(bits, 2.0**-24), list(shape))
+    return _shift_right(x, 32 - WORD_BITS)
+
+
+def uniform(shape: list[int], seed: torch.Tensor, dtype: torch.dtype,
+            device: torch.device) -> torch.Tensor:
+    """Numbers uniform in [0, 1) with 24 random bits, one per element."""
+    bits = aten._to_copy.default(random_words(shape, seed, device), dtype=dtype)
+    return aten.view.default(aten.mul.Tensor(bits, 2.0**-WORD_BITS), list(shape))
+
+
+def integers(shape: list[int], low: int, span: int, dtype: torch.dtype,
+             device: torch.device) -> torch.Tensor:
+    """Integers uniform in [low, low + span) for 0 < span <= 2**32, in dtype.
+    Up to 2**24 one word scaled (words * span >> 24, exact in int64); beyond,
+    two words make 48 bits taken modulo span (bias below span / 2**48)."""
+    words = random_words(shape, new_seed(), device)
+    if span > 1 << WORD_BITS:
+        words = aten.add.Tensor(aten.mul.Tensor(words, 1 << WORD_BITS),
+                                random_words(shape, new_seed(), device))
+        value = aten.remainder.Scalar(words, span)
+    else:
+        value = _shift_right(aten.mul.Tensor(words, span), WORD_BITS)
+    value = aten.view.default(aten.add.Tensor(value, low), list(shape))
+    return aten._to_copy.default(value, dtype=dtype)
 
 
 def lift_random_seeds(gm: torch.fx.GraphModule) -> int:

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 import kiln
 from kiln import randomness
+from kiln.testing import distributions
 
 pytestmark = pytest.mark.e2e
 
@@ -125,6 +126,18 @@ def test_rand_randn_bernoulli_distributions(dtype):
     for b, p in ((outs[4], 0.3), (outs[5], 0.8)):
         assert set(b.unique().tolist()) <= {0.0, 1.0} and abs(b.mean() - p) < se
     assert not torch.equal(outs[0], outs[2]) and not torch.equal(outs[1], outs[3])
+
+
+@pytest.mark.parametrize("case", distributions.CASES, ids=lambda c: c.name)
+def test_random_ops_in_kiln_graphs(case):
+    """normal_, random_, exponential_, ..., multinomial compiled: Kiln kernels
+    (fallback="error") with the distribution's moments and support."""
+    f = _compile(case.draw)
+    x = torch.zeros(distributions.SAMPLES)
+    sample = f(x)
+    _kiln_ran("inference")
+    case.check(sample)
+    assert not torch.equal(f(x), sample)
 
 
 def test_random_graph_without_inputs():
