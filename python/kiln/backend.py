@@ -77,6 +77,9 @@ class CompileRecord:
     # ("file:line" of the user's code) and partition (its index, or None).
     kernels: list[dict[str, Any]] = field(default_factory=list)
     partitions: int = 0  # Kiln-compiled partitions when split
+    # Collectives (tensor parallelism's _c10d_functional ops) that run inside
+    # Kiln's compiled graphs, between their kernels.
+    collectives: int = 0
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
     # Size symbols of a graph compiled with dynamic shapes: name ("s77", as
     # Dynamo named it), min and max (the range the artifact accepts).
@@ -274,7 +277,7 @@ def _compile_graph(gm: torch.fx.GraphModule, opts: KilnOptions, kind: str) -> Ca
     try:
         if not record.ops:
             fn = boxed(gm.forward)  # nothing to compute
-        elif not unsupported and not returns_symint(gm):
+        elif not unsupported and not returns_symint(gm) and not takes_objects(gm):
             fn = compile_one.whole(gm, support)
         else:
             _warn_fallbacks(record, [u for u in unsupported if not u.forced])
@@ -300,6 +303,16 @@ def compute_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     and size arithmetic."""
     return [n for n in gm.graph.nodes
             if n.op == "call_function" and not is_getitem(n) and not computes_symint(n)]
+
+
+def takes_objects(gm: torch.fx.GraphModule) -> bool:
+    """Does the graph take an object that is no tensor or number (DTensor's
+    graphs take their DeviceMesh, and the forward returns it for the
+    backward)? Kiln graphs take tensors, so such a graph is split: the object
+    passes between the partitions in Python."""
+    return any(n.op == "placeholder" and not isinstance(
+        n.meta.get("val"), (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
+        and n.meta.get("val") is not None for n in gm.graph.nodes)
 
 
 def returns_symint(gm: torch.fx.GraphModule) -> bool:

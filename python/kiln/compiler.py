@@ -268,6 +268,11 @@ class CompileService:
                 kernels: list[dict[str, Any]], elapsed_ms: float) -> None:
         exe = loaded.executable
         record.kernel_count += loaded.kernel_count
+        # Each functional collective is a collective of the plan (wait_tensor
+        # is the identity there).
+        record.collectives += sum(1 for node in serialized.graph["nodes"]
+                                  if node["target"].startswith("_c10d_functional.")
+                                  and node["target"] != "_c10d_functional.wait_tensor.default")
         for symbol in serialized.graph.get("symbols", ()):
             if all(known["name"] != symbol["name"] for known in record.symbols):
                 record.symbols.append(dict(symbol))

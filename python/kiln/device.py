@@ -408,6 +408,9 @@ def _register() -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
+    from kiln import distributed
+
+    distributed.register()
 
 
 _register()

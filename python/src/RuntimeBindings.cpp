@@ -269,13 +269,18 @@ public:
     std::vector<rt::OutputRef> outputs;
     rt::Status status = [&] {
       py::gil_scoped_release release;
+      // A graph with collectives (tensor parallelism) runs them on torch's
+      // process groups.
+      rt::Communicator *communicator =
+          artifact.collectives.empty() ? nullptr : &torchCommunicator();
       if (direct)
-        return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions);
+        return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions,
+                             true, communicator);
       rt::Status uploaded = upload(args, inputs, pointers);
       if (!uploaded.ok())
         return uploaded;
       return program_->run(pointers, descs, deviceAllocator, allocated, outputs, nullptr,
-                           &versions);
+                           &versions, true, communicator);
     }();
     if (status.ok() && !direct)
       status = download(inputs, allocated, outputs);

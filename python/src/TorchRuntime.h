@@ -5,6 +5,7 @@
 #define KILN_PYTHON_TORCHRUNTIME_H
 
 #include "kiln/runtime/Allocator.h"
+#include "kiln/runtime/Communicator.h"
 #include "kiln/runtime/DType.h"
 
 #include <ATen/core/Tensor.h>
@@ -59,6 +60,10 @@ public:
   }
   at::Tensor tensor;
 };
+
+/// Collectives of compiled graphs on torch's process groups, resolved by
+/// name (TorchCommunicator.cpp).
+rt::Communicator &torchCommunicator();
 
 } // namespace kiln::python
 

@@ -1,6 +1,7 @@
 """The model zoo (kiln.testing.zoo) on the Vulkan target, on lavapipe in CI.
 
-Every model at both input sizes, and under dynamic=True across both sizes,
+Every model at both input sizes (the large ones in the slow tier), and under
+dynamic=True across three sizes,
 compiles with fallback="error", matches eager within the CPU target's
 tolerances, and runs its kernels on the Vulkan device (asserted from the
 compile records and the executables); every kernel it produces passes
@@ -39,7 +40,13 @@ def _compiled(model: torch.nn.Module, **kwargs):
     return torch.compile(model, backend="kiln", options=options, **kwargs)
 
 
-@pytest.mark.parametrize("size", SIZES)
+# The large inputs in the slow tier: the dynamic-size test below runs every
+# model at three sizes on Vulkan in the gating tier, test_zoo.py both sizes on
+# the CPU.
+_SIZES = [pytest.param(size, marks=pytest.mark.slow) if size == "large" else size for size in SIZES]
+
+
+@pytest.mark.parametrize("size", _SIZES)
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_zoo_model_on_vulkan(name, size, tmp_path):
     model, make_inputs = zoo_model(name)

@@ -18,6 +18,7 @@ static constexpr size_t kMinKernelBytes = 4 + 4 + 4 + 4;
 static constexpr size_t kMinSymbolBytes = 4 + 4 + 4 + 8 + 8;
 static constexpr size_t kTermBytes = 1 + 8;
 static constexpr size_t kMinCheckBytes = 4 + 4 + 1 + 4;
+static constexpr size_t kMinCollectiveBytes = 1 + 1 + 4 + 4 + 4 + 4 + 8;
 static constexpr size_t kMinExecutableBytes = 4 + 4 + 4 + 4 + 8;
 static constexpr size_t kBlockSizeBytes = 4 + 4 + 4;
 
@@ -124,6 +125,16 @@ static std::vector<uint8_t> serializePayload(const Artifact &a) {
     w.u32(check.afterLaunches);
     w.u8(static_cast<uint8_t>(check.code));
     w.string(check.message);
+  }
+  w.u32(static_cast<uint32_t>(a.collectives.size()));
+  for (const CollectiveCmd &command : a.collectives) {
+    w.u8(static_cast<uint8_t>(command.collective.kind));
+    w.u8(static_cast<uint8_t>(command.collective.reduceOp));
+    w.u32(command.input);
+    w.u32(command.output);
+    w.u32(command.afterLaunches);
+    w.string(command.collective.group);
+    w.i64(command.collective.groupSize);
   }
   w.u32(static_cast<uint32_t>(a.outputs.size()));
   for (uint32_t output : a.outputs)
@@ -328,6 +339,26 @@ static ExecutableDesc readExecutable(ByteReader &r) {
   return executable;
 }
 
+static CollectiveCmd readCollective(ByteReader &r) {
+  CollectiveCmd command;
+  size_t at = r.offset();
+  uint8_t kind = r.u8("collective kind");
+  if (r.ok() && kind > static_cast<uint8_t>(CollectiveKind::AllToAll))
+    r.fail(at, "unknown collective kind " + std::to_string(kind));
+  at = r.offset();
+  uint8_t reduceOp = r.u8("collective reduction");
+  if (r.ok() && reduceOp > static_cast<uint8_t>(ReduceOp::Max))
+    r.fail(at, "unknown collective reduction " + std::to_string(reduceOp));
+  command.collective.kind = static_cast<CollectiveKind>(kind);
+  command.collective.reduceOp = static_cast<ReduceOp>(reduceOp);
+  command.input = r.u32("collective input");
+  command.output = r.u32("collective output");
+  command.afterLaunches = r.u32("collective position");
+  command.collective.group = r.string("collective group");
+  command.collective.groupSize = r.i64("collective group size");
+  return command;
+}
+
 static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   ByteReader r(data, size, kArtifactHeaderSize);
   a.graphName = r.string("graph name");
@@ -351,6 +382,11 @@ static Status parsePayload(const uint8_t *data, size_t size, Artifact &a) {
   a.checks.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i)
     a.checks.push_back(readCheck(r));
+
+  count = r.count("collective count", kMinCollectiveBytes);
+  a.collectives.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i)
+    a.collectives.push_back(readCollective(r));
 
   count = r.count("output count", sizeof(uint32_t));
   a.outputs.reserve(count);

@@ -186,6 +186,58 @@ static Status verifyCheck(const Artifact &a, const CheckCmd &check,
   return Status::OK();
 }
 
+/// Static sizes that differ (a symbolic one, -1, matches anything).
+static bool sizesDiffer(int64_t a, int64_t b) { return a >= 0 && b >= 0 && a != b; }
+
+static Status verifyCollective(const Artifact &a, const CollectiveCmd &command,
+                               uint32_t previousPosition) {
+  for (uint32_t id : {command.input, command.output})
+    if (id >= a.buffers.size())
+      return Status::error("refers to buffer " + str(id) + ", but there are only " +
+                           str(a.buffers.size()) + " buffers");
+  if (rootKind(a, command.output) != BufferKind::Alloc)
+    return Status::error("its output must be an Alloc buffer (or a view of one)");
+  if (command.afterLaunches > a.launches.size())
+    return Status::error("runs after launch " + str(command.afterLaunches) + ", but there are only " +
+                         str(a.launches.size()) + " launches");
+  if (command.afterLaunches < previousPosition)
+    return Status::error("collectives must be sorted by position");
+  const Collective &collective = command.collective;
+  if (collective.group.empty())
+    return Status::error("names no process group");
+  // all_reduce's size may be unknown (0): torch's op does not name it;
+  // nor does all_to_all's without splits.
+  bool sameShape = collective.kind == CollectiveKind::AllReduce ||
+                   collective.kind == CollectiveKind::AllToAll;
+  if (collective.groupSize < (sameShape ? 0 : 1))
+    return Status::error("has a group of " + std::to_string(collective.groupSize) + " ranks");
+  const TensorDesc &in = a.buffers[command.input].type;
+  const TensorDesc &out = a.buffers[command.output].type;
+  std::string shapes = " (" + in.str() + " to " + out.str() + ")";
+  if (in.dtype != out.dtype || in.shape.size() != out.shape.size())
+    return Status::error(std::string(collectiveKindName(collective.kind)) +
+                         " changes the dtype or rank" + shapes);
+  bool alongDim0 = collective.kind != CollectiveKind::AllReduce;
+  if (alongDim0 && in.shape.empty())
+    return Status::error(std::string(collectiveKindName(collective.kind)) + " of a 0-d tensor");
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    int64_t expected = in.shape[d];
+    if (d == 0 && in.shape[0] >= 0 && collective.kind == CollectiveKind::AllGather)
+      expected = in.shape[0] * collective.groupSize;
+    if (d == 0 && in.shape[0] >= 0 && collective.kind == CollectiveKind::ReduceScatter) {
+      if (in.shape[0] % collective.groupSize != 0)
+        return Status::error("reduce_scatter of " + str(in.shape[0]) + " rows over " +
+                             std::to_string(collective.groupSize) + " ranks" + shapes);
+      expected = in.shape[0] / collective.groupSize;
+    }
+    if (sizesDiffer(expected, out.shape[d]))
+      return Status::error(std::string(collectiveKindName(collective.kind)) + " over " +
+                           std::to_string(collective.groupSize) + " ranks cannot make dim " +
+                           str(d) + " " + std::to_string(out.shape[d]) + shapes);
+  }
+  return Status::OK();
+}
+
 static Status verifySizes(const Artifact &a) {
   KILN_RETURN_IF_ERROR(checkU32Size(a.graphName.size(), "graph name"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.executables.size(), "executable list"));
@@ -203,6 +255,9 @@ static Status verifySizes(const Artifact &a) {
   KILN_RETURN_IF_ERROR(checkU32Size(a.checks.size(), "check list"));
   for (const CheckCmd &check : a.checks)
     KILN_RETURN_IF_ERROR(checkU32Size(check.message.size(), "check message"));
+  KILN_RETURN_IF_ERROR(checkU32Size(a.collectives.size(), "collective list"));
+  for (const CollectiveCmd &command : a.collectives)
+    KILN_RETURN_IF_ERROR(checkU32Size(command.collective.group.size(), "collective group"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.outputs.size(), "output list"));
   KILN_RETURN_IF_ERROR(checkU32Size(a.kernels.size(), "kernel list"));
   for (const BufferDesc &buffer : a.buffers)
@@ -335,6 +390,12 @@ Status verifyArtifact(const Artifact &a) {
     KILN_RETURN_IF_ERROR(
         verifyCheck(a, a.checks[i], position).withContext("check " + str(i)));
     position = a.checks[i].afterLaunches;
+  }
+  position = 0;
+  for (size_t i = 0; i < a.collectives.size(); ++i) {
+    KILN_RETURN_IF_ERROR(verifyCollective(a, a.collectives[i], position)
+                             .withContext("collective " + str(i)));
+    position = a.collectives[i].afterLaunches;
   }
 
   for (size_t i = 0; i < a.outputs.size(); ++i) {

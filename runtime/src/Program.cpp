@@ -115,12 +115,19 @@ Status Program::plan() {
     if (roots_[id].kind == BufferKind::Alloc)
       lifetimes_[roots_[id].index].extend(step);
   };
+  // Steps: launch i is 2i + 1; a collective after p launches is 2p, between
+  // launch p - 1 and launch p, so its output never shares memory with a
+  // buffer either of them uses.
   for (size_t index = 0; index < artifact_.launches.size(); ++index)
     for (uint32_t id : artifact_.launches[index].bindings)
-      use(id, static_cast<int64_t>(index));
+      use(id, 2 * static_cast<int64_t>(index) + 1);
   // A check reads its flag once the launches before it have run.
   for (const CheckCmd &check : artifact_.checks)
-    use(check.buffer, std::max<int64_t>(0, static_cast<int64_t>(check.afterLaunches) - 1));
+    use(check.buffer, std::max<int64_t>(0, 2 * static_cast<int64_t>(check.afterLaunches) - 1));
+  for (const CollectiveCmd &command : artifact_.collectives) {
+    use(command.input, 2 * static_cast<int64_t>(command.afterLaunches));
+    use(command.output, 2 * static_cast<int64_t>(command.afterLaunches));
+  }
   if (artifact_.symbols.empty()) {
     std::vector<TensorDesc> types;
     for (const BufferDesc &buffer : buffers) {
@@ -346,13 +353,18 @@ Status Program::run(const std::vector<void *> &inputs,
                     std::vector<std::shared_ptr<Buffer>> &allocated,
                     std::vector<OutputRef> &outputs,
                     std::vector<double> *launchMs,
-                    const InputVersions *versions, bool wait) const {
+                    const InputVersions *versions, bool wait,
+                    Communicator *communicator) const {
   allocated.clear();
   outputs.clear();
+  std::unique_lock<std::mutex> oneCallAtATime(collectiveMutex_, std::defer_lock);
+  if (!artifact_.collectives.empty())
+    oneCallAtATime.lock();
   std::vector<int64_t> symbols;
   Status status = checkInputs(inputs, inputDescs, symbols);
   if (status.ok() && !hasCached_) {
-    status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, false);
+    status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, false,
+                     communicator);
   } else if (status.ok()) {
     // Reuse the cached launches' results if they were made from these very
     // inputs (shared: calls that reuse them run at once); else make them
@@ -362,7 +374,8 @@ Status Program::run(const std::vector<void *> &inputs,
     if (identity) {
       std::shared_lock<std::shared_mutex> lock(cacheMutex_);
       if (cachedFrom_ && *cachedFrom_ == *identity) {
-        status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, false);
+        status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, false,
+                     communicator);
         reused = true;
       }
     }
@@ -370,7 +383,8 @@ Status Program::run(const std::vector<void *> &inputs,
       std::unique_lock<std::shared_mutex> lock(cacheMutex_);
       bool current = identity && cachedFrom_ && *cachedFrom_ == *identity;
       cachedFrom_.reset(); // until the launches below have made them
-      status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, !current);
+      status = runImpl(wait, inputs, symbols, allocator, allocated, outputs, launchMs, !current,
+                     communicator);
       if (status.ok() && identity) {
         if (versions->keepAlive)
           identity->keepAlive = versions->keepAlive();
@@ -390,7 +404,8 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
                         Allocator &allocator,
                         std::vector<std::shared_ptr<Buffer>> &allocated,
                         std::vector<OutputRef> &outputs,
-                        std::vector<double> *launchMs, bool runCached) const {
+                        std::vector<double> *launchMs, bool runCached,
+                        Communicator *communicator) const {
   const std::vector<BufferDesc> &buffers = artifact_.buffers;
   // A symbolic graph's sizes for this call; a static graph's are its own.
   StatusOr<std::shared_ptr<const Resolved>> sizes = resolvedFor(symbols);
@@ -456,6 +471,25 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
     return Status::OK();
   };
 
+  // Collectives run after the checks due at their position.
+  size_t nextCollective = 0;
+  auto runCollectives = [&](size_t launchesDone) -> Status {
+    for (; nextCollective < artifact_.collectives.size() &&
+           artifact_.collectives[nextCollective].afterLaunches <= launchesDone;
+         ++nextCollective) {
+      const CollectiveCmd &command = artifact_.collectives[nextCollective];
+      Status status = runCollective(command, communicator, pointers[command.input],
+                                    typeOf(command.input), pointers[command.output],
+                                    typeOf(command.output));
+      if (!status.ok())
+        return status.withContext("collective " + std::to_string(nextCollective) + " (" +
+                                  std::string(collectiveKindName(command.collective.kind)) +
+                                  " over group '" + command.collective.group + "') of graph '" +
+                                  artifact_.graphName + "'");
+    }
+    return Status::OK();
+  };
+
   std::vector<void *> bindings;
   std::vector<uint64_t> bindingBytes;
   bindings.reserve(maxBindings_);
@@ -464,6 +498,7 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
     launchMs->assign(artifact_.launches.size(), 0.0);
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
     KILN_RETURN_IF_ERROR(runChecks(index));
+    KILN_RETURN_IF_ERROR(runCollectives(index));
     const LaunchCmd &launch = artifact_.launches[index];
     int64_t count = resolved ? resolved->workgroups[index] : launch.workgroups;
     if (count == 0 || (launch.cached && !runCached))
@@ -497,6 +532,7 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
   }
 
   KILN_RETURN_IF_ERROR(runChecks(artifact_.launches.size()));
+  KILN_RETURN_IF_ERROR(runCollectives(artifact_.launches.size()));
   // The outputs are complete, and a kernel fault is this call's error.
   if (wait)
     KILN_RETURN_IF_ERROR(device_.synchronize());
@@ -516,6 +552,25 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
     outputs.push_back(std::move(ref));
   }
   return Status::OK();
+}
+
+Status Program::runCollective(const CollectiveCmd &command, Communicator *communicator,
+                              void *input, const TensorDesc &inputType, void *output,
+                              const TensorDesc &outputType) const {
+  if (!communicator)
+    return Status::error("the graph runs collectives, and the caller gave no communicator");
+  if (device_.hostAddressable()) {
+    // Earlier launches have finished (the CPU driver's return when done);
+    // synchronize in case a host-addressable device ever queues.
+    KILN_RETURN_IF_ERROR(device_.synchronize());
+    return communicator->run(command.collective, input, inputType, output, outputType);
+  }
+  std::vector<uint8_t> hostInput(static_cast<size_t>(inputType.byteSize()));
+  std::vector<uint8_t> hostOutput(static_cast<size_t>(outputType.byteSize()));
+  KILN_RETURN_IF_ERROR(device_.copyDeviceToHost(hostInput.data(), input, hostInput.size()));
+  KILN_RETURN_IF_ERROR(communicator->run(command.collective, hostInput.data(), inputType,
+                                         hostOutput.data(), outputType));
+  return device_.copyHostToDevice(output, hostOutput.data(), hostOutput.size());
 }
 
 } // namespace kiln::runtime

@@ -25,6 +25,8 @@ Artifact sampleArtifact() {
   a.kernels = {{"k0", 3, "kernel_0_add"}, {"k1", 1, "kernel_1_scale"}};
   a.launches = {{0, 8, {0, 1, 2}}, {1, 1, {3}}, {1, 0, {4}}};
   a.checks = {{4, 3, StatusCode::IndexOutOfRange, "index out of range in aten.gather"}};
+  a.buffers.push_back({BufferKind::Alloc, {DType::F32, {16, 256}}, 0, 0}); // 5
+  a.collectives = {{{CollectiveKind::AllGather, ReduceOp::Sum, "tp-group", 2}, 2, 5, 1}};
   a.outputs = {2, 3};
   a.executables = {{"cpu-x86_64", "znver4", {"avx2", "fma"}, {}, {0x7f, 'E', 'L', 'F', 1, 2, 3}},
                    {"kiln-gpu", "", {}, {{32, 4, 1}, {64, 1, 1}}, {'P', 'T', 'X'}}};
@@ -65,6 +67,35 @@ size_t bufferCountOffset(const Artifact &a) {
   } while (0)
 
 } // namespace
+
+TEST(ArtifactTest, VerifyRejectsBadCollectives) {
+  auto verifyWith = [](auto edit) {
+    Artifact a = sampleArtifact();
+    edit(a.collectives[0], a);
+    return verifyArtifact(a);
+  };
+  EXPECT_TRUE(verifyWith([](CollectiveCmd &, Artifact &) {}).ok());
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &) { c.output = 0; }),
+                   "collective 0: its output must be an Alloc buffer");
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &) { c.input = 40; }),
+                   "collective 0: refers to buffer 40");
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &) { c.collective.groupSize = 3; }),
+                   "all_gather over 3 ranks cannot make dim 0 16 (float32[8x256] to "
+                   "float32[16x256])");
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &) { c.collective.group.clear(); }),
+                   "names no process group");
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &) { c.afterLaunches = 9; }),
+                   "runs after launch 9, but there are only 3 launches");
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &) {
+                     c.collective.kind = CollectiveKind::ReduceScatter;
+                   }),
+                   "reduce_scatter over 2 ranks cannot make dim 0 16");
+  EXPECT_ERROR_HAS(verifyWith([](CollectiveCmd &c, Artifact &a) {
+                     a.collectives.push_back(c);
+                     a.collectives[1].afterLaunches = 0;
+                   }),
+                   "collectives must be sorted by position");
+}
 
 TEST(ArtifactTest, RoundTrip) {
   Artifact a = sampleArtifact();
@@ -107,6 +138,13 @@ TEST(ArtifactTest, RoundTrip) {
     EXPECT_EQ(b.checks[i].code, a.checks[i].code) << i;
     EXPECT_EQ(b.checks[i].message, a.checks[i].message) << i;
   }
+  ASSERT_EQ(b.collectives.size(), 1u);
+  EXPECT_EQ(b.collectives[0].collective.kind, CollectiveKind::AllGather);
+  EXPECT_EQ(b.collectives[0].collective.group, "tp-group");
+  EXPECT_EQ(b.collectives[0].collective.groupSize, 2);
+  EXPECT_EQ(b.collectives[0].input, 2u);
+  EXPECT_EQ(b.collectives[0].output, 5u);
+  EXPECT_EQ(b.collectives[0].afterLaunches, 1u);
   EXPECT_EQ(b.outputs, a.outputs);
   ASSERT_EQ(b.kernels.size(), a.kernels.size());
   for (size_t i = 0; i < a.kernels.size(); ++i) {
@@ -274,7 +312,7 @@ TEST(ArtifactTest, VerifyRejectsOutOfRangeBinding) {
   a.launches[0].bindings[2] = 99;
   EXPECT_ERROR_HAS(verifyArtifact(a),
                    "launch 0: binding 2 refers to buffer 99, but there are "
-                   "only 5 buffers");
+                   "only 6 buffers");
 }
 
 TEST(ArtifactTest, VerifyRejectsBindingCountMismatch) {

@@ -33,6 +33,24 @@ using namespace kiln;
 
 namespace {
 
+/// The runtime's enums for a plan.collective's names (its verifier admits
+/// only these).
+std::optional<runtime::CollectiveKind> collectiveKindOf(llvm::StringRef name) {
+  for (auto kind : {runtime::CollectiveKind::AllReduce, runtime::CollectiveKind::AllGather,
+                    runtime::CollectiveKind::ReduceScatter, runtime::CollectiveKind::AllToAll})
+    if (runtime::collectiveKindName(kind) == name.str())
+      return kind;
+  return std::nullopt;
+}
+
+std::optional<runtime::ReduceOp> reduceOpOf(llvm::StringRef name) {
+  for (auto op : {runtime::ReduceOp::Sum, runtime::ReduceOp::Avg, runtime::ReduceOp::Product,
+                  runtime::ReduceOp::Min, runtime::ReduceOp::Max})
+    if (runtime::reduceOpName(op) == name.str())
+      return op;
+  return std::nullopt;
+}
+
 /// The FX node names (the importer's NameLocs) a location carries; folded
 /// ops carry several in a FusedLoc.
 void collectNodeNames(Location loc, std::vector<std::string> &names,
@@ -590,6 +608,16 @@ private:
              check.getKind() == "index" ? runtime::StatusCode::IndexOutOfRange
                                         : runtime::StatusCode::Error,
              check.getMessage().str()});
+      } else if (auto collective = dyn_cast<plan::CollectiveOp>(op)) {
+        runtime::CollectiveCmd cmd;
+        cmd.collective.kind = *collectiveKindOf(collective.getKind());
+        cmd.collective.reduceOp = *reduceOpOf(collective.getReduceOp());
+        cmd.collective.group = collective.getGroup().str();
+        cmd.collective.groupSize = collective.getGroupSize();
+        cmd.input = ids.lookup(collective.getInput());
+        cmd.output = ids.lookup(collective.getOutput());
+        cmd.afterLaunches = (uint32_t)artifact.launches.size();
+        artifact.collectives.push_back(std::move(cmd));
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (Value v : ret.getOperands())
           artifact.outputs.push_back(ids.lookup(v));

@@ -1426,6 +1426,63 @@ FailureOr<StringRef> scatterReduction(Importer &im, unsigned i) {
   return im.fail("reduce must be sum, prod, mean, amax or amin");
 }
 
+/// torch's functional collectives (`_c10d_functional.*`, what DTensor and
+/// SimpleFSDP-style code put in a graph): a kiln_graph.collective each.
+/// all_reduce names no group size (0: not checked); all_to_all_single takes
+/// even splits only (none given, or all equal: one per rank).
+LogicalResult collective(Importer &im, graph::CollectiveKind kind) {
+  using graph::CollectiveKind;
+  FailureOr<Value> input = im.tensor(0, "input");
+  if (failed(input))
+    return failure();
+  graph::ReduceOp reduce = graph::ReduceOp::Sum;
+  if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter) {
+    const json::Value *v = im.arg(1, "reduce_op");
+    std::optional<StringRef> name = v ? v->getAsString() : std::nullopt;
+    std::optional<graph::ReduceOp> parsed =
+        name ? graph::symbolizeReduceOp(*name) : std::nullopt;
+    if (!parsed)
+      return im.fail("reduce_op must be sum, avg, product, min or max" +
+                     (name ? ", not '" + name->str() + "'" : std::string()));
+    reduce = *parsed;
+  }
+  int64_t groupSize = 0;
+  unsigned groupArg = 2;
+  if (kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter) {
+    unsigned at = kind == CollectiveKind::AllGather ? 1 : 2;
+    FailureOr<int64_t> size = im.integer(im.arg(at, "group_size"), "group_size");
+    if (failed(size))
+      return failure();
+    groupSize = *size;
+    groupArg = at + 1;
+  }
+  if (kind == CollectiveKind::AllToAll) {
+    FailureOr<SmallVector<int64_t>> outputSplits =
+        im.intList(im.arg(1, "output_split_sizes"), "output_split_sizes");
+    FailureOr<SmallVector<int64_t>> inputSplits =
+        im.intList(im.arg(2, "input_split_sizes"), "input_split_sizes");
+    if (failed(outputSplits) || failed(inputSplits))
+      return failure();
+    auto even = [](ArrayRef<int64_t> splits) {
+      return llvm::all_of(splits, [&](int64_t n) { return n == splits.front(); });
+    };
+    if (*outputSplits != *inputSplits || !even(*inputSplits))
+      return im.fail("all_to_all_single takes even splits only (the same size for every rank)");
+    groupSize = inputSplits->size();
+    groupArg = 3;
+  }
+  const json::Value *group = im.arg(groupArg, "group_name");
+  std::optional<StringRef> groupName = group ? group->getAsString() : std::nullopt;
+  if (!groupName || groupName->empty())
+    return im.fail("group_name must name a process group");
+  MLIRContext *ctx = im.builder().getContext();
+  Value result = graph::CollectiveOp::create(
+      im.builder(), im.loc(), im.outType(), *input, graph::CollectiveKindAttr::get(ctx, kind),
+      graph::ReduceOpAttr::get(ctx, reduce), im.builder().getStringAttr(*groupName),
+      im.builder().getI64IntegerAttr(groupSize));
+  return im.define(result);
+}
+
 /// aten.index_put: a scatter into the flattened input at the linear offsets
 /// of the positions input[indices] reads (the advanced index's result shape,
 /// as kiln_graph.index defines it), of values broadcast to that shape;
@@ -1917,6 +1974,23 @@ const llvm::StringMap<Handler> &handlers() {
     add({"aten.native_layer_norm.default"}, layerNorm);
     add({"aten._scaled_dot_product_flash_attention_for_cpu.default"}, attention);
     add({"aten.convolution.default"}, convolution);
+    t["_c10d_functional.all_reduce.default"] = [](Importer &im) {
+      return collective(im, CollectiveKind::AllReduce);
+    };
+    t["_c10d_functional.all_gather_into_tensor.default"] = [](Importer &im) {
+      return collective(im, CollectiveKind::AllGather);
+    };
+    t["_c10d_functional.reduce_scatter_tensor.default"] = [](Importer &im) {
+      return collective(im, CollectiveKind::ReduceScatter);
+    };
+    t["_c10d_functional.all_to_all_single.default"] = [](Importer &im) {
+      return collective(im, CollectiveKind::AllToAll);
+    };
+    // The collectives above complete in plan order: waiting is the identity.
+    t["_c10d_functional.wait_tensor.default"] = [](Importer &im) {
+      FailureOr<Value> tensor = im.tensor(0, "tensor");
+      return failed(tensor) ? failure() : im.define(*tensor);
+    };
     add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
          "aten.unsqueeze.default", "aten.flatten.using_ints",

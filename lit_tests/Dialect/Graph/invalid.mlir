@@ -847,3 +847,35 @@ func.func @sort_k_shape(%a: tensor<4x5xf32>) -> tensor<4x5xi64> {
   %0:2 = kiln_graph.sort %a {dim = 1 : i64, k = 2 : i64} : tensor<4x5xf32> -> tensor<4x5xf32>, tensor<4x5xi64>
   return %0#1 : tensor<4x5xi64>
 }
+
+// -----
+
+func.func @collective_gather_rows(%x: tensor<4x8xf32>) -> tensor<6x8xf32> {
+  // expected-error @+1 {{over 2 ranks cannot turn 'tensor<4x8xf32>' into 'tensor<6x8xf32>'}}
+  %0 = kiln_graph.collective %x {kind = #kiln_graph.collective<all_gather>, group = "0", group_size = 2} : tensor<4x8xf32> -> tensor<6x8xf32>
+  return %0 : tensor<6x8xf32>
+}
+
+// -----
+
+func.func @collective_without_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{names no process group}}
+  %0 = kiln_graph.collective %x {kind = #kiln_graph.collective<all_reduce>, group = "", group_size = 0} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @collective_gather_no_ranks(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{needs at least one rank, got group_size = 0}}
+  %0 = kiln_graph.collective %x {kind = #kiln_graph.collective<all_gather>, group = "0", group_size = 0} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @collective_changes_type(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{changes the element type}}
+  %0 = kiln_graph.collective %x {kind = #kiln_graph.collective<all_reduce>, group = "0", group_size = 0} : tensor<4xf32> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}

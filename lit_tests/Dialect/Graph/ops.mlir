@@ -384,3 +384,20 @@ func.func @sort(%x: tensor<4x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xi64>) {
   %1:2 = kiln_graph.sort %x {dim = 0 : i64, k = 2 : i64} : tensor<4x5xf32> -> tensor<2x5xf32>, tensor<2x5xi64>
   return %0#0, %0#1 : tensor<4x5xf32>, tensor<4x5xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: tensor<4x8xf32>, %s: tensor<?x8xf32, affine_map<()[s0] -> (s0 * 2)>>)
+    -> (tensor<4x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>, tensor<?x8xf32, affine_map<()[s0] -> (s0)>>) {
+  // CHECK: kiln_graph.collective %{{.*}} {group = "0", group_size = 0 : i64, kind = #kiln_graph.collective<all_reduce>, reduce_op = #kiln_graph.reduce_op<avg>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %0 = kiln_graph.collective %x {kind = #kiln_graph.collective<all_reduce>, reduce_op = #kiln_graph.reduce_op<avg>, group = "0", group_size = 0} : tensor<4x8xf32> -> tensor<4x8xf32>
+  // CHECK: kiln_graph.collective %{{.*}} {group = "0", group_size = 2 : i64, kind = #kiln_graph.collective<all_gather>} : tensor<4x8xf32> -> tensor<8x8xf32>
+  %1 = kiln_graph.collective %x {kind = #kiln_graph.collective<all_gather>, group = "0", group_size = 2} : tensor<4x8xf32> -> tensor<8x8xf32>
+  // CHECK: kiln_graph.collective %{{.*}} {group = "0", group_size = 2 : i64, kind = #kiln_graph.collective<reduce_scatter>} : tensor<4x8xf32> -> tensor<2x8xf32>
+  %2 = kiln_graph.collective %x {kind = #kiln_graph.collective<reduce_scatter>, group = "0", group_size = 2} : tensor<4x8xf32> -> tensor<2x8xf32>
+  // A symbolic reduce_scatter: 2 * s0 rows over 2 ranks leave s0.
+  // CHECK: kiln_graph.collective %{{.*}} {group = "0", group_size = 2 : i64, kind = #kiln_graph.collective<reduce_scatter>}
+  %3 = kiln_graph.collective %s {kind = #kiln_graph.collective<reduce_scatter>, group = "0", group_size = 2} : tensor<?x8xf32, affine_map<()[s0] -> (s0 * 2)>> -> tensor<?x8xf32, affine_map<()[s0] -> (s0)>>
+  return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>, tensor<?x8xf32, affine_map<()[s0] -> (s0)>>
+}

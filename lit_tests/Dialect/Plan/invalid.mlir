@@ -221,3 +221,27 @@ func.func @launch_alignment(%a: memref<4xf32>) {
   kiln_plan.launch @k_aligned[1](%a) {num_inputs = 1 : i64, alignment = 0 : i64} : memref<4xf32>
   return
 }
+
+// -----
+
+func.func @collective_kind(%x: memref<4xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{kind must be "all_reduce", "all_gather", "reduce_scatter" or "all_to_all", got "broadcast"}}
+  kiln_plan.collective %x, %y {kind = "broadcast", reduce_op = "sum", group = "0", group_size = 2} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @collective_reduce_op(%x: memref<4xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{reduce_op must be "sum", "avg", "product", "min" or "max", got "band"}}
+  kiln_plan.collective %x, %y {kind = "all_reduce", reduce_op = "band", group = "0", group_size = 2} : memref<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @collective_types(%x: memref<4xf32>, %y: memref<4xi64>) {
+  // expected-error @+1 {{input and output differ in element type or rank}}
+  kiln_plan.collective %x, %y {kind = "all_reduce", reduce_op = "sum", group = "0", group_size = 2} : memref<4xf32>, memref<4xi64>
+  return
+}

@@ -107,3 +107,13 @@ func.func @packed(%w: memref<64x32xf32> {kiln_graph.parameter}) attributes {kiln
   kiln_plan.launch @pack[2] (%w, %p) {cached, num_inputs = 1 : i64} : memref<64x32xf32>, memref<2x32x32xf32>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @collective
+func.func @collective(%x: memref<4x8xf32>) -> memref<8x8xf32> attributes {kiln_plan.entry} {
+  %0 = kiln_plan.alloc : memref<8x8xf32>
+  // CHECK: kiln_plan.collective %{{.*}}, %{{.*}} {group = "tp", group_size = 2 : i64, kind = "all_gather", reduce_op = "sum"} : memref<4x8xf32>, memref<8x8xf32>
+  kiln_plan.collective %x, %0 {kind = "all_gather", reduce_op = "sum", group = "tp", group_size = 2} : memref<4x8xf32>, memref<8x8xf32>
+  return %0 : memref<8x8xf32>
+}

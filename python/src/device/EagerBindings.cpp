@@ -66,6 +66,7 @@ void initEagerDevice(py::module_ m) {
     default: return "allow";
     }
   });
+  initEagerCollectives(m);
 }
 
 } // namespace kiln::python

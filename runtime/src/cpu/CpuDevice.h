@@ -37,6 +37,7 @@ public:
   Status launch(const Executable &executable, uint32_t kernel,
                 const LaunchParams &params) override;
   Status synchronize() override { return Status::OK(); }
+  bool hostAddressable() const override { return true; }
 
   ThreadPool *threadPool() override { return &pool_; }
 

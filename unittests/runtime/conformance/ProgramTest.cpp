@@ -382,6 +382,87 @@ TEST_P(ProgramTest, FailedCheckStopsTheRun) {
   EXPECT_EQ(outputs.size(), 3u);
 }
 
+/// A communicator for one process: an all_reduce sums `ranks` copies of
+/// this rank's input (as if every rank held the same), an all_gather
+/// repeats it; it records what it was asked.
+class LoopbackCommunicator : public Communicator {
+public:
+  explicit LoopbackCommunicator(int64_t ranks) : ranks_(ranks) {}
+  Status run(const Collective &collective, const void *input, const TensorDesc &inputType,
+             void *output, const TensorDesc &outputType) override {
+    calls.push_back(std::string(collectiveKindName(collective.kind)) + " " + collective.group +
+                    " " + inputType.str() + " -> " + outputType.str());
+    const float *in = static_cast<const float *>(input);
+    float *out = static_cast<float *>(output);
+    int64_t n = inputType.numElements();
+    if (collective.kind == CollectiveKind::AllReduce) {
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = in[i] * static_cast<float>(ranks_);
+      return Status::OK();
+    }
+    if (collective.kind == CollectiveKind::AllGather) {
+      for (int64_t r = 0; r < ranks_; ++r)
+        std::copy(in, in + n, out + r * n);
+      return Status::OK();
+    }
+    return Status::error("the loopback communicator has no " +
+                         std::string(collectiveKindName(collective.kind)));
+  }
+  std::vector<std::string> calls;
+
+private:
+  int64_t ranks_;
+};
+
+/// x + y, all-reduced over 2 ranks, doubled in place, all-gathered: the
+/// collectives run between the launches, on device memory (host copies on a
+/// GPU driver), and their outputs get memory of their own.
+Artifact collectiveArtifact(const ExecutableDesc &executable, const std::vector<KernelInfo> &kernels) {
+  Artifact a;
+  a.graphName = "tensor_parallel";
+  a.buffers = {
+      {BufferKind::Input, f32({kN}), 0, 0},     // 0: x
+      {BufferKind::Input, f32({kN}), 1, 0},     // 1: y
+      {BufferKind::Alloc, f32({kN}), 0, 0},     // 2: x + y
+      {BufferKind::Alloc, f32({kN}), 0, 0},     // 3: all_reduce(2), doubled in place
+      {BufferKind::Alloc, f32({2 * kN}), 0, 0}, // 4: all_gather(3)
+  };
+  a.kernels = kernels;
+  a.launches = {{0, 4, {0, 1, 2}}, {1, 3, {3}}};
+  a.collectives = {{{CollectiveKind::AllReduce, ReduceOp::Sum, "tp", 2}, 2, 3, 1},
+                   {{CollectiveKind::AllGather, ReduceOp::Sum, "tp", 2}, 3, 4, 2}};
+  a.outputs = {4};
+  a.executables = {executable};
+  return a;
+}
+
+TEST_P(ProgramTest, CollectivesRunBetweenLaunchesThroughTheCommunicator) {
+  Artifact sample = sampleArtifact();
+  std::unique_ptr<Program> program =
+      load(roundTrip(collectiveArtifact(sample.executables[0], sample.kernels)));
+  ASSERT_TRUE(program);
+  Inputs in = inputs(1.0f);
+  DeviceAllocator allocator(*device);
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+  LoopbackCommunicator communicator(2);
+  Status status = program->run(in.pointers(), in.descs(), allocator, allocated, outputs, nullptr,
+                               nullptr, true, &communicator);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(communicator.calls,
+            (std::vector<std::string>{"all_reduce tp float32[1000] -> float32[1000]",
+                                      "all_gather tp float32[1000] -> float32[2000]"}));
+  ASSERT_EQ(outputs.size(), 1u);
+  std::vector<float> out = read(allocated[outputs[0].buffer], outputs[0].byteOffset, 2 * kN);
+  for (int64_t i = 0; i < 2 * kN; ++i)
+    ASSERT_FLOAT_EQ(out[i], 4.0f * (in.x[i % kN] + in.y[i % kN])) << "element " << i;
+
+  // Without a communicator the run fails naming the collective and graph.
+  status = program->run(in.pointers(), in.descs(), allocator, allocated, outputs);
+  EXPECT_ERROR_HAS(status, "collective 0 (all_reduce over group 'tp') of graph 'tensor_parallel'");
+  EXPECT_ERROR_HAS(status, "no communicator");
+}
+
 TEST_P(ProgramTest, CachedLaunchRunsWhenItsInputsChange) {
   std::unique_ptr<Program> loaded = load(cachedArtifact());
   ASSERT_TRUE(loaded);

@@ -214,6 +214,16 @@ struct OutlineKernelsPass
                               buffers.lookup(check.getCondition()),
                               check.getMessageAttr(),
                               planBuilder.getStringAttr(graph::stringifyCheckKind(check.getKind())));
+      } else if (auto collective = dyn_cast<graph::CollectiveOp>(op)) {
+        Value output = plan::AllocOp::create(planBuilder, collective.getLoc(),
+                                             bufferType(collective.getType()),
+                                             dimsAttr(collective.getType()));
+        plan::CollectiveOp::create(
+            planBuilder, collective.getLoc(), buffers.lookup(collective.getInput()), output,
+            planBuilder.getStringAttr(graph::stringifyCollectiveKind(collective.getKind())),
+            planBuilder.getStringAttr(graph::stringifyReduceOp(collective.getReduceOp())),
+            collective.getGroupAttr(), collective.getGroupSizeAttr());
+        buffers.map(collective.getResult(), output);
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         SmallVector<Value> results;
         for (Value v : ret.getOperands())

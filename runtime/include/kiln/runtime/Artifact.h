@@ -16,6 +16,8 @@
 //     u32 n, n x buffer  { u8 kind, desc, u32 source, i64 byteOffset, u32 n, n x expr }
 //     u32 n, n x launch  { u32 kernel, u32 workgroups, u8 flags, u32 n, n x u32, expr }
 //     u32 n, n x check   { u32 buffer, u32 afterLaunches, u8 code, string message }
+//     u32 n, n x collective { u8 kind, u8 reduceOp, u32 input, u32 output,
+//                             u32 afterLaunches, string group, i64 groupSize }
 //     u32 n, n x u32 output buffer id
 //     u32 n, n x kernel  { string symbol, u32 numBindings, u32 numSymbols, string name }
 //     u32 n, n x executable { string format, string cpu, u32 n, n x string cpu feature,
@@ -30,6 +32,7 @@
 #ifndef KILN_RUNTIME_ARTIFACT_H
 #define KILN_RUNTIME_ARTIFACT_H
 
+#include "kiln/runtime/Communicator.h"
 #include "kiln/runtime/DType.h"
 #include "kiln/runtime/SizeExpr.h"
 #include "kiln/runtime/Status.h"
@@ -42,7 +45,7 @@
 namespace kiln::runtime {
 
 /// Bump on any change to the encoding; readers reject other versions.
-inline constexpr uint32_t kArtifactFormatVersion = 6;
+inline constexpr uint32_t kArtifactFormatVersion = 7;
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N',
                                            'A', 'R', 'T', '\0'};
 inline constexpr size_t kArtifactHeaderSize = 32;
@@ -116,6 +119,17 @@ struct CheckCmd {
   std::string message;
 };
 
+/// A collective (Communicator.h) of the graph's process group: once the
+/// first `afterLaunches` launches (and the checks due then) have run, it
+/// reads buffer `input` and writes buffer `output`, an Alloc buffer (or a
+/// view of one) that nothing else writes.
+struct CollectiveCmd {
+  Collective collective;
+  uint32_t input;
+  uint32_t output;
+  uint32_t afterLaunches;
+};
+
 /// Threads in one workgroup of a kernel, as codegen chose them for a GPU
 /// format; CPU kernels run a workgroup on one thread (1, 1, 1).
 struct BlockSize {
@@ -147,6 +161,9 @@ struct Artifact {
   std::vector<BufferDesc> buffers;
   std::vector<LaunchCmd> launches; // executed in order
   std::vector<CheckCmd> checks;    // sorted by afterLaunches
+  /// Sorted by afterLaunches; at one position, in plan order, after the
+  /// checks due there.
+  std::vector<CollectiveCmd> collectives;
   std::vector<uint32_t> outputs;   // buffer ids
   std::vector<KernelInfo> kernels;
   /// At least one, with distinct formats.

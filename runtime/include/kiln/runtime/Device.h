@@ -151,6 +151,10 @@ public:
   /// (a kernel fault) is returned here.
   virtual Status synchronize() = 0;
 
+  /// Whether the host reads and writes this device's addresses directly
+  /// (the CPU driver): a collective then runs on the buffers themselves.
+  virtual bool hostAddressable() const { return false; }
+
   /// The host threads that run workgroups, for a host to size (the Python
   /// bridge follows torch.get_num_threads()); null for a device that runs
   /// them elsewhere.

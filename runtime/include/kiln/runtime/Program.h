@@ -5,6 +5,7 @@
 
 #include "kiln/runtime/Allocator.h"
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/Communicator.h"
 #include "kiln/runtime/Device.h"
 #include "kiln/runtime/Executable.h"
 #include "kiln/runtime/MemoryPlan.h"
@@ -86,12 +87,18 @@ public:
   /// while they are queued (on a GPU), as an eager op does: the outputs are
   /// complete for any later work on the device, and for the host after
   /// Device::synchronize() or a copy to the host, which report a fault.
+  ///
+  /// A graph with collectives (artifact().collectives) runs them through
+  /// `communicator`, between the launches, in plan order; without one such
+  /// a graph fails naming its first collective. Calls of such a graph run
+  /// one at a time, so every rank issues its collectives in the same order.
   Status run(const std::vector<void *> &inputs,
              const std::vector<TensorDesc> &inputDescs, Allocator &allocator,
              std::vector<std::shared_ptr<Buffer>> &allocated,
              std::vector<OutputRef> &outputs,
              std::vector<double> *launchMs = nullptr,
-             const InputVersions *versions = nullptr, bool wait = true) const;
+             const InputVersions *versions = nullptr, bool wait = true,
+             Communicator *communicator = nullptr) const;
 
   /// What a call with these inputs (as for run()) takes besides its inputs,
   /// in bytes.
@@ -150,7 +157,13 @@ private:
                  const std::vector<int64_t> &symbols, Allocator &allocator,
                  std::vector<std::shared_ptr<Buffer>> &allocated,
                  std::vector<OutputRef> &outputs,
-                 std::vector<double> *launchMs, bool runCached) const;
+                 std::vector<double> *launchMs, bool runCached,
+                 Communicator *communicator) const;
+  /// One collective on host memory: the buffers themselves where the device
+  /// is host-addressable, else host copies (the launches before it waited for).
+  Status runCollective(const CollectiveCmd &command, Communicator *communicator, void *input,
+                       const TensorDesc &inputType, void *output,
+                       const TensorDesc &outputType) const;
   /// The identity of the inputs the cached launches read, as run() compares
   /// it; empty if any is untracked.
   struct CachedInputs {
@@ -190,6 +203,7 @@ private:
   std::vector<uint32_t> cachedReads_; // graph inputs the cached launches read
   /// Held shared by calls that reuse the cached results, exclusively by one
   /// that runs the cached launches.
+  mutable std::mutex collectiveMutex_; // calls of a graph with collectives
   mutable std::shared_mutex cacheMutex_;
   mutable std::optional<CachedInputs> cachedFrom_; // inputs of the last refresh
   mutable std::atomic<int64_t> cachedRuns_{0};

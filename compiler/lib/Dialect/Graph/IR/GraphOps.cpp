@@ -757,6 +757,34 @@ LogicalResult AssertOp::verify() {
   return success();
 }
 
+LogicalResult CollectiveOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("changes the element type: ") << input << " to " << result;
+  if (getGroup().empty())
+    return emitOpError("names no process group");
+  // all_reduce's group size is not part of torch's op, nor all_to_all's
+  // without splits: 0 there (their shapes do not depend on it).
+  int64_t ranks = getGroupSize();
+  bool sameShape = getKind() == CollectiveKind::AllReduce || getKind() == CollectiveKind::AllToAll;
+  if (ranks < (sameShape ? 0 : 1))
+    return emitOpError("needs at least one rank, got group_size = ") << ranks;
+  SmallVector<AffineExpr> expected = dimExprs(input), actual = dimExprs(result);
+  bool alongDim0 = getKind() != CollectiveKind::AllReduce;
+  if (alongDim0 && expected.empty())
+    return emitOpError("gathers, scatters or exchanges along dim 0 of a 0-d tensor");
+  // reduce_scatter: the result's rows times the ranks are the input's.
+  if (getKind() == CollectiveKind::ReduceScatter && !actual.empty())
+    actual[0] = actual[0] * ranks;
+  if (getKind() == CollectiveKind::AllGather)
+    expected[0] = expected[0] * ranks;
+  if (actual.size() != expected.size() ||
+      !llvm::all_of(llvm::zip(actual, expected),
+                    [](auto pair) { return sameSize(std::get<0>(pair), std::get<1>(pair)); }))
+    return emitOpError("over ") << ranks << " ranks cannot turn " << input << " into " << result;
+  return success();
+}
+
 LogicalResult EmbeddingOp::verify() {
   auto weight = tensorType(getWeight()), indices = tensorType(getIndices());
   if (weight.getRank() != 2)

@@ -247,8 +247,8 @@ private:
     kernelOf[op] = candidate;
   }
 
-  /// Emits the unit (kernel or boundary reshape) holding `op` after the
-  /// units it reads from, depth first.
+  /// Emits the unit (kernel, collective, or boundary reshape) holding `op`
+  /// after the units it reads from, depth first.
   void emitUnitOf(OpBuilder &builder, Operation *op, IRMapping &outside,
                   DenseSet<Operation *> &done) {
     auto it = kernelOf.find(op);
@@ -265,7 +265,10 @@ private:
           if (def->getBlock() == &block &&
               !llvm::is_contained(members, def))
             emitUnitOf(builder, def, outside, done);
-    if (it == kernelOf.end()) {
+    // A collective is a unit of its own (OwnKernel) that the plan runs
+    // between launches: it stays outside kernels, like a boundary op.
+    bool host = it == kernelOf.end() || isa<CollectiveOp>(members.front());
+    if (host) {
       Operation *clone = builder.clone(*op, outside);
       outside.map(op->getResults(), clone->getResults());
       done.insert(clone);

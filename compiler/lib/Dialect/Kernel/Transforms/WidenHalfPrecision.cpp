@@ -40,7 +40,7 @@ bool movesElementsOnly(Operation *op) {
   if (auto scatter = dyn_cast<ScatterOp>(op))
     return scatter.getReduce() == kiln::graph::ScatterReduction::None;
   return isa<ReshapeOp, PermuteOp, ExpandOp, SliceOp, ConcatOp, PadOp, IndexOp, GatherOp,
-             EmbeddingOp, CloneOp, WhereOp, ConstantOp, SizeOp, AssertOp>(op);
+             EmbeddingOp, CloneOp, WhereOp, ConstantOp, SizeOp, AssertOp, CollectiveOp>(op);
 }
 
 /// The FX node an op was imported from (the importer names each op's

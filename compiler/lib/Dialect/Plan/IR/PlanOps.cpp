@@ -81,6 +81,27 @@ LogicalResult CheckOp::verify() {
   return success();
 }
 
+LogicalResult CollectiveOp::verify() {
+  if (!llvm::is_contained({"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}, getKind()))
+    return emitOpError("kind must be \"all_reduce\", \"all_gather\", \"reduce_scatter\" or "
+                       "\"all_to_all\", got \"")
+           << getKind() << "\"";
+  if (!llvm::is_contained({"sum", "avg", "product", "min", "max"}, getReduceOp()))
+    return emitOpError("reduce_op must be \"sum\", \"avg\", \"product\", \"min\" or \"max\", "
+                       "got \"")
+           << getReduceOp() << "\"";
+  if (getGroup().empty())
+    return emitOpError("names no process group");
+  bool sameShape = getKind() == "all_reduce" || getKind() == "all_to_all";
+  if (getGroupSize() < (sameShape ? 0 : 1))
+    return emitOpError("needs at least one rank, got group_size = ") << getGroupSize();
+  MemRefType input = getInput().getType(), output = getOutput().getType();
+  if (input.getElementType() != output.getElementType() || input.getRank() != output.getRank())
+    return emitOpError("input and output differ in element type or rank: ")
+           << input << " and " << output;
+  return success();
+}
+
 LogicalResult LaunchOp::verify() {
   if ((int64_t)getWorkgroups() < 0)
     return emitOpError("workgroups must be non-negative");

@@ -42,4 +42,24 @@ def Graph_CheckKind : I32EnumAttr<"CheckKind", "the exception a failed check rai
 }
 def Graph_CheckKindAttr : Graph_EnumAttr<Graph_CheckKind, "check_kind">;
 
+// Case values match the runtime's CollectiveKind and ReduceOp
+// (kiln/runtime/Communicator.h), which the artifact stores.
+def Graph_CollectiveKind : I32EnumAttr<"CollectiveKind", "a collective across the ranks", [
+    I32EnumAttrCase<"AllReduce", 0, "all_reduce">, I32EnumAttrCase<"AllGather", 1, "all_gather">,
+    I32EnumAttrCase<"ReduceScatter", 2, "reduce_scatter">,
+    I32EnumAttrCase<"AllToAll", 3, "all_to_all">]> {
+  let cppNamespace = "::kiln::graph";
+  let genSpecializedAttr = 0;
+}
+def Graph_CollectiveKindAttr : Graph_EnumAttr<Graph_CollectiveKind, "collective">;
+
+def Graph_ReduceOp : I32EnumAttr<"ReduceOp", "a collective's reduction (torch's reduce_op)", [
+    I32EnumAttrCase<"Sum", 0, "sum">, I32EnumAttrCase<"Avg", 1, "avg">,
+    I32EnumAttrCase<"Product", 2, "product">, I32EnumAttrCase<"Min", 3, "min">,
+    I32EnumAttrCase<"Max", 4, "max">]> {
+  let cppNamespace = "::kiln::graph";
+  let genSpecializedAttr = 0;
+}
+def Graph_ReduceOpAttr : Graph_EnumAttr<Graph_ReduceOp, "reduce_op">;
+
 #endif // KILN_GRAPH_ENUMS

@@ -596,4 +596,35 @@ def Graph_AssertOp : Graph_Op<"assert"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Graph_CollectiveOp : Graph_Op<"collective", [Graph_OwnKernel]> {
+  let summary = "A collective across the ranks of a process group";
+  let description = [{
+    torch's functional collectives (`_c10d_functional.all_reduce`,
+    `all_gather_into_tensor`, `reduce_scatter_tensor`, `all_to_all_single`
+    with even splits) in a compiled distributed program. `group` is the
+    process group's name and `group_size` its ranks; gathers and scatters
+    work along dim 0. Fusion gives it a unit of its own (OwnKernel), which
+    stays outside kernels and becomes a
+    `kiln_plan.collective`, which the runtime runs between launches, in
+    program order, through the caller's communicator. It has side effects
+    (every rank must issue it), so it is never erased or merged.
+
+    ```mlir
+    %sum = kiln_graph.collective %partial {kind = #kiln_graph.collective<all_reduce>,
+        reduce_op = #kiln_graph.reduce_op<sum>, group = "0", group_size = 2}
+        : tensor<4x32xf32> -> tensor<4x32xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$input, Graph_CollectiveKindAttr:$kind,
+                       DefaultValuedAttr<Graph_ReduceOpAttr, "::kiln::graph::ReduceOp::Sum">:$reduce_op,
+                       StrAttr:$group, I64Attr:$group_size);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_GRAPH_OPS

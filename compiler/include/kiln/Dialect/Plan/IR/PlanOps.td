@@ -92,4 +92,20 @@ def Plan_CheckOp : Plan_Op<"check"> {
   let hasVerifier = 1;
 }
 
+def Plan_CollectiveOp : Plan_Op<"collective"> {
+  let summary = "Run a collective of the graph's process group between launches";
+  let description = [{
+    Reads `input` and writes `output` (a buffer of its own) once the
+    launches before it have run: `kind` is "all_reduce", "all_gather",
+    "reduce_scatter" or "all_to_all" (gathers and scatters along dim 0),
+    `reduce_op` "sum", "avg", "product", "min" or "max", over the
+    `group_size` ranks of the process group named `group`. The runtime calls
+    the communicator its caller gives (kiln/runtime/Communicator.h).
+  }];
+  let arguments = (ins AnyMemRef:$input, AnyMemRef:$output, StrAttr:$kind,
+                       StrAttr:$reduce_op, StrAttr:$group, I64Attr:$group_size);
+  let assemblyFormat = "$input `,` $output attr-dict `:` type($input) `,` type($output)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_PLAN_OPS

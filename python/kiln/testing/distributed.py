@@ -1,0 +1,453 @@
+"""Multi-process runs for the distributed tests and benchmark: ranks spawned
+on loopback, bounded in time, each writing what it measured to a file the
+parent reads back.
+
+A rank is a function `worker(rank, world_size, setup, *args) -> Any`
+defined at module level (spawn pickles it by name); `setup` has joined the
+default process group before it runs and the group is torn down after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import os
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from kiln.testing import training
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupSetup:
+    backend: str  # "kiln", "gloo", ...
+    store_path: str  # a FileStore's file, fresh per run
+    timeout_s: float
+    kiln_device: bool  # import kiln.device in the rank (the kiln backend needs it)
+
+
+def _rank_main(rank: int, world_size: int, setup: GroupSetup, out_dir: str,
+               worker: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    torch.set_num_threads(1)  # two ranks on two cores
+    if setup.kiln_device:
+        import kiln.device  # noqa: F401  (registers the device and the backend)
+    result: dict[str, Any] = {}
+    try:
+        dist.init_process_group(setup.backend, init_method=f"file://{setup.store_path}", rank=rank,
+                                world_size=world_size,
+                                timeout=datetime.timedelta(seconds=setup.timeout_s))
+        try:
+            result["value"] = worker(rank, world_size, *args)
+        finally:
+            dist.destroy_process_group()
+    except BaseException as error:  # reported by the parent, naming the rank
+        result["error"] = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
+    torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
+
+
+class RankFailed(RuntimeError):
+    pass
+
+
+def run_ranks(worker: Callable[..., Any], world_size: int = 2, *args: Any, backend: str = "kiln",
+              timeout_s: float = 300.0, group_timeout_s: float = 60.0,
+              kiln_device: bool = True) -> list[Any]:
+    """Runs `worker` on `world_size` spawned ranks joined in a `backend`
+    group (collectives time out after `group_timeout_s`); returns each rank's
+    value. Raises RankFailed naming each rank that raised or died, and for a
+    run past `timeout_s` (its ranks killed)."""
+    with tempfile.TemporaryDirectory(prefix="kiln-ranks-") as out_dir:
+        setup = GroupSetup(backend, os.path.join(out_dir, "store"), group_timeout_s, kiln_device)
+        context = mp.start_processes(_rank_main, args=(world_size, setup, out_dir, worker, args),
+                                     nprocs=world_size, join=False, start_method="spawn")
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not context.join(timeout=max(0.1, deadline - time.monotonic())):
+                if time.monotonic() >= deadline:
+                    raise RankFailed(f"{worker.__name__} on {world_size} ranks ran past {timeout_s:.0f} s")
+        except mp.ProcessRaisedException as error:
+            raise RankFailed(str(error)) from None
+        except mp.ProcessExitedException as error:
+            raise RankFailed(f"rank {error.error_index} died: {error}") from None
+        finally:
+            for process in context.processes:
+                if process.is_alive():
+                    process.kill()
+        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt"), weights_only=False)
+                   for rank in range(world_size)]
+        errors = [f"rank {rank}: {r['error']}" for rank, r in enumerate(results) if "error" in r]
+        if errors:
+            raise RankFailed("\n".join(errors))
+        return [r["value"] for r in results]
+
+
+# --- Workers -----------------------------------------------------------------------------------
+
+
+def shard(case: training.TrainingCase, rank: int, world_size: int) -> tuple[torch.Tensor, ...]:
+    """This rank's share of the case's global batch (equal shares: the mean
+    of the ranks' mean losses is the global batch's)."""
+    return tuple(x.chunk(world_size)[rank] for x in case.inputs)
+
+
+def _compile(module: torch.nn.Module, compiled: bool | str) -> torch.nn.Module:
+    """torch.compile with `compiled` as the backend (True: "kiln", with
+    fallback="error"), or the module itself."""
+    if not compiled:
+        return module
+    backend = "kiln" if compiled is True else compiled
+    options = {"fallback": "error"} if backend == "kiln" else None
+    return torch.compile(module, backend=backend, options=options)
+
+
+def _reset_evidence() -> None:
+    torch._dynamo.reset()  # and kiln.reset(): the evidence is this run's
+    if "kiln.device" in sys.modules:
+        sys.modules["kiln.device"].reset_stats()
+        from kiln import distributed as kiln_distributed
+
+        kiln_distributed.reset_stats()
+
+
+def _timed_step(device: str, step: Callable[[], float]) -> tuple[float, float]:
+    """(loss, seconds) of one training step, the device synchronized."""
+    start = time.perf_counter()
+    loss = step()
+    if device != "cpu":
+        torch.accelerator.synchronize()
+    return loss, time.perf_counter() - start
+
+
+def train_ddp(rank: int, world_size: int, model_name: str, device: str, group_backend: str,
+              steps: int, compiled: bool | str, accumulate: int = 1, size: str = "small",
+              batch_per_rank: int = 2) -> dict[str, Any]:
+    """DDP training of a training case on `device` through a group of
+    `group_backend` (the default group, or a new one of another backend):
+    per-step losses and times and the trained parameters (on the CPU). With
+    `accumulate` > 1, micro-batches under no_sync() before the synchronizing
+    one."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    group = None if dist.get_backend() == group_backend else dist.new_group(backend=group_backend)
+    _reset_evidence()
+    torch.manual_seed(0)  # the same initial model in every configuration
+    case = training.MODELS[model_name](batch=batch_per_rank * world_size * accumulate, size=size)
+    model = case.model.to(device)
+    ddp = DistributedDataParallel(model, process_group=group)
+    forward = _compile(ddp, compiled)
+    optimizer = training.OPTIMIZERS["adamw"](model.parameters())
+    micro_batches = [tuple(x.to(device) for x in micro)
+                     for micro in zip(*(x.chunk(accumulate) for x in shard(case, rank, world_size)))]
+    def step() -> float:
+        optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for i, inputs in enumerate(micro_batches):
+            last = i == len(micro_batches) - 1
+            with ddp.no_sync() if not last else contextlib.nullcontext():
+                loss = case.loss(forward, *inputs) / accumulate
+                loss.backward()
+            total += loss.item()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return total
+
+    losses, seconds = zip(*(_timed_step(device, step) for _ in range(steps)))
+    return {"losses": list(losses), "seconds": list(seconds),
+            "params": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+            "devices": sorted({p.device.type for p in model.parameters()}), **_kiln_evidence()}
+
+
+def _kiln_evidence() -> dict[str, Any]:
+    """What ran in Kiln in this rank: compiled graphs with kernels, and the
+    eager device's kernel and fallback calls."""
+    import kiln
+
+    records = kiln.compile_records()
+    evidence: dict[str, Any] = {
+        "kiln_graphs": sum(1 for r in records if r.status == "compiled" and r.kernel_count > 0),
+        # graphs that ran in Kiln whole or as partitions, and the collectives
+        # inside them
+        "graphs": [(r.kind, r.status, r.partitions, r.kernel_count, r.collectives, len(r.fallbacks))
+                   for r in records]}
+    if "kiln.device" in sys.modules:
+        from kiln import distributed as kiln_distributed
+
+        stats = sys.modules["kiln.device"].stats()
+        evidence.update(kernel_calls=stats["kernel_calls"], fallback_calls=stats["fallback_calls"],
+                        fallbacks=stats["fallback"], collectives=kiln_distributed.stats())
+    return evidence
+
+
+def compare_ddp(rank: int, world_size: int, model_name: str, steps: int, compiled: bool,
+                accumulate: int = 1) -> dict[str, Any]:
+    """train_ddp as `cpu + gloo` and as `kiln + kiln`, one after the other in
+    the same ranks (the default group is kiln's)."""
+    return {config: train_ddp(rank, world_size, model_name, device, backend, steps, compiled, accumulate)
+            for config, device, backend in (("cpu+gloo", "cpu", "gloo"), ("kiln+kiln", "kiln", "kiln"))}
+
+
+
+def collectives(rank: int, world_size: int, device: str) -> dict[str, Any]:
+    """Each collective DDP, FSDP2 and DTensor use, on `device` tensors: what
+    it produced (on the CPU), and whether results landed in the tensors
+    passed in (same data pointers)."""
+    def ranked(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return (torch.arange(torch.Size(shape).numel(), dtype=dtype).reshape(shape) + 100 * rank).to(device)
+
+    out: dict[str, Any] = {}
+    if "kiln.device" in sys.modules:
+        from kiln import distributed as kiln_distributed
+
+        kiln_distributed.reset_stats()
+    x = ranked(3, 4)
+    pointer = x.data_ptr()
+    dist.all_reduce(x)
+    out["all_reduce"] = (x.cpu(), x.data_ptr() == pointer)
+    m = ranked(5)
+    dist.all_reduce(m, op=dist.ReduceOp.MAX)
+    out["all_reduce_max"] = m.cpu()
+    b = ranked(6, dtype=torch.int64)
+    dist.broadcast(b, src=1)
+    out["broadcast"] = b.cpu()
+    gathered = [torch.empty(2, 3, device=device) for _ in range(world_size)]
+    dist.all_gather(gathered, ranked(2, 3))
+    out["all_gather"] = [g.cpu() for g in gathered]
+    flat = torch.empty(world_size * 4, device=device)
+    dist.all_gather_single(flat, ranked(4))
+    out["all_gather_into_tensor"] = flat.cpu()
+    scattered = torch.empty(3, device=device)
+    dist.reduce_scatter_single(scattered, ranked(world_size * 3))
+    out["reduce_scatter_tensor"] = scattered.cpu()
+    swapped = torch.empty(world_size * 2, device=device)
+    dist.all_to_all_single(swapped, ranked(world_size * 2))
+    out["all_to_all_single"] = swapped.cpu()
+    if rank == 0:
+        dist.send(ranked(4), dst=1)
+    else:
+        received = torch.empty(4, device=device)
+        dist.recv(received, src=0)
+        out["recv"] = received.cpu()
+    pending = ranked(1000)
+    work = dist.all_reduce(pending, async_op=True)
+    work.wait()
+    out["async_all_reduce"] = pending.cpu()
+    future = dist.all_reduce(ranked(7), async_op=True).get_future()
+    out["future_value"] = [t.device.type for t in future.wait()]
+    dist.barrier()
+    if "kiln.device" in sys.modules:
+        out["stats"] = kiln_distributed.stats()
+    return out
+
+
+def train_fsdp(rank: int, world_size: int, model_name: str, device: str, steps: int, compiled: bool | str,
+               reshard_after_forward: bool = True, mixed_precision: bool = False, size: str = "small",
+               batch_per_rank: int = 2) -> dict[str, Any]:
+    """FSDP2 (fully_shard on each block, then the root) training of a
+    training case on `device` over the default group's mesh: per-step losses
+    and the full trained parameters (gathered, on the CPU)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.device_mesh import init_device_mesh
+
+    _reset_evidence()
+    torch.manual_seed(0)
+    case = training.MODELS[model_name](batch=batch_per_rank * world_size, size=size)
+    model = case.model.to(device)
+    mesh = init_device_mesh(device, (world_size,))
+    policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+              if mixed_precision else MixedPrecisionPolicy())
+    for block in _blocks(model):
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
+        if compiled:
+            backend = "kiln" if compiled is True else compiled
+            block.compile(backend=backend, options={"fallback": "error"} if backend == "kiln" else None)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
+    optimizer = training.OPTIMIZERS["adamw"](model.parameters())
+    inputs = tuple(x.to(device) for x in shard(case, rank, world_size))
+
+    def step() -> float:
+        optimizer.zero_grad(set_to_none=True)
+        loss = case.loss(model, *inputs)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss.item()
+
+    losses, seconds = zip(*(_timed_step(device, step) for _ in range(steps)))
+    params = {k: v.full_tensor().detach().cpu() for k, v in model.state_dict().items()}
+    return {"losses": list(losses), "seconds": list(seconds), "params": params, **_kiln_evidence()}
+
+
+def _blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The repeated blocks FSDP shards one by one: a transformer's layers,
+    else the model's direct children that hold parameters."""
+    for container in ("transformer.h", "bert.encoder.layer"):
+        module = model
+        try:
+            for name in container.split("."):
+                module = getattr(module, name)
+        except AttributeError:
+            continue
+        return list(module)
+    return [m for m in model.children() if any(True for _ in m.parameters())]
+
+
+def fail_on_rank(rank: int, world_size: int, failing: int) -> None:
+    """Rank `failing` raises before an all_reduce the others wait in."""
+    if rank == failing:
+        raise RuntimeError(f"rank {rank} gives up")
+    x = torch.ones(4, device="kiln" if "kiln.device" in sys.modules else "cpu")
+    dist.all_reduce(x)
+
+
+def collectives_on(rank: int, world_size: int, devices: list[str]) -> dict[str, dict[str, Any]]:
+    """`collectives` on each device in turn, in the same group."""
+    return {device: collectives(rank, world_size, device) for device in devices}
+
+
+def llama(batch: int) -> training.TrainingCase:
+    """A Llama-style causal LM (RMSNorm, rotary attention, SwiGLU MLP), small,
+    for tensor parallelism: heads and MLP width divisible by the ranks."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         use_cache=False, attn_implementation="sdpa")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(config)
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 96, (batch, 12), generator=generator)
+
+    def next_token_loss(m: torch.nn.Module, ids: torch.Tensor, _targets: torch.Tensor) -> torch.Tensor:
+        logits = m(input_ids=ids, return_dict=True).logits
+        return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(),
+                                                 ids[:, 1:].reshape(-1))
+
+    return training.TrainingCase(model, (ids, ids), next_token_loss)
+
+
+def _tensor_parallel_plan(model: torch.nn.Module) -> dict[str, Any]:
+    """Megatron-style: attention's q/k/v and the MLP's gate/up split by
+    columns, o and down by rows (one all-reduce after each)."""
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+    plan: dict[str, Any] = {}
+    for i, _ in enumerate(model.model.layers):
+        for name in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"):
+            plan[f"model.layers.{i}.{name}"] = ColwiseParallel()
+        for name in ("self_attn.o_proj", "mlp.down_proj"):
+            plan[f"model.layers.{i}.{name}"] = RowwiseParallel()
+    return plan
+
+
+def _train(case: training.TrainingCase, forward: Any, inputs: tuple[torch.Tensor, ...],
+           optimizer: torch.optim.Optimizer, steps: int) -> list[float]:
+    """`steps` plain steps (no clipping): the losses."""
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = case.loss(forward, *inputs)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def train_llama_one_process(steps: int) -> tuple[list[float], dict[str, torch.Tensor]]:
+    """train_tensor_parallel's training on one CPU process, unsharded."""
+    case = llama(batch=2)
+    optimizer = torch.optim.AdamW(case.model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)
+    losses = _train(case, case.model, case.inputs, optimizer, steps)
+    return losses, {k: v.detach() for k, v in case.model.state_dict().items()}
+
+
+def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int,
+                          compiled: bool) -> dict[str, Any]:
+    """Tensor-parallel training of the Llama-style model on `device`, every
+    rank on the same batch: per-step losses and the full parameters."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    torch._dynamo.reset()
+    if "kiln.device" in sys.modules:
+        sys.modules["kiln.device"].reset_stats()
+    case = llama(batch=2)
+    mesh = init_device_mesh(device, (world_size,))
+    model = parallelize_module(case.model.to(device), mesh, _tensor_parallel_plan(case.model))
+    forward = torch.compile(model, backend="kiln", options={"fallback": "error"}) if compiled else model
+    # foreach=False: sharded (DTensor) and replicated (plain) parameters mix.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)
+    losses = _train(case, forward, tuple(x.to(device) for x in case.inputs), optimizer, steps)
+    params = {k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu()
+              for k, v in model.state_dict().items()}
+    return {"losses": losses, "params": params, **_kiln_evidence()}
+
+
+def fsdp_checkpoint_resume(rank: int, world_size: int, device: str, checkpoint_dir: str,
+                           steps_before: int, steps_after: int) -> dict[str, list[float]]:
+    """FSDP2 training saved with torch.distributed.checkpoint after
+    `steps_before` steps: the losses of `steps_after` more steps run straight
+    on, and of the same steps run by a fresh model and optimizer loaded from
+    the checkpoint."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh(device, (world_size,))
+
+    def build() -> tuple[training.TrainingCase, torch.nn.Module, torch.optim.Optimizer]:
+        torch.manual_seed(0)
+        case = training.MODELS["mlp"](batch=2 * world_size)
+        model = case.model.to(device)
+        for block in _blocks(model):
+            fully_shard(block, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        return case, model, training.OPTIMIZERS["adamw"](model.parameters())
+
+    def train(case, model, optimizer, steps: int) -> list[float]:
+        return _train(case, model, tuple(x.to(device) for x in shard(case, rank, world_size)),
+                      optimizer, steps)
+
+    case, model, optimizer = build()
+    train(case, model, optimizer, steps_before)
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=checkpoint_dir)
+    straight_on = train(case, model, optimizer, steps_after)
+
+    case, model, optimizer = build()
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, checkpoint_id=checkpoint_dir)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    resumed = train(case, model, optimizer, steps_after)
+    return {"straight_on": straight_on, "resumed": resumed,
+            "devices": sorted({p.device.type for p in model.parameters()})}
+
+
+def dtensor_random(rank: int, world_size: int, device: str) -> dict[str, Any]:
+    """DTensor's random ops on `device`: a sharded uniform_ (each shard its
+    own numbers) and a replicated one (the same numbers on every rank), with
+    the seed synchronized by DTensor's RNG tracker (a Philox-style (seed,
+    offset) state)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    import torch.distributed.tensor._random as dtensor_random_module
+
+    mesh = init_device_mesh(device, (world_size,))
+    torch.manual_seed(1234 + rank)  # different local seeds: DTensor must synchronize them
+    sharded = distribute_tensor(torch.empty(8, 64, device=device), mesh, [Shard(0)]).uniform_()
+    replicated = distribute_tensor(torch.empty(4, 64, device=device), mesh, [Replicate()]).normal_()
+    tracker = dtensor_random_module._rng_tracker
+    return {"sharded": sharded.full_tensor().cpu(), "local": sharded.to_local().cpu(),
+            "replicated": replicated.to_local().cpu(),
+            "tracker": type(tracker).__name__ if tracker is not None else None}
