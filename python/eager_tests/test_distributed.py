@@ -135,6 +135,14 @@ def _check_fsdp(model_name: str, compiled: bool, reshard_after_forward: bool = T
         _assert_params_match(kiln[0]["params"], _one_process_params(model_name, STEPS))
 
 
+@pytest.mark.slow
+def test_fsdp2_with_torch_nn_layers_compiled_one_by_one():
+    """Found by the benchmark: kernels the device compiles while Dynamo's
+    frame hook is set (a compiled nn.Linear runs eagerly) were traced."""
+    for run in distributed.run_ranks(distributed.fsdp_per_layer_compile, WORLD, 3):
+        assert run["per_layer_compile"] == pytest.approx(run["eager"], rel=1e-5)
+
+
 def test_fsdp2_on_kiln_matches_cpu_gloo_and_one_process():
     _check_fsdp("mlp", compiled=False)
 

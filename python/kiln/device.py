@@ -399,9 +399,9 @@ def _register() -> None:
     # behaviour it swaps the tensors in place instead.
     torch.__future__.set_swap_module_params_on_conversion(True)
     if os.environ.get("KILN_EAGER_KERNELS", "1").lower() not in ("0", "false", "no", "off"):
-        from kiln.eager_kernels import compile_kernel, kernel_ops
+        from kiln.eager_kernels import compile_kernel_outside_dynamo, kernel_ops
 
-        _C.device.register_kernels(kernel_ops(_C.compiler), compile_kernel)
+        _C.device.register_kernels(kernel_ops(_C.compiler), compile_kernel_outside_dynamo)
     if name != _NAME:
         torch.utils.rename_privateuse1_backend(_NAME)
         torch._register_device_module(_NAME, sys.modules[__name__])

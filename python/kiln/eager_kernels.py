@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import time
 from typing import Any
 
@@ -271,6 +272,16 @@ def _operands_for_scalars(gm: torch.fx.GraphModule, node: torch.fx.Node, lifted:
         expanded.meta["val"] = node.meta["val"]
         node.replace_all_uses_with(expanded)
         gm.graph.erase_node(node)
+
+
+def compile_kernel_outside_dynamo(name: str, overload: str, args: list[Any],
+                                  symbolic: bool = True) -> tuple[str, Any]:
+    """compile_kernel, as the device calls it on a cache miss: an eager op
+    can miss while torch.compile'd code runs (a hook between compiled
+    regions, FSDP2's), and Dynamo must not trace the compiler's own frames."""
+    if "torch._dynamo" not in sys.modules:
+        return compile_kernel(name, overload, args, symbolic)
+    return torch._dynamo.disable(compile_kernel, recursive=True)(name, overload, args, symbolic)
 
 
 def compile_kernel(name: str, overload: str, args: list[Any], symbolic: bool = True) -> tuple[str, Any]:

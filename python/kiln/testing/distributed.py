@@ -263,12 +263,20 @@ def train_fsdp(rank: int, world_size: int, model_name: str, device: str, steps: 
     mesh = init_device_mesh(device, (world_size,))
     policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
               if mixed_precision else MixedPrecisionPolicy())
-    for block in _blocks(model):
+    backend = "kiln" if compiled is True else compiled
+    options = {"fallback": "error"} if backend == "kiln" else None
+    blocks = _blocks(model)
+    # A transformer's blocks are compiled one by one (FSDP2's hooks stay
+    # outside); a model of plain layers whole (Dynamo skips torch.nn's own
+    # frames, so a compiled nn.Linear alone would run eagerly).
+    compile_blocks = compiled and not all(type(b).__module__.startswith("torch.nn") for b in blocks)
+    for block in blocks:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
-        if compiled:
-            backend = "kiln" if compiled is True else compiled
-            block.compile(backend=backend, options={"fallback": "error"} if backend == "kiln" else None)
+        if compile_blocks:
+            block.compile(backend=backend, options=options)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
+    if compiled and not compile_blocks:
+        model.compile(backend=backend, options=options)
     optimizer = training.OPTIMIZERS["adamw"](model.parameters())
     inputs = tuple(x.to(device) for x in shard(case, rank, world_size))
 
@@ -451,3 +459,29 @@ def dtensor_random(rank: int, world_size: int, device: str) -> dict[str, Any]:
     return {"sharded": sharded.full_tensor().cpu(), "local": sharded.to_local().cpu(),
             "replicated": replicated.to_local().cpu(),
             "tracker": type(tracker).__name__ if tracker is not None else None}
+
+
+def fsdp_per_layer_compile(rank: int, world_size: int, steps: int) -> dict[str, list[float]]:
+    """FSDP2 on kiln with each nn.Linear compiled on its own: Dynamo skips
+    torch.nn's frames, so the layers run eagerly with Dynamo's frame hook
+    set, and the device compiles its kernels there (which Dynamo must not
+    trace). The losses, and those of the same run uncompiled."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("kiln", (world_size,))
+    losses = {}
+    for name, compiled in (("per_layer_compile", True), ("eager", False)):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        case = training.MODELS["mlp"](batch=8 * world_size, size="large")
+        model = case.model.to("kiln")
+        for layer in _blocks(model):
+            fully_shard(layer, mesh=mesh)
+            if compiled:
+                layer.compile(backend="kiln", options={"fallback": "error"})
+        fully_shard(model, mesh=mesh)
+        optimizer = training.OPTIMIZERS["adamw"](model.parameters())
+        losses[name] = _train(case, model, tuple(x.to("kiln") for x in shard(case, rank, world_size)),
+                              optimizer, steps)
+    return losses
