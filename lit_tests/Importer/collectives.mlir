@@ -7,6 +7,7 @@
 // RUN: kiln-compile %t/graph.json -o %t/graph.kiln
 // RUN: not kiln-import-fx %t/bad-reduce.json 2>&1 | FileCheck %s --check-prefix=REDUCE
 // RUN: not kiln-import-fx %t/uneven.json 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// RUN: not kiln-import-fx %t/wait-outside.json 2>&1 | FileCheck %s --check-prefix=WAIT
 
 // CHECK-LABEL: func.func @tensor_parallel
 // CHECK: %[[MM:.*]] = kiln_graph.matmul
@@ -31,6 +32,8 @@
 
 // REDUCE: _c10d_functional.all_reduce.default: reduce_op must be sum, avg, product, min or max, not 'premul_sum'
 // UNEVEN: all_to_all_single takes even splits only
+// A wait for a collective run elsewhere (eager, still in flight) is no identity.
+// WAIT: _c10d_functional.wait_tensor.default: waits for a collective that is not in this graph
 
 //--- graph.json
 {"version": 1, "name": "tensor_parallel",
@@ -67,3 +70,13 @@
   {"name": "a2a", "target": "_c10d_functional.all_to_all_single.default", "args": [{"ref": "x", "index": 0}, [1, 3], [2, 2], "0"], "kwargs": {},
    "outputs": [{"shape": [4], "dtype": "float32"}]}],
  "outputs": [{"ref": "a2a", "index": 0}]}
+
+//--- wait-outside.json
+{"version": 1, "name": "wait_outside",
+ "inputs": [{"name": "x", "shape": [4], "dtype": "float32"}],
+ "nodes": [
+  {"name": "wait", "target": "_c10d_functional.wait_tensor.default", "args": [{"ref": "x", "index": 0}], "kwargs": {},
+   "outputs": [{"shape": [4], "dtype": "float32"}]},
+  {"name": "relu", "target": "aten.relu.default", "args": [{"ref": "wait", "index": 0}], "kwargs": {},
+   "outputs": [{"shape": [4], "dtype": "float32"}]}],
+ "outputs": [{"ref": "relu", "index": 0}]}

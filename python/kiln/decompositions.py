@@ -522,9 +522,18 @@ def _random_from(x, low, high=None, *, generator=None):
     [low, high) in x's dtype. An open range (high=None, the dtype's limit)
     or one beyond 2**32 stays with eager, as do ranges eager rejects."""
     if (generator is not None or high is None or x.dtype in (torch.bool, torch.complex64, torch.complex128)
-            or not 0 < high - low <= 2**32):
+            or not 0 < high - low <= 2**32 or not _fits(x.dtype, low, high - 1)):
         return NotImplemented
     return randomness.integers(list(x.shape), low, high - low, x.dtype, x.device)
+
+
+def _fits(dtype: torch.dtype, low: int, high: int) -> bool:
+    """Whether [low, high] is in an integer dtype's range (eager raises
+    otherwise, so such calls stay eager's)."""
+    if dtype.is_floating_point:
+        return True
+    info = torch.iinfo(dtype)
+    return info.min <= low and high <= info.max
 
 
 def _random_to(x, high, *, generator=None):
@@ -534,7 +543,8 @@ def _random_to(x, high, *, generator=None):
 def _randint_low(low, high, size, *, dtype=None, layout=None, device=None, pin_memory=None):
     """torch.randint: the factory form of random_(low, high)."""
     dtype = torch.int64 if dtype is None else dtype
-    if dtype in (torch.bool, torch.complex64, torch.complex128) or not 0 < high - low <= 2**32:
+    if (dtype in (torch.bool, torch.complex64, torch.complex128) or not 0 < high - low <= 2**32
+            or not _fits(dtype, low, high - 1)):
         return NotImplemented
     return randomness.integers(list(size), low, high - low, dtype, device or "cpu")
 
@@ -580,8 +590,9 @@ def _cauchy(x, median=0.0, sigma=1.0, *, generator=None):
 def _geometric(x, p, *, generator=None):
     """Trials up to the first success: ceil(ln(v) / ln(1 - p)) with v = 1 - u
     in (0, 1], at least 1."""
-    if generator is not None or _random_dtype(x.dtype) is None:
-        return NotImplemented
+    if (generator is not None or _random_dtype(x.dtype) is None
+            or (not isinstance(p, torch.Tensor) and not 0 < p < 1)):
+        return NotImplemented  # eager raises for p outside (0, 1)
     v = aten.rsub.Scalar(randomness.uniform(list(x.shape), randomness.new_seed(), x.dtype, x.device), 1.0)
     failures = aten.div.Tensor(aten.log.default(v), math.log1p(-p)) if not isinstance(p, torch.Tensor) \
         else aten.div.Tensor(aten.log.default(v), aten.log1p.default(aten.neg.default(p)))

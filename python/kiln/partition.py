@@ -135,6 +135,15 @@ class KilnSupport(OperatorSupportBase):
             return "not an ATen operator"
         if str(node.target) not in self.supported_ops:
             return "op not supported by Kiln"
+        if str(node.target) == "_c10d_functional.wait_tensor.default":
+            # Kiln's collectives complete where the plan runs them, so waiting
+            # is the identity there; a wait for one that runs in eager (async)
+            # must stay in eager, or a Kiln kernel reads its result too early.
+            source = node.args[0] if node.args else None
+            if (not isinstance(source, torch.fx.Node) or source.op != "call_function"
+                    or not str(source.target).startswith("_c10d_functional.")
+                    or self.reason(source) is not None):
+                return "waits for a collective that runs in eager"
         if self._forced(node):
             return FORCED_REASON
         if node.name in self._failed:

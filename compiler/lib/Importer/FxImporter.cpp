@@ -1986,10 +1986,16 @@ const llvm::StringMap<Handler> &handlers() {
     t["_c10d_functional.all_to_all_single.default"] = [](Importer &im) {
       return collective(im, CollectiveKind::AllToAll);
     };
-    // The collectives above complete in plan order: waiting is the identity.
-    t["_c10d_functional.wait_tensor.default"] = [](Importer &im) {
+    // The collectives above complete in plan order: waiting for one of them
+    // is the identity. A wait for anything else (a collective run outside
+    // this graph, still in flight) cannot be compiled.
+    t["_c10d_functional.wait_tensor.default"] = [](Importer &im) -> LogicalResult {
       FailureOr<Value> tensor = im.tensor(0, "tensor");
-      return failed(tensor) ? failure() : im.define(*tensor);
+      if (failed(tensor))
+        return failure();
+      if (!tensor->getDefiningOp<graph::CollectiveOp>())
+        return im.fail("waits for a collective that is not in this graph");
+      return im.define(*tensor);
     };
     add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",

@@ -119,7 +119,10 @@ public:
   std::exception_ptr exception() const override { return inner_->exception(); }
   int sourceRank() const override { return inner_->sourceRank(); }
   TensorList result() override { return outputs_; }
-  void synchronize() override { finish(staging_); }
+  void synchronize() override {
+    inner_->wait();
+    finish(staging_);
+  }
   void abort() override { inner_->abort(); }
 
   bool wait(std::chrono::milliseconds timeout) override {
@@ -134,7 +137,10 @@ public:
       std::shared_ptr<Staging> staging = staging_;
       TensorList outputs = outputs_;
       future_ = inner_->getFuture()->then(
-          [staging, outputs](c10::ivalue::Future &) {
+          [staging, outputs](c10::ivalue::Future &gloo) {
+            // then() runs on failure too: the error is this future's.
+            if (gloo.hasError())
+              std::rethrow_exception(gloo.exception_ptr());
             finish(staging);
             return c10::IValue(outputs);
           },

@@ -257,12 +257,17 @@ bool isPinnedHostPointer(const void *data) { return PinnedHostAllocator::contain
 at::Tensor cpuView(const at::Tensor &tensor) {
   TORCH_INTERNAL_ASSERT(memoryIsHost(), "a CPU view of a GPU driver's memory");
   const c10::Storage &storage = tensor.storage();
+  // The view holds a reference to the kiln storage, so the memory outlives
+  // whoever keeps the view (gloo's in-flight collective, say).
+  auto *owner = new c10::Storage(storage);
+  c10::DataPtr data(storage.mutable_data(), owner,
+                    [](void *ctx) { delete static_cast<c10::Storage *>(ctx); },
+                    c10::Device(c10::kCPU));
   // Resizable through the CPU allocator: a kernel that grows an out=
   // argument gets new CPU memory, which the fallback then adopts.
   auto impl = c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
-      c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
-      /*resizable=*/true);
+      c10::StorageImpl::use_byte_size_t(), storage.nbytes(), std::move(data),
+      c10::GetCPUAllocator(), /*resizable=*/true);
   at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), tensor.dtype());
   view.unsafeGetTensorImpl()->set_sizes_and_strides(tensor.sizes(), tensor.strides(),

@@ -21,7 +21,8 @@
 
 namespace kiln::runtime {
 
-/// The steps (launch indices) a buffer is used in, inclusive; first > last
+/// The steps (of the plan: launches and the collectives between them) a
+/// buffer is used in, inclusive; first > last
 /// for a buffer that is never used.
 struct Lifetime {
   int64_t first = INT64_MAX;

@@ -185,7 +185,7 @@ private:
   /// By Alloc slot: its index in run()'s `allocated` when an output lives in
   /// it, else -1 (an intermediate, in the arena).
   std::vector<int64_t> allocatedIndex_;
-  std::vector<Lifetime> lifetimes_;     // by Alloc slot, over launch indices
+  std::vector<Lifetime> lifetimes_;     // by Alloc slot, over steps (plan())
   MemoryPlan staticMemory_;             // a static graph's arena offsets
   std::vector<uint64_t> staticBytes_;   // a static graph's buffer sizes, by id
   mutable ArenaPool arenas_;

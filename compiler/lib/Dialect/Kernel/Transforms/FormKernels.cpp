@@ -60,6 +60,8 @@ public:
         boundary.insert(&op);
         continue;
       }
+      if (isa<CollectiveOp>(op))
+        collectives.push_back(&op);
       place(&op);
     }
     splitOpenEpilogues();
@@ -85,9 +87,11 @@ public:
   }
 
 private:
+  /// Whether every user is an op that kernels hold (a collective stays
+  /// outside them, so its constant operand must be a unit of its own).
   bool onlyUsedByGraphOps(Operation *op) {
     return llvm::all_of(op->getUsers(), [](Operation *user) {
-      return isa<GraphDialect>(user->getDialect());
+      return isa<GraphDialect>(user->getDialect()) && !isa<CollectiveOp>(user);
     });
   }
 
@@ -259,6 +263,14 @@ private:
                              : kernels[it->second].ops;
     if (!emittedUnits.insert(members.front()).second)
       return;
+    // Collectives keep the program's order (every rank must issue them
+    // alike): the earlier ones go first, whatever fusion pulled forward.
+    if (auto collective = dyn_cast<CollectiveOp>(members.front()))
+      for (Operation *earlier : collectives) {
+        if (earlier == collective.getOperation())
+          break;
+        emitUnitOf(builder, earlier, outside, done);
+      }
     for (Operation *member : members)
       for (Value operand : member->getOperands())
         if (Operation *def = operand.getDefiningOp())
@@ -342,6 +354,7 @@ private:
   // asserts (plan checks).
   DenseSet<Operation *> boundary;
   DenseSet<Operation *> emittedUnits;
+  SmallVector<Operation *> collectives; // in program order
 };
 
 /// A graph output that is an input, or a reshape of one, would hand the
