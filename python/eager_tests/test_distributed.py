@@ -121,11 +121,11 @@ def test_ddp_trains_gpt2_on_kiln_like_cpu_gloo(compiled):
 
 
 def _check_fsdp(model_name: str, compiled: bool, reshard_after_forward: bool = True,
-                mixed_precision: bool = False) -> None:
+                mixed_precision: bool = False, checkpointed: bool = False) -> None:
     gloo = distributed.run_ranks(distributed.train_fsdp, WORLD, model_name, "cpu", STEPS, False,
                                  reshard_after_forward, mixed_precision, backend="gloo", kiln_device=False)
     kiln = distributed.run_ranks(distributed.train_fsdp, WORLD, model_name, "kiln", STEPS, compiled,
-                                 reshard_after_forward, mixed_precision)
+                                 reshard_after_forward, mixed_precision, "small", 2, checkpointed)
     # bfloat16 parameters: Kiln computes in float32 and rounds once, eager per op.
     rel, atol = (2e-2, 2e-2) if mixed_precision else (1e-4, 1e-5)
     for rank in range(WORLD):
@@ -152,6 +152,14 @@ def test_fsdp2_on_kiln_matches_cpu_gloo_and_one_process():
 @pytest.mark.parametrize("reshard_after_forward", [True, False], ids=["reshard", "keep"])
 def test_fsdp2_trains_gpt2_on_kiln_like_cpu_gloo(compiled, reshard_after_forward):
     _check_fsdp("gpt2", compiled, reshard_after_forward)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_fsdp2_with_activation_checkpointing_on_kiln(compiled):
+    """Each block checkpointed (recomputed in the backward) and sharded; the
+    losses and parameters those of cpu + gloo without checkpointing."""
+    _check_fsdp("gpt2", compiled, checkpointed=True)
 
 
 @pytest.mark.slow

@@ -249,7 +249,7 @@ def collectives(rank: int, world_size: int, device: str) -> dict[str, Any]:
 
 def train_fsdp(rank: int, world_size: int, model_name: str, device: str, steps: int, compiled: bool | str,
                reshard_after_forward: bool = True, mixed_precision: bool = False, size: str = "small",
-               batch_per_rank: int = 2) -> dict[str, Any]:
+               batch_per_rank: int = 2, checkpointed: bool = False) -> dict[str, Any]:
     """FSDP2 (fully_shard on each block, then the root) training of a
     training case on `device` over the default group's mesh: per-step losses
     and the full trained parameters (gathered, on the CPU)."""
@@ -265,6 +265,14 @@ def train_fsdp(rank: int, world_size: int, model_name: str, device: str, steps: 
               if mixed_precision else MixedPrecisionPolicy())
     backend = "kiln" if compiled is True else compiled
     options = {"fallback": "error"} if backend == "kiln" else None
+    if checkpointed:
+        # Activation checkpointing: each block's forward recomputed in the
+        # backward (the blocks are replaced by their wrappers).
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+            apply_activation_checkpointing)
+
+        blocks = set(map(id, _blocks(model)))
+        apply_activation_checkpointing(model, check_fn=lambda m: id(m) in blocks)
     blocks = _blocks(model)
     # A transformer's blocks are compiled one by one (FSDP2's hooks stay
     # outside); a model of plain layers whole (Dynamo skips torch.nn's own
