@@ -454,12 +454,14 @@ def _randn(size, *, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 def _like(factory):
-    def like(x, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """The _like form of a factory (rand_like, randint_like): `factory(*args,
+    x's shape)` in x's dtype and device unless given."""
+    def like(x, *args, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
         # Contiguous results only: eager keeps a channels-last x's layout.
         if memory_format not in (None, torch.contiguous_format, torch.preserve_format) or (
                 memory_format != torch.contiguous_format and not x.is_contiguous()):
             return NotImplemented
-        return factory(list(x.shape), dtype=dtype or x.dtype, device=device or x.device)
+        return factory(*args, list(x.shape), dtype=dtype or x.dtype, device=device or x.device)
     return like
 
 
@@ -551,18 +553,6 @@ def _randint_low(low, high, size, *, dtype=None, layout=None, device=None, pin_m
 
 def _randint(high, size, **kwargs):
     return _randint_low(0, high, size, **kwargs)
-
-
-def _randint_like_low(x, low, high, *, dtype=None, layout=None, device=None, pin_memory=None,
-                      memory_format=None):
-    if memory_format not in (None, torch.contiguous_format, torch.preserve_format) or (
-            memory_format != torch.contiguous_format and not x.is_contiguous()):
-        return NotImplemented
-    return _randint_low(low, high, list(x.shape), dtype=dtype or x.dtype, device=device or x.device)
-
-
-def _randint_like(x, high, **kwargs):
-    return _randint_like_low(x, 0, high, **kwargs)
 
 
 def _exponential(x, lambd=1.0, *, generator=None):
@@ -1017,8 +1007,8 @@ RANDOM_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     aten.multinomial.default: _multinomial,
     aten.randint.default: _randint,
     aten.randint.low: _randint_low,
-    aten.randint_like.default: _randint_like,
-    aten.randint_like.low_dtype: _randint_like_low,
+    aten.randint_like.default: _like(_randint),
+    aten.randint_like.low_dtype: _like(_randint_low),
 }
 
 # Exact in every output: safe under autograd too.

@@ -267,13 +267,20 @@ static SymbolDesc readSymbol(ByteReader &r) {
   return symbol;
 }
 
+/// A one-byte enum whose values run from 0 to `last`; any other is an
+/// error naming `what` ("buffer kind").
+static uint8_t readEnum(ByteReader &r, const std::string &what, uint8_t last) {
+  size_t at = r.offset();
+  uint8_t value = r.u8(what.c_str());
+  if (r.ok() && value > last)
+    r.fail(at, "unknown " + what + " " + std::to_string(value));
+  return value;
+}
+
 static BufferDesc readBuffer(ByteReader &r) {
   BufferDesc buffer;
-  size_t at = r.offset();
-  uint8_t kind = r.u8("buffer kind");
-  if (r.ok() && kind > static_cast<uint8_t>(BufferKind::Persistent))
-    r.fail(at, "unknown buffer kind " + std::to_string(kind));
-  buffer.kind = static_cast<BufferKind>(kind);
+  buffer.kind = static_cast<BufferKind>(
+      readEnum(r, "buffer kind", static_cast<uint8_t>(BufferKind::Persistent)));
   buffer.type = readDesc(r);
   buffer.source = r.u32("buffer source");
   buffer.byteOffset = r.i64("buffer byte offset");
@@ -341,16 +348,10 @@ static ExecutableDesc readExecutable(ByteReader &r) {
 
 static CollectiveCmd readCollective(ByteReader &r) {
   CollectiveCmd command;
-  size_t at = r.offset();
-  uint8_t kind = r.u8("collective kind");
-  if (r.ok() && kind > static_cast<uint8_t>(CollectiveKind::AllToAll))
-    r.fail(at, "unknown collective kind " + std::to_string(kind));
-  at = r.offset();
-  uint8_t reduceOp = r.u8("collective reduction");
-  if (r.ok() && reduceOp > static_cast<uint8_t>(ReduceOp::Max))
-    r.fail(at, "unknown collective reduction " + std::to_string(reduceOp));
-  command.collective.kind = static_cast<CollectiveKind>(kind);
-  command.collective.reduceOp = static_cast<ReduceOp>(reduceOp);
+  command.collective.kind = static_cast<CollectiveKind>(
+      readEnum(r, "collective kind", static_cast<uint8_t>(CollectiveKind::AllToAll)));
+  command.collective.reduceOp = static_cast<ReduceOp>(
+      readEnum(r, "collective reduction", static_cast<uint8_t>(ReduceOp::Max)));
   command.input = r.u32("collective input");
   command.output = r.u32("collective output");
   command.afterLaunches = r.u32("collective position");

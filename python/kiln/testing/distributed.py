@@ -98,14 +98,16 @@ def shard(case: training.TrainingCase, rank: int, world_size: int) -> tuple[torc
     return tuple(x.chunk(world_size)[rank] for x in case.inputs)
 
 
-def _compile(module: torch.nn.Module, compiled: bool | str) -> torch.nn.Module:
-    """torch.compile with `compiled` as the backend (True: "kiln", with
-    fallback="error"), or the module itself."""
-    if not compiled:
-        return module
+def _compile_settings(compiled: bool | str) -> dict[str, Any]:
+    """torch.compile's arguments for `compiled` as the backend (True:
+    "kiln", with fallback="error")."""
     backend = "kiln" if compiled is True else compiled
-    options = {"fallback": "error"} if backend == "kiln" else None
-    return torch.compile(module, backend=backend, options=options)
+    return {"backend": backend, "options": {"fallback": "error"} if backend == "kiln" else None}
+
+
+def _compile(module: torch.nn.Module, compiled: bool | str) -> torch.nn.Module:
+    """The module compiled as _compile_settings says, or itself."""
+    return torch.compile(module, **_compile_settings(compiled)) if compiled else module
 
 
 def _reset_evidence() -> None:
@@ -263,8 +265,6 @@ def train_fsdp(rank: int, world_size: int, model_name: str, device: str, steps: 
     mesh = init_device_mesh(device, (world_size,))
     policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
               if mixed_precision else MixedPrecisionPolicy())
-    backend = "kiln" if compiled is True else compiled
-    options = {"fallback": "error"} if backend == "kiln" else None
     if checkpointed:
         # Activation checkpointing: each block's forward recomputed in the
         # backward (the blocks are replaced by their wrappers).
@@ -281,10 +281,10 @@ def train_fsdp(rank: int, world_size: int, model_name: str, device: str, steps: 
     for block in blocks:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
         if compile_blocks:
-            block.compile(backend=backend, options=options)
+            block.compile(**_compile_settings(compiled))
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
     if compiled and not compile_blocks:
-        model.compile(backend=backend, options=options)
+        model.compile(**_compile_settings(compiled))
     optimizer = training.OPTIMIZERS["adamw"](model.parameters())
     inputs = tuple(x.to(device) for x in shard(case, rank, world_size))
 
@@ -399,7 +399,7 @@ def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int,
     case = llama(batch=2)
     mesh = init_device_mesh(device, (world_size,))
     model = parallelize_module(case.model.to(device), mesh, _tensor_parallel_plan(case.model))
-    forward = torch.compile(model, backend="kiln", options={"fallback": "error"}) if compiled else model
+    forward = _compile(model, compiled)
     # foreach=False: sharded (DTensor) and replicated (plain) parameters mix.
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)
     losses = _train(case, forward, tuple(x.to(device) for x in case.inputs), optimizer, steps)
@@ -487,7 +487,7 @@ def fsdp_per_layer_compile(rank: int, world_size: int, steps: int) -> dict[str, 
         for layer in _blocks(model):
             fully_shard(layer, mesh=mesh)
             if compiled:
-                layer.compile(backend="kiln", options={"fallback": "error"})
+                layer.compile(**_compile_settings(True))
         fully_shard(model, mesh=mesh)
         optimizer = training.OPTIMIZERS["adamw"](model.parameters())
         losses[name] = _train(case, model, tuple(x.to("kiln") for x in shard(case, rank, world_size)),
