@@ -178,6 +178,9 @@ def _check_tensor_parallel(device: str, backend: str, compiled: bool = False) ->
             assert [(kind, partitions, fallbacks) for kind, _, partitions, _, _, fallbacks in run["graphs"]] \
                 == [("forward", 1, 0), ("backward", 1, 0)], run["graphs"]
             assert all(kernels > 0 and collectives > 0 for *_, kernels, collectives, _ in run["graphs"])
+            # The backward's weight gradients run while its input gradients'
+            # all-reduces are in flight.
+            assert run["overlapped_launches"][1] > 0, run["overlapped_launches"]
         elif device == "kiln":
             _assert_ran_in_kiln(run, compiled=False)
         _assert_matches(run, {"losses": losses, "params": params})

@@ -78,8 +78,10 @@ class CompileRecord:
     kernels: list[dict[str, Any]] = field(default_factory=list)
     partitions: int = 0  # Kiln-compiled partitions when split
     # Collectives (tensor parallelism's _c10d_functional ops) that run inside
-    # Kiln's compiled graphs, between their kernels.
+    # Kiln's compiled graphs, between their kernels, and the kernel launches
+    # that run while one of them is in flight (summed over the collectives).
     collectives: int = 0
+    overlapped_launches: int = 0
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
     # Size symbols of a graph compiled with dynamic shapes: name ("s77", as
     # Dynamo named it), min and max (the range the artifact accepts).

@@ -273,6 +273,7 @@ class CompileService:
         record.collectives += sum(1 for node in serialized.graph["nodes"]
                                   if node["target"].startswith("_c10d_functional.")
                                   and node["target"] != "_c10d_functional.wait_tensor.default")
+        record.overlapped_launches += int(exe.overlapped_launches)
         for symbol in serialized.graph.get("symbols", ()):
             if all(known["name"] != symbol["name"] for known in record.symbols):
                 record.symbols.append(dict(symbol))

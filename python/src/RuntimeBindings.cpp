@@ -546,6 +546,12 @@ void initRuntime(py::module_ m) {
                              [](const Executable &e) { return e.program().cachedRuns(); },
                              "How many calls ran the cached launches (weights packed into "
                              "panels): the first, then those whose weights had changed.")
+      .def_property_readonly("overlapped_launches",
+                             [](const Executable &e) {
+                               return e.program().launchesOverlappingCollectives();
+                             },
+                             "Launches that run while one of the graph's collectives is in "
+                             "flight, summed over its collectives.")
       .def_property_readonly("persistent_bytes",
                              [](const Executable &e) { return e.program().persistentBytes(); },
                              "Bytes of the buffers kept for the executable's life (packed "

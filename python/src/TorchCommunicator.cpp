@@ -1,7 +1,8 @@
 // The runtime's Communicator over torch's process groups: the collectives a
 // compiled graph keeps in its plan (tensor parallelism's _c10d_functional
 // ops) run on the process group the graph names, as eager torch would run
-// them. The runtime hands host memory (the CPU driver's buffers, or host
+// them, asynchronously (gloo works on its own threads while the plan's
+// launches go on). The runtime hands host memory (the CPU driver's buffers, or host
 // copies of a GPU driver's), which goes to the group as CPU tensors over
 // the same bytes: a "kiln" group passes them to gloo, a gloo group takes
 // them directly.
@@ -30,11 +31,42 @@ at::Tensor hostTensor(const void *data, const rt::TensorDesc &desc) {
                        at::TensorOptions().dtype(scalarTypeOf(desc.dtype)));
 }
 
+/// A collective in flight on a process group: torch's Work, and the
+/// division an average still needs once the sum is complete.
+class TorchPendingCollective : public rt::PendingCollective {
+public:
+  TorchPendingCollective(c10::intrusive_ptr<c10d::Work> work, at::Tensor output, int64_t divisor)
+      : work_(std::move(work)), output_(std::move(output)), divisor_(divisor) {}
+  ~TorchPendingCollective() override {
+    if (work_) // never waited for (the run failed first): finish before the memory goes
+      try {
+        work_->wait();
+      } catch (const std::exception &) {
+      }
+  }
+  rt::Status wait() override {
+    c10::intrusive_ptr<c10d::Work> work = std::move(work_);
+    try {
+      work->wait();
+      if (divisor_ > 1)
+        output_.div_(divisor_);
+      return rt::Status::OK();
+    } catch (const std::exception &error) {
+      return rt::Status::error(error.what());
+    }
+  }
+
+private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  at::Tensor output_;
+  int64_t divisor_;
+};
+
 class TorchCommunicator : public rt::Communicator {
 public:
-  rt::Status run(const rt::Collective &collective, const void *input,
-                 const rt::TensorDesc &inputType, void *output,
-                 const rt::TensorDesc &outputType) override {
+  rt::StatusOr<std::unique_ptr<rt::PendingCollective>>
+  start(const rt::Collective &collective, const void *input, const rt::TensorDesc &inputType,
+        void *output, const rt::TensorDesc &outputType) override {
     try {
       c10::intrusive_ptr<c10d::ProcessGroup> group = c10d::resolve_process_group(collective.group);
       if (collective.groupSize > 0 && collective.groupSize != group->getSize())
@@ -67,12 +99,11 @@ public:
         break;
       }
       }
-      work->wait();
-      if (collective.reduceOp == rt::ReduceOp::Avg &&
-          (collective.kind == rt::CollectiveKind::AllReduce ||
-           collective.kind == rt::CollectiveKind::ReduceScatter))
-        out.div_(group->getSize());
-      return rt::Status::OK();
+      bool averages = collective.reduceOp == rt::ReduceOp::Avg &&
+                      (collective.kind == rt::CollectiveKind::AllReduce ||
+                       collective.kind == rt::CollectiveKind::ReduceScatter);
+      return std::unique_ptr<rt::PendingCollective>(new TorchPendingCollective(
+          std::move(work), std::move(out), averages ? group->getSize() : 1));
     } catch (const std::exception &error) {
       return rt::Status::error(error.what());
     }

@@ -115,18 +115,39 @@ Status Program::plan() {
     if (roots_[id].kind == BufferKind::Alloc)
       lifetimes_[roots_[id].index].extend(step);
   };
-  // Steps: launch i is 2i + 1; a collective after p launches is 2p, between
-  // launch p - 1 and launch p, so its output never shares memory with a
-  // buffer either of them uses.
+  // Steps: launch i is 2i + 1; a collective after p launches starts at 2p,
+  // between launch p - 1 and launch p, and its buffers stay live until it is
+  // waited for before launch w (2w), so no launch in flight with it shares
+  // their memory.
   for (size_t index = 0; index < artifact_.launches.size(); ++index)
     for (uint32_t id : artifact_.launches[index].bindings)
       use(id, 2 * static_cast<int64_t>(index) + 1);
   // A check reads its flag once the launches before it have run.
   for (const CheckCmd &check : artifact_.checks)
     use(check.buffer, std::max<int64_t>(0, 2 * static_cast<int64_t>(check.afterLaunches) - 1));
-  for (const CollectiveCmd &command : artifact_.collectives) {
-    use(command.input, 2 * static_cast<int64_t>(command.afterLaunches));
-    use(command.output, 2 * static_cast<int64_t>(command.afterLaunches));
+  const std::vector<CollectiveCmd> &collectives = artifact_.collectives;
+  for (size_t index = 0; index < collectives.size(); ++index) {
+    const CollectiveCmd &command = collectives[index];
+    auto touches = [&](uint32_t id) {
+      return sharesMemory(id, command.input) || sharesMemory(id, command.output);
+    };
+    CollectiveWait wait{artifact_.launches.size(), collectives.size()};
+    for (size_t launch = command.afterLaunches; launch < artifact_.launches.size(); ++launch)
+      if (std::any_of(artifact_.launches[launch].bindings.begin(),
+                      artifact_.launches[launch].bindings.end(), touches)) {
+        wait.launch = launch;
+        break;
+      }
+    for (size_t later = index + 1; later < collectives.size(); ++later)
+      if (touches(collectives[later].input) || touches(collectives[later].output)) {
+        wait.collective = later;
+        break;
+      }
+    collectiveWaits_.push_back(wait);
+    for (uint32_t id : {command.input, command.output}) {
+      use(id, 2 * static_cast<int64_t>(command.afterLaunches));
+      use(id, 2 * static_cast<int64_t>(wait.launch));
+    }
   }
   if (artifact_.symbols.empty()) {
     std::vector<TensorDesc> types;
@@ -137,6 +158,20 @@ Status Program::plan() {
     staticMemory_ = planArena(types);
   }
   return Status::OK();
+}
+
+/// Whether buffers `a` and `b` may overlap in memory: views of one root do
+/// (conservatively, whatever their offsets).
+bool Program::sharesMemory(uint32_t a, uint32_t b) const {
+  return roots_[a].kind == roots_[b].kind && roots_[a].index == roots_[b].index;
+}
+
+int64_t Program::launchesOverlappingCollectives() const {
+  int64_t launches = 0;
+  for (size_t index = 0; index < artifact_.collectives.size(); ++index)
+    launches += static_cast<int64_t>(collectiveWaits_[index].launch) -
+                static_cast<int64_t>(artifact_.collectives[index].afterLaunches);
+  return launches;
 }
 
 MemoryPlan Program::planArena(const std::vector<TensorDesc> &types) const {
@@ -471,21 +506,55 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
     return Status::OK();
   };
 
-  // Collectives run after the checks due at their position.
+  // Collectives start after the checks due at their position and are
+  // waited for where their memory is next used. On any return, those in
+  // flight are waited for first (they write memory this call owns).
+  struct InFlight {
+    size_t index;
+    std::unique_ptr<PendingCollective> pending;
+  };
+  struct InFlightList : std::vector<InFlight> {
+    ~InFlightList() {
+      for (InFlight &collective : *this)
+        (void)collective.pending->wait(); // a failure here is not this call's first
+    }
+  } inFlight;
+  auto describe = [&](size_t index) {
+    const CollectiveCmd &command = artifact_.collectives[index];
+    return "collective " + std::to_string(index) + " (" +
+           std::string(collectiveKindName(command.collective.kind)) + " over group '" +
+           command.collective.group + "') of graph '" + artifact_.graphName + "'";
+  };
+  // Waits, in start order, for the collectives in flight that `due` names.
+  auto waitFor = [&](auto due) -> Status {
+    for (auto it = inFlight.begin(); it != inFlight.end();) {
+      if (!due(collectiveWaits_[it->index])) {
+        ++it;
+        continue;
+      }
+      std::unique_ptr<PendingCollective> pending = std::move(it->pending);
+      size_t index = it->index;
+      it = inFlight.erase(it);
+      if (Status status = pending->wait(); !status.ok())
+        return status.withContext(describe(index));
+    }
+    return Status::OK();
+  };
   size_t nextCollective = 0;
-  auto runCollectives = [&](size_t launchesDone) -> Status {
+  auto startCollectives = [&](size_t launchesDone) -> Status {
     for (; nextCollective < artifact_.collectives.size() &&
            artifact_.collectives[nextCollective].afterLaunches <= launchesDone;
          ++nextCollective) {
-      const CollectiveCmd &command = artifact_.collectives[nextCollective];
-      Status status = runCollective(command, communicator, pointers[command.input],
-                                    typeOf(command.input), pointers[command.output],
-                                    typeOf(command.output));
-      if (!status.ok())
-        return status.withContext("collective " + std::to_string(nextCollective) + " (" +
-                                  std::string(collectiveKindName(command.collective.kind)) +
-                                  " over group '" + command.collective.group + "') of graph '" +
-                                  artifact_.graphName + "'");
+      size_t index = nextCollective;
+      KILN_RETURN_IF_ERROR(
+          waitFor([&](const CollectiveWait &wait) { return wait.collective <= index; }));
+      const CollectiveCmd &command = artifact_.collectives[index];
+      StatusOr<std::unique_ptr<PendingCollective>> pending =
+          startCollective(command, communicator, pointers[command.input], typeOf(command.input),
+                          pointers[command.output], typeOf(command.output));
+      if (!pending.ok())
+        return pending.status().withContext(describe(index));
+      inFlight.push_back({index, std::move(*pending)});
     }
     return Status::OK();
   };
@@ -498,7 +567,9 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
     launchMs->assign(artifact_.launches.size(), 0.0);
   for (size_t index = 0; index < artifact_.launches.size(); ++index) {
     KILN_RETURN_IF_ERROR(runChecks(index));
-    KILN_RETURN_IF_ERROR(runCollectives(index));
+    KILN_RETURN_IF_ERROR(startCollectives(index));
+    KILN_RETURN_IF_ERROR(
+        waitFor([&](const CollectiveWait &wait) { return wait.launch <= index; }));
     const LaunchCmd &launch = artifact_.launches[index];
     int64_t count = resolved ? resolved->workgroups[index] : launch.workgroups;
     if (count == 0 || (launch.cached && !runCached))
@@ -532,7 +603,8 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
   }
 
   KILN_RETURN_IF_ERROR(runChecks(artifact_.launches.size()));
-  KILN_RETURN_IF_ERROR(runCollectives(artifact_.launches.size()));
+  KILN_RETURN_IF_ERROR(startCollectives(artifact_.launches.size()));
+  KILN_RETURN_IF_ERROR(waitFor([](const CollectiveWait &) { return true; }));
   // The outputs are complete, and a kernel fault is this call's error.
   if (wait)
     KILN_RETURN_IF_ERROR(device_.synchronize());
@@ -554,23 +626,54 @@ Status Program::runImpl(bool wait, const std::vector<void *> &inputs,
   return Status::OK();
 }
 
-Status Program::runCollective(const CollectiveCmd &command, Communicator *communicator,
-                              void *input, const TensorDesc &inputType, void *output,
-                              const TensorDesc &outputType) const {
+namespace {
+/// A collective on host copies of device memory: its output is uploaded
+/// once it completes.
+class StagedCollective : public PendingCollective {
+public:
+  StagedCollective(Device &device, void *output, std::vector<uint8_t> input,
+                   std::vector<uint8_t> hostOutput)
+      : device_(device), output_(output), input_(std::move(input)),
+        hostOutput_(std::move(hostOutput)) {}
+  void started(std::unique_ptr<PendingCollective> pending) { pending_ = std::move(pending); }
+  const void *hostInput() const { return input_.data(); }
+  void *hostOutput() { return hostOutput_.data(); }
+  Status wait() override {
+    KILN_RETURN_IF_ERROR(pending_->wait());
+    return device_.copyHostToDevice(output_, hostOutput_.data(), hostOutput_.size());
+  }
+
+private:
+  Device &device_;
+  void *output_;
+  std::vector<uint8_t> input_, hostOutput_;
+  std::unique_ptr<PendingCollective> pending_;
+};
+} // namespace
+
+StatusOr<std::unique_ptr<PendingCollective>>
+Program::startCollective(const CollectiveCmd &command, Communicator *communicator, void *input,
+                         const TensorDesc &inputType, void *output,
+                         const TensorDesc &outputType) const {
   if (!communicator)
     return Status::error("the graph runs collectives, and the caller gave no communicator");
   if (device_.hostAddressable()) {
     // Earlier launches have finished (the CPU driver's return when done);
     // synchronize in case a host-addressable device ever queues.
     KILN_RETURN_IF_ERROR(device_.synchronize());
-    return communicator->run(command.collective, input, inputType, output, outputType);
+    return communicator->start(command.collective, input, inputType, output, outputType);
   }
   std::vector<uint8_t> hostInput(static_cast<size_t>(inputType.byteSize()));
-  std::vector<uint8_t> hostOutput(static_cast<size_t>(outputType.byteSize()));
   KILN_RETURN_IF_ERROR(device_.copyDeviceToHost(hostInput.data(), input, hostInput.size()));
-  KILN_RETURN_IF_ERROR(communicator->run(command.collective, hostInput.data(), inputType,
-                                         hostOutput.data(), outputType));
-  return device_.copyHostToDevice(output, hostOutput.data(), hostOutput.size());
+  auto staged = std::make_unique<StagedCollective>(
+      device_, output, std::move(hostInput),
+      std::vector<uint8_t>(static_cast<size_t>(outputType.byteSize())));
+  StatusOr<std::unique_ptr<PendingCollective>> pending = communicator->start(
+      command.collective, staged->hostInput(), inputType, staged->hostOutput(), outputType);
+  if (!pending.ok())
+    return pending.status();
+  staged->started(std::move(*pending));
+  return std::unique_ptr<PendingCollective>(std::move(staged));
 }
 
 } // namespace kiln::runtime

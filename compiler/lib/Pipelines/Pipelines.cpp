@@ -13,7 +13,7 @@ static std::vector<PipelineStage> graphStagesWith(const std::string &outlineOpti
   return {
       {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention,kiln-widen-half-precision),"
                   "canonicalize,"
-                  "func.func(kiln-form-kernels),canonicalize"},
+                  "func.func(kiln-form-kernels),canonicalize,func.func(kiln-overlap-collectives)"},
       {"plan", "kiln-outline-kernels" + outlineOptions + ",symbol-dce" +
                    (planPasses.empty() ? "" : "," + planPasses)},
   };

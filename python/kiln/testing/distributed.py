@@ -178,7 +178,9 @@ def _kiln_evidence() -> dict[str, Any]:
         # graphs that ran in Kiln whole or as partitions, and the collectives
         # inside them
         "graphs": [(r.kind, r.status, r.partitions, r.kernel_count, r.collectives, len(r.fallbacks))
-                   for r in records]}
+                   for r in records],
+        # per graph, the launches that run while its collectives are in flight
+        "overlapped_launches": [r.overlapped_launches for r in records]}
     if "kiln.device" in sys.modules:
         from kiln import distributed as kiln_distributed
 

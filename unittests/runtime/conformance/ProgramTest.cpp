@@ -384,39 +384,60 @@ TEST_P(ProgramTest, FailedCheckStopsTheRun) {
 
 /// A communicator for one process: an all_reduce sums `ranks` copies of
 /// this rank's input (as if every rank held the same), an all_gather
-/// repeats it; it records what it was asked.
+/// repeats it. It moves the bytes only when waited for, so a run that used
+/// an output before waiting would read garbage; it records what it was
+/// asked, and when.
 class LoopbackCommunicator : public Communicator {
 public:
   explicit LoopbackCommunicator(int64_t ranks) : ranks_(ranks) {}
-  Status run(const Collective &collective, const void *input, const TensorDesc &inputType,
-             void *output, const TensorDesc &outputType) override {
-    calls.push_back(std::string(collectiveKindName(collective.kind)) + " " + collective.group +
-                    " " + inputType.str() + " -> " + outputType.str());
-    const float *in = static_cast<const float *>(input);
-    float *out = static_cast<float *>(output);
-    int64_t n = inputType.numElements();
-    if (collective.kind == CollectiveKind::AllReduce) {
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = in[i] * static_cast<float>(ranks_);
-      return Status::OK();
-    }
-    if (collective.kind == CollectiveKind::AllGather) {
-      for (int64_t r = 0; r < ranks_; ++r)
-        std::copy(in, in + n, out + r * n);
-      return Status::OK();
-    }
-    return Status::error("the loopback communicator has no " +
-                         std::string(collectiveKindName(collective.kind)));
+  StatusOr<std::unique_ptr<PendingCollective>> start(const Collective &collective,
+                                                     const void *input,
+                                                     const TensorDesc &inputType, void *output,
+                                                     const TensorDesc &outputType) override {
+    std::string name = std::string(collectiveKindName(collective.kind));
+    calls.push_back("start " + name + " " + collective.group + " " + inputType.str() + " -> " +
+                    outputType.str());
+    if (collective.kind != CollectiveKind::AllReduce &&
+        collective.kind != CollectiveKind::AllGather)
+      return Status::error("the loopback communicator has no " + name);
+    return std::unique_ptr<PendingCollective>(
+        new Deferred(*this, collective.kind, static_cast<const float *>(input),
+                     inputType.numElements(), static_cast<float *>(output)));
   }
   std::vector<std::string> calls;
 
 private:
+  class Deferred : public PendingCollective {
+  public:
+    Deferred(LoopbackCommunicator &owner, CollectiveKind kind, const float *in, int64_t n,
+             float *out)
+        : owner_(owner), kind_(kind), in_(in), n_(n), out_(out) {}
+    Status wait() override {
+      owner_.calls.push_back("wait " + std::string(collectiveKindName(kind_)));
+      for (int64_t r = 0; r < owner_.ranks_; ++r)
+        for (int64_t i = 0; i < n_; ++i) {
+          if (kind_ == CollectiveKind::AllReduce)
+            out_[i] = (r == 0 ? 0.0f : out_[i]) + in_[i];
+          else
+            out_[r * n_ + i] = in_[i];
+        }
+      return Status::OK();
+    }
+
+  private:
+    LoopbackCommunicator &owner_;
+    CollectiveKind kind_;
+    const float *in_;
+    int64_t n_;
+    float *out_;
+  };
   int64_t ranks_;
 };
 
-/// x + y, all-reduced over 2 ranks, doubled in place, all-gathered: the
-/// collectives run between the launches, on device memory (host copies on a
-/// GPU driver), and their outputs get memory of their own.
+/// x + y, all-reduced over 2 ranks while x + y is computed again, doubled in
+/// place, all-gathered: the collectives start between the launches, on
+/// device memory (host copies on a GPU driver), are waited for where their
+/// outputs are read, and their outputs get memory of their own.
 Artifact collectiveArtifact(const ExecutableDesc &executable, const std::vector<KernelInfo> &kernels) {
   Artifact a;
   a.graphName = "tensor_parallel";
@@ -426,12 +447,13 @@ Artifact collectiveArtifact(const ExecutableDesc &executable, const std::vector<
       {BufferKind::Alloc, f32({kN}), 0, 0},     // 2: x + y
       {BufferKind::Alloc, f32({kN}), 0, 0},     // 3: all_reduce(2), doubled in place
       {BufferKind::Alloc, f32({2 * kN}), 0, 0}, // 4: all_gather(3)
+      {BufferKind::Alloc, f32({kN}), 0, 0},     // 5: x + y, while 3 is in flight
   };
   a.kernels = kernels;
-  a.launches = {{0, 4, {0, 1, 2}}, {1, 3, {3}}};
+  a.launches = {{0, 4, {0, 1, 2}}, {0, 4, {0, 1, 5}}, {1, 3, {3}}};
   a.collectives = {{{CollectiveKind::AllReduce, ReduceOp::Sum, "tp", 2}, 2, 3, 1},
-                   {{CollectiveKind::AllGather, ReduceOp::Sum, "tp", 2}, 3, 4, 2}};
-  a.outputs = {4};
+                   {{CollectiveKind::AllGather, ReduceOp::Sum, "tp", 2}, 3, 4, 3}};
+  a.outputs = {4, 5};
   a.executables = {executable};
   return a;
 }
@@ -441,6 +463,8 @@ TEST_P(ProgramTest, CollectivesRunBetweenLaunchesThroughTheCommunicator) {
   std::unique_ptr<Program> program =
       load(roundTrip(collectiveArtifact(sample.executables[0], sample.kernels)));
   ASSERT_TRUE(program);
+  // Launch 1 runs while the all_reduce is in flight; the all_gather is last.
+  EXPECT_EQ(program->launchesOverlappingCollectives(), 1);
   Inputs in = inputs(1.0f);
   DeviceAllocator allocator(*device);
   std::vector<std::shared_ptr<Buffer>> allocated;
@@ -450,17 +474,52 @@ TEST_P(ProgramTest, CollectivesRunBetweenLaunchesThroughTheCommunicator) {
                                nullptr, true, &communicator);
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(communicator.calls,
-            (std::vector<std::string>{"all_reduce tp float32[1000] -> float32[1000]",
-                                      "all_gather tp float32[1000] -> float32[2000]"}));
-  ASSERT_EQ(outputs.size(), 1u);
+            (std::vector<std::string>{"start all_reduce tp float32[1000] -> float32[1000]",
+                                      "wait all_reduce",
+                                      "start all_gather tp float32[1000] -> float32[2000]",
+                                      "wait all_gather"}));
+  ASSERT_EQ(outputs.size(), 2u);
   std::vector<float> out = read(allocated[outputs[0].buffer], outputs[0].byteOffset, 2 * kN);
   for (int64_t i = 0; i < 2 * kN; ++i)
     ASSERT_FLOAT_EQ(out[i], 4.0f * (in.x[i % kN] + in.y[i % kN])) << "element " << i;
+  std::vector<float> sum = read(allocated[outputs[1].buffer], outputs[1].byteOffset, kN);
+  for (int64_t i = 0; i < kN; ++i)
+    ASSERT_FLOAT_EQ(sum[i], in.x[i] + in.y[i]) << "element " << i;
 
   // Without a communicator the run fails naming the collective and graph.
   status = program->run(in.pointers(), in.descs(), allocator, allocated, outputs);
   EXPECT_ERROR_HAS(status, "collective 0 (all_reduce over group 'tp') of graph 'tensor_parallel'");
   EXPECT_ERROR_HAS(status, "no communicator");
+}
+
+/// A communicator whose collectives fail when waited for (a peer gone).
+class FailingCommunicator : public Communicator {
+public:
+  StatusOr<std::unique_ptr<PendingCollective>> start(const Collective &, const void *,
+                                                     const TensorDesc &, void *,
+                                                     const TensorDesc &) override {
+    ++started;
+    return finishedCollective(Status::error("rank 1 closed the connection"));
+  }
+  int started = 0;
+};
+
+TEST_P(ProgramTest, AFailedCollectiveFailsTheRunNamingIt) {
+  Artifact sample = sampleArtifact();
+  std::unique_ptr<Program> program =
+      load(roundTrip(collectiveArtifact(sample.executables[0], sample.kernels)));
+  ASSERT_TRUE(program);
+  Inputs in = inputs(1.0f);
+  DeviceAllocator allocator(*device);
+  std::vector<std::shared_ptr<Buffer>> allocated;
+  std::vector<OutputRef> outputs;
+  FailingCommunicator communicator;
+  Status status = program->run(in.pointers(), in.descs(), allocator, allocated, outputs, nullptr,
+                               nullptr, true, &communicator);
+  EXPECT_ERROR_HAS(status, "collective 0 (all_reduce over group 'tp') of graph 'tensor_parallel'");
+  EXPECT_ERROR_HAS(status, "rank 1 closed the connection");
+  EXPECT_EQ(communicator.started, 1); // the run stopped there
+  EXPECT_TRUE(outputs.empty());
 }
 
 TEST_P(ProgramTest, CachedLaunchRunsWhenItsInputsChange) {

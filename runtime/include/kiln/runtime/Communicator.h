@@ -2,8 +2,10 @@
 //
 // A graph compiled from a distributed program (tensor parallelism: DTensor's
 // `_c10d_functional` collectives) keeps its collectives in the plan: the
-// runtime runs them between launches, in plan order, through the
-// Communicator the caller passes to Program::run. The runtime names the
+// runtime starts them between launches, in plan order, through the
+// Communicator the caller passes to Program::run, and waits for each one
+// before the first launch that uses its buffers, so the launches between
+// run while it is in flight. The runtime names the
 // process group and the operation; the communicator (the Python bridge's,
 // over torch's process groups) moves the bytes. It sees host memory only:
 // on a device whose memory the host cannot address, the runtime stages the
@@ -18,6 +20,7 @@
 #include "kiln/runtime/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -47,16 +50,35 @@ struct Collective {
                      // known, for an all_reduce or an all_to_all)
 };
 
+/// A collective in flight.
+class PendingCollective {
+public:
+  virtual ~PendingCollective();
+  /// Returns once the output is complete (and the input no longer read).
+  /// Errors (a peer gone, a timeout) are statuses. Called once.
+  virtual Status wait() = 0;
+};
+
 class Communicator {
 public:
   virtual ~Communicator();
-  /// Runs `collective` of this rank: reads `input` (host memory, dense, of
-  /// `inputType`) and fills `output` (of `outputType`); returns once the
-  /// output is complete. Errors (a peer gone, a timeout) are statuses.
-  virtual Status run(const Collective &collective, const void *input,
-                     const TensorDesc &inputType, void *output,
-                     const TensorDesc &outputType) = 0;
+  /// Starts `collective` of this rank: it reads `input` (host memory,
+  /// dense, of `inputType`) and fills `output` (of `outputType`). Until the
+  /// returned collective's wait() returns, the caller neither writes the
+  /// input nor touches the output, and waits before freeing either.
+  /// A communicator without asynchronous collectives may finish the work
+  /// here and return a pending collective with nothing left to do.
+  virtual StatusOr<std::unique_ptr<PendingCollective>>
+  start(const Collective &collective, const void *input, const TensorDesc &inputType,
+        void *output, const TensorDesc &outputType) = 0;
+
+  /// start, then wait.
+  Status run(const Collective &collective, const void *input, const TensorDesc &inputType,
+             void *output, const TensorDesc &outputType);
 };
+
+/// A collective finished when it started: its wait() returns `status`.
+std::unique_ptr<PendingCollective> finishedCollective(Status status = Status::OK());
 
 } // namespace kiln::runtime
 

@@ -90,8 +90,11 @@ public:
   ///
   /// A graph with collectives (artifact().collectives) runs them through
   /// `communicator`, between the launches, in plan order; without one such
-  /// a graph fails naming its first collective. Calls of such a graph run
-  /// one at a time, so every rank issues its collectives in the same order.
+  /// a graph fails naming its first collective. Each collective is started
+  /// at its place and waited for before the first launch (or collective)
+  /// that uses its input's or output's memory, so the launches between run
+  /// while it is in flight. Calls of such a graph run one at a time, so
+  /// every rank issues its collectives in the same order.
   Status run(const std::vector<void *> &inputs,
              const std::vector<TensorDesc> &inputDescs, Allocator &allocator,
              std::vector<std::shared_ptr<Buffer>> &allocated,
@@ -120,6 +123,9 @@ public:
   int64_t cachedRuns() const;
   /// The graph inputs the cached launches read, whose versions run() compares.
   const std::vector<uint32_t> &cachedReads() const { return cachedReads_; }
+  /// Launches that run while a collective is in flight, summed over the
+  /// collectives (0: every collective is waited for at once).
+  int64_t launchesOverlappingCollectives() const;
 
 private:
   /// The Input or Alloc buffer a buffer's bytes belong to.
@@ -159,11 +165,21 @@ private:
                  std::vector<OutputRef> &outputs,
                  std::vector<double> *launchMs, bool runCached,
                  Communicator *communicator) const;
-  /// One collective on host memory: the buffers themselves where the device
-  /// is host-addressable, else host copies (the launches before it waited for).
-  Status runCollective(const CollectiveCmd &command, Communicator *communicator, void *input,
-                       const TensorDesc &inputType, void *output,
-                       const TensorDesc &outputType) const;
+  /// Starts one collective on host memory: the buffers themselves where the
+  /// device is host-addressable, else host copies (made once the launches
+  /// before it finished, and uploaded when it is waited for).
+  StatusOr<std::unique_ptr<PendingCollective>>
+  startCollective(const CollectiveCmd &command, Communicator *communicator, void *input,
+                  const TensorDesc &inputType, void *output,
+                  const TensorDesc &outputType) const;
+  /// Where a started collective must be complete: before launch `launch`,
+  /// and before collective `collective` starts (the first of each that uses
+  /// its input's or output's memory; the counts where none does).
+  struct CollectiveWait {
+    size_t launch;
+    size_t collective;
+  };
+  bool sharesMemory(uint32_t a, uint32_t b) const;
   /// The identity of the inputs the cached launches read, as run() compares
   /// it; empty if any is untracked.
   struct CachedInputs {
@@ -186,6 +202,7 @@ private:
   /// it, else -1 (an intermediate, in the arena).
   std::vector<int64_t> allocatedIndex_;
   std::vector<Lifetime> lifetimes_;     // by Alloc slot, over steps (plan())
+  std::vector<CollectiveWait> collectiveWaits_; // by collective
   MemoryPlan staticMemory_;             // a static graph's arena offsets
   std::vector<uint64_t> staticBytes_;   // a static graph's buffer sizes, by id
   mutable ArenaPool arenas_;

@@ -19,6 +19,21 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::kernel::KernelDialect", "kiln::graph::GraphDialect"];
 }
 
+def OverlapCollectivesPass : Pass<"kiln-overlap-collectives", "mlir::func::FuncOp"> {
+  let summary = "Order kernels to run while the function's collectives are in flight";
+  let description = [{
+    A list schedule of the kernel-level function (after kiln-form-kernels):
+    each `kiln_graph.collective` as soon as its operand is ready, then, in
+    program order, the units that do not use the memory of a collective in
+    flight before one that does. The runtime starts a collective at its
+    place and waits for it before the first launch that uses its memory, so
+    the units moved in between overlap it. Collectives keep their relative
+    order; ops with side effects other than kernels stay between their
+    neighbours; a function without collectives is left unchanged.
+  }];
+  let dependentDialects = ["kiln::kernel::KernelDialect", "kiln::graph::GraphDialect"];
+}
+
 def RecognizeAttentionPass : Pass<"kiln-recognize-attention", "mlir::func::FuncOp"> {
   let summary = "Attention written out as ops becomes kiln_graph.attention";
   let description = [{
