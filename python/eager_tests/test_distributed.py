@@ -4,12 +4,15 @@ against the same runs on `cpu + gloo` and against one process.
 
 Ranks are spawned processes on loopback (kiln.testing.distributed), two of
 them, bounded in time. The gating tier runs the collectives, the MLP through
-DDP and FSDP2, the compiled tensor-parallel Llama, a checkpoint, DTensor's
-random ops and a failing rank; GPT-2, the other FSDP2 settings and the eager
-tensor-parallel runs are in the slow tier.
+DDP and FSDP2, the compiled tensor-parallel Llama (with and without sequence
+parallelism), a checkpoint, DTensor's random ops and a rank that raises or is
+killed; GPT-2, the other FSDP2 settings, the eager tensor-parallel runs and a
+stalled rank are in the slow tier.
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 import torch
@@ -67,11 +70,12 @@ def test_collectives_of_the_kiln_backend():
         _check_collectives(device, [by_device[device] for by_device in ranks])
 
 
-def _one_process_params(model_name: str, steps: int, accumulate: int = 1) -> dict[str, torch.Tensor]:
+def _one_process_params(model_name: str, steps: int, accumulate: int = 1,
+                        batch_per_rank: int = 2) -> dict[str, torch.Tensor]:
     """The parameters after the same training on one process over the
     global batch, on the CPU (the ranks' mean loss is the batch's)."""
     torch.manual_seed(0)
-    case = training.MODELS[model_name](batch=2 * WORLD * accumulate)
+    case = training.MODELS[model_name](batch=batch_per_rank * WORLD * accumulate)
     _, model = training.train_on(case, "cpu", steps)
     return {k: v.detach() for k, v in model.state_dict().items()}
 
@@ -94,9 +98,10 @@ def _assert_ran_in_kiln(run: dict, compiled: bool) -> None:
             run["kernel_calls"] + run["fallback_calls"]), run["fallbacks"]
 
 
-def _check_ddp(model_name: str, compiled: bool, accumulate: int = 1) -> None:
-    ranks = distributed.run_ranks(distributed.compare_ddp, WORLD, model_name, STEPS, compiled, accumulate)
-    one_process = _one_process_params(model_name, STEPS, accumulate)
+def _check_ddp(model_name: str, compiled: bool, accumulate: int = 1, batch_per_rank: int = 2) -> None:
+    ranks = distributed.run_ranks(distributed.compare_ddp, WORLD, model_name, STEPS, compiled, accumulate,
+                                  batch_per_rank)
+    one_process = _one_process_params(model_name, STEPS, accumulate, batch_per_rank)
     for runs in ranks:
         gloo, kiln = runs["cpu+gloo"], runs["kiln+kiln"]
         assert kiln["devices"] == ["kiln"] and gloo["devices"] == ["cpu"]
@@ -110,8 +115,8 @@ def _check_ddp(model_name: str, compiled: bool, accumulate: int = 1) -> None:
 def test_ddp_on_kiln_matches_cpu_gloo_and_one_process(compiled):
     """Eagerly with gradient accumulation (a micro-batch under no_sync(),
     then one that synchronizes); compiled (DDPOptimizer's bucket graphs
-    through Kiln) one batch a step."""
-    _check_ddp("mlp", compiled, accumulate=1 if compiled else 2)
+    through Kiln) one batch a step, of another size."""
+    _check_ddp("mlp", compiled, accumulate=1 if compiled else 2, batch_per_rank=3 if compiled else 2)
 
 
 @pytest.mark.slow
@@ -167,10 +172,11 @@ def test_fsdp2_mixed_precision_on_kiln():
     _check_fsdp("gpt2", compiled=True, mixed_precision=True)
 
 
-def _check_tensor_parallel(device: str, backend: str, compiled: bool = False) -> None:
-    ranks = distributed.run_ranks(distributed.train_tensor_parallel, WORLD, device, STEPS, compiled,
-                                  backend=backend, kiln_device=backend == "kiln")
-    losses, params = distributed.train_llama_one_process(STEPS)
+def _check_tensor_parallel(device: str, backend: str, compiled: bool = False, batch: int = 2,
+                           sequence_parallel: bool = False) -> None:
+    ranks = distributed.run_ranks(distributed.train_tensor_parallel, WORLD, device, STEPS, compiled, batch,
+                                  sequence_parallel, backend=backend, kiln_device=backend == "kiln")
+    losses, params = distributed.train_llama_one_process(STEPS, batch)
     for run in ranks:
         if compiled:
             # One Kiln graph forward and one backward, each with its
@@ -213,6 +219,20 @@ def test_compiled_tensor_parallel_on_cpu_gloo():
     _check_tensor_parallel("cpu", "gloo", compiled=True)
 
 
+def test_compiled_sequence_parallel_keeps_its_collectives_in_one_kiln_graph():
+    """Sequence parallelism on top (SequenceParallel norms, the residual
+    stream split along the sequence): all-gathers and reduce-scatters inside
+    the compiled graphs; another batch size than the plain case."""
+    _check_tensor_parallel("kiln", "kiln", compiled=True, batch=3, sequence_parallel=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device, backend", [("kiln", "kiln"), ("cpu", "gloo")])
+def test_sequence_parallel_llama_matches_one_process(device, backend):
+    """Sequence parallelism eagerly on kiln, and compiled over cpu + gloo."""
+    _check_tensor_parallel(device, backend, compiled=backend == "gloo", batch=3, sequence_parallel=True)
+
+
 def test_checkpoint_of_a_sharded_model_resumes_the_same_loss_curve(tmp_path):
     """torch.distributed.checkpoint saves an FSDP2 model and its optimizer
     on kiln; a fresh model and optimizer loaded from it train on exactly as
@@ -245,4 +265,34 @@ def test_a_failing_rank_fails_the_others_within_the_timeout():
         distributed.run_ranks(distributed.fail_on_rank, WORLD, 1, timeout_s=60, group_timeout_s=10)
     message = str(failure.value)
     assert "rank 1: RuntimeError: rank 1 gives up" in message
-    assert "rank 0:" in message
+    assert "rank 0: DistBackendError: kiln process group: all_reduce on rank 0 of 2 failed" in message
+    assert failure.value.left_behind == []
+
+
+def test_a_killed_rank_fails_the_others_and_leaves_nothing_behind():
+    """Rank 1 is killed (SIGKILL: no cleanup of its own) between two
+    collectives: rank 0 fails with an error naming the collective and
+    itself instead of hanging, and neither rank leaves files in its
+    temporary directory or shared memory."""
+    with pytest.raises(distributed.RankFailed) as failure:
+        distributed.run_ranks(distributed.fail_on_rank, WORLD, 1, "kill", timeout_s=60, group_timeout_s=10)
+    message = str(failure.value)
+    assert "rank 1: died (killed by SIGKILL)" in message
+    assert "rank 0: DistBackendError: kiln process group: all_reduce on rank 0 of 2 failed" in message
+    assert "still running" not in message
+    assert failure.value.left_behind == []
+
+
+@pytest.mark.slow
+def test_a_stalled_rank_times_the_others_out():
+    """Rank 1 stays alive but skips a collective: rank 0 fails when the
+    group's timeout (4 s) runs out, long before rank 1 comes back."""
+    start = time.monotonic()
+    with pytest.raises(distributed.RankFailed) as failure:
+        distributed.run_ranks(distributed.fail_on_rank, WORLD, 1, "stall", 20.0, timeout_s=120,
+                              group_timeout_s=4)
+    message = str(failure.value)
+    assert "rank 0: DistBackendError: kiln process group: all_reduce on rank 0 of 2 failed" in message
+    assert "Timed out" in message or "timed out" in message
+    assert "rank 1" not in message  # it came back and returned normally
+    assert time.monotonic() - start < 60

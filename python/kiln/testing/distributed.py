@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import datetime
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -32,10 +33,12 @@ class GroupSetup:
     store_path: str  # a FileStore's file, fresh per run
     timeout_s: float
     kiln_device: bool  # import kiln.device in the rank (the kiln backend needs it)
+    temp_dir: str  # the ranks' TMPDIR, fresh per run: what is left there was left behind
 
 
 def _rank_main(rank: int, world_size: int, setup: GroupSetup, out_dir: str,
                worker: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    os.environ["TMPDIR"] = tempfile.tempdir = setup.temp_dir
     torch.set_num_threads(1)  # two ranks on two cores
     if setup.kiln_device:
         import kiln.device  # noqa: F401  (registers the device and the backend)
@@ -54,7 +57,27 @@ def _rank_main(rank: int, world_size: int, setup: GroupSetup, out_dir: str,
 
 
 class RankFailed(RuntimeError):
-    pass
+    """Ranks raised, died or hung; `left_behind` lists the files the ranks
+    left in their temporary directory and in /dev/shm."""
+
+    def __init__(self, message: str, left_behind: list[str] | None = None):
+        super().__init__(message)
+        self.left_behind = left_behind or []
+
+
+# Time the others get, past the group's timeout, to fail once a rank died.
+_FAILURE_GRACE_S = 30.0
+
+
+def _shared_memory() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
 
 
 def run_ranks(worker: Callable[..., Any], world_size: int = 2, *args: Any, backend: str = "kiln",
@@ -63,29 +86,51 @@ def run_ranks(worker: Callable[..., Any], world_size: int = 2, *args: Any, backe
     """Runs `worker` on `world_size` spawned ranks joined in a `backend`
     group (collectives time out after `group_timeout_s`); returns each rank's
     value. Raises RankFailed naming each rank that raised or died, and for a
-    run past `timeout_s` (its ranks killed)."""
+    run past `timeout_s` (its ranks killed). Once a rank died, the others
+    have the group's timeout (and a grace) to fail by themselves; one still
+    running then hangs, and is reported and killed."""
+    shared_before = _shared_memory()
     with tempfile.TemporaryDirectory(prefix="kiln-ranks-") as out_dir:
-        setup = GroupSetup(backend, os.path.join(out_dir, "store"), group_timeout_s, kiln_device)
+        temp_dir = os.path.join(out_dir, "tmp")
+        os.mkdir(temp_dir)
+        setup = GroupSetup(backend, os.path.join(out_dir, "store"), group_timeout_s, kiln_device, temp_dir)
         context = mp.start_processes(_rank_main, args=(world_size, setup, out_dir, worker, args),
                                      nprocs=world_size, join=False, start_method="spawn")
+        processes = context.processes
         deadline = time.monotonic() + timeout_s
+        problems: list[str] = []
+        died_at: float | None = None
         try:
-            while not context.join(timeout=max(0.1, deadline - time.monotonic())):
-                if time.monotonic() >= deadline:
-                    raise RankFailed(f"{worker.__name__} on {world_size} ranks ran past {timeout_s:.0f} s")
-        except mp.ProcessRaisedException as error:
-            raise RankFailed(str(error)) from None
-        except mp.ProcessExitedException as error:
-            raise RankFailed(f"rank {error.error_index} died: {error}") from None
+            while any(p.is_alive() for p in processes):
+                now = time.monotonic()
+                if died_at is None and any(p.exitcode not in (None, 0) for p in processes):
+                    died_at = now
+                if now >= deadline:
+                    problems.append(f"{worker.__name__} on {world_size} ranks ran past {timeout_s:.0f} s")
+                    break
+                if died_at is not None and now - died_at > group_timeout_s + _FAILURE_GRACE_S:
+                    problems += [f"rank {rank}: still running {now - died_at:.0f} s after a rank died "
+                                 f"(the group's timeout is {group_timeout_s:.0f} s)"
+                                 for rank, p in enumerate(processes) if p.is_alive()]
+                    break
+                time.sleep(0.05)
         finally:
-            for process in context.processes:
+            for process in processes:
                 if process.is_alive():
                     process.kill()
-        results = [torch.load(os.path.join(out_dir, f"rank{rank}.pt"), weights_only=False)
-                   for rank in range(world_size)]
-        errors = [f"rank {rank}: {r['error']}" for rank, r in enumerate(results) if "error" in r]
-        if errors:
-            raise RankFailed("\n".join(errors))
+                process.join()
+        results: list[dict[str, Any]] = []
+        for rank, process in enumerate(processes):
+            path = os.path.join(out_dir, f"rank{rank}.pt")
+            if os.path.exists(path):
+                results.append(torch.load(path, weights_only=False))
+            else:
+                results.append({"error": f"died ({_exit_reason(process.exitcode)})"})
+        problems += [f"rank {rank}: {r['error']}" for rank, r in enumerate(results) if "error" in r]
+        left_behind = sorted(os.listdir(temp_dir)) + sorted(f"/dev/shm/{name}" for name in
+                                                            _shared_memory() - shared_before)
+        if problems:
+            raise RankFailed("\n".join(problems), left_behind)
         return [r["value"] for r in results]
 
 
@@ -191,10 +236,11 @@ def _kiln_evidence() -> dict[str, Any]:
 
 
 def compare_ddp(rank: int, world_size: int, model_name: str, steps: int, compiled: bool,
-                accumulate: int = 1) -> dict[str, Any]:
+                accumulate: int = 1, batch_per_rank: int = 2) -> dict[str, Any]:
     """train_ddp as `cpu + gloo` and as `kiln + kiln`, one after the other in
     the same ranks (the default group is kiln's)."""
-    return {config: train_ddp(rank, world_size, model_name, device, backend, steps, compiled, accumulate)
+    return {config: train_ddp(rank, world_size, model_name, device, backend, steps, compiled, accumulate,
+                              batch_per_rank=batch_per_rank)
             for config, device, backend in (("cpu+gloo", "cpu", "gloo"), ("kiln+kiln", "kiln", "kiln"))}
 
 
@@ -317,11 +363,19 @@ def _blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.children() if any(True for _ in m.parameters())]
 
 
-def fail_on_rank(rank: int, world_size: int, failing: int) -> None:
-    """Rank `failing` raises before an all_reduce the others wait in."""
+def fail_on_rank(rank: int, world_size: int, failing: int, how: str = "raise", stall_s: float = 0.0) -> None:
+    """After one all_reduce, rank `failing` raises (`how` "raise"), is
+    killed ("kill": SIGKILL, no cleanup) or stalls for `stall_s` ("stall")
+    before the next, which the others wait in."""
+    x = torch.ones(4, device="kiln" if "kiln.device" in sys.modules else "cpu")
+    dist.all_reduce(x)
+    if rank == failing and how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if rank == failing and how == "stall":
+        time.sleep(stall_s)
+        return
     if rank == failing:
         raise RuntimeError(f"rank {rank} gives up")
-    x = torch.ones(4, device="kiln" if "kiln.device" in sys.modules else "cpu")
     dist.all_reduce(x)
 
 
@@ -330,9 +384,10 @@ def collectives_on(rank: int, world_size: int, devices: list[str]) -> dict[str, 
     return {device: collectives(rank, world_size, device) for device in devices}
 
 
-def llama(batch: int) -> training.TrainingCase:
+def llama(batch: int, sequence: int = 12) -> training.TrainingCase:
     """A Llama-style causal LM (RMSNorm, rotary attention, SwiGLU MLP), small,
-    for tensor parallelism: heads and MLP width divisible by the ranks."""
+    for tensor parallelism: heads, MLP width, vocabulary and sequence
+    divisible by the ranks."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -342,27 +397,55 @@ def llama(batch: int) -> training.TrainingCase:
         torch.manual_seed(0)
         model = LlamaForCausalLM(config)
     generator = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 96, (batch, 12), generator=generator)
+    ids = torch.randint(0, 96, (batch, sequence), generator=generator)
 
     def next_token_loss(m: torch.nn.Module, ids: torch.Tensor, _targets: torch.Tensor) -> torch.Tensor:
-        logits = m(input_ids=ids, return_dict=True).logits
+        # Positions and the causal mask given, as sequence parallelism needs:
+        # its embedding output holds this rank's part of the sequence (from
+        # which the model would make them), while attention sees the whole.
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        causal = torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool, device=ids.device).tril()
+        logits = m(input_ids=ids, position_ids=positions.unsqueeze(0), cache_position=positions,
+                   attention_mask=causal.expand(ids.shape[0], 1, -1, -1), return_dict=True).logits
         return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(),
                                                  ids[:, 1:].reshape(-1))
 
     return training.TrainingCase(model, (ids, ids), next_token_loss)
 
 
-def _tensor_parallel_plan(model: torch.nn.Module) -> dict[str, Any]:
+def _tensor_parallel_plan(model: torch.nn.Module, sequence_parallel: bool = False) -> dict[str, Any]:
     """Megatron-style: attention's q/k/v and the MLP's gate/up split by
-    columns, o and down by rows (one all-reduce after each)."""
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+    columns, o and down by rows (one all-reduce after each). With
+    `sequence_parallel`, the residual stream between them is split along
+    the sequence (Megatron-SP, as torchtitan does): the norms run on each
+    rank's part, an all-gather before attention and the MLP, a
+    reduce-scatter after; the embedding is split by vocabulary rows, the
+    LM head by vocabulary columns."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   SequenceParallel)
 
     plan: dict[str, Any] = {}
+    rowwise_output = Shard(1) if sequence_parallel else Replicate()
     for i, _ in enumerate(model.model.layers):
+        layer = f"model.layers.{i}"
         for name in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"):
-            plan[f"model.layers.{i}.{name}"] = ColwiseParallel()
+            plan[f"{layer}.{name}"] = ColwiseParallel()
         for name in ("self_attn.o_proj", "mlp.down_proj"):
-            plan[f"model.layers.{i}.{name}"] = RowwiseParallel()
+            plan[f"{layer}.{name}"] = RowwiseParallel(output_layouts=rowwise_output)
+        if sequence_parallel:
+            plan[f"{layer}.input_layernorm"] = SequenceParallel()
+            plan[f"{layer}.post_attention_layernorm"] = SequenceParallel()
+            plan[f"{layer}.self_attn"] = PrepareModuleInput(
+                input_kwarg_layouts={"hidden_states": Shard(1)},
+                desired_input_kwarg_layouts={"hidden_states": Replicate()}, use_local_output=True)
+            plan[f"{layer}.mlp"] = PrepareModuleInput(input_layouts=(Shard(1),),
+                                                      desired_input_layouts=(Replicate(),),
+                                                      use_local_output=True)
+    if sequence_parallel:
+        plan["model.embed_tokens"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
+        plan["model.norm"] = SequenceParallel()
+        plan["lm_head"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())
     return plan
 
 
@@ -379,16 +462,16 @@ def _train(case: training.TrainingCase, forward: Any, inputs: tuple[torch.Tensor
     return losses
 
 
-def train_llama_one_process(steps: int) -> tuple[list[float], dict[str, torch.Tensor]]:
+def train_llama_one_process(steps: int, batch: int = 2) -> tuple[list[float], dict[str, torch.Tensor]]:
     """train_tensor_parallel's training on one CPU process, unsharded."""
-    case = llama(batch=2)
+    case = llama(batch)
     optimizer = torch.optim.AdamW(case.model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)
     losses = _train(case, case.model, case.inputs, optimizer, steps)
     return losses, {k: v.detach() for k, v in case.model.state_dict().items()}
 
 
-def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int,
-                          compiled: bool) -> dict[str, Any]:
+def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int, compiled: bool,
+                          batch: int = 2, sequence_parallel: bool = False) -> dict[str, Any]:
     """Tensor-parallel training of the Llama-style model on `device`, every
     rank on the same batch: per-step losses and the full parameters."""
     from torch.distributed.device_mesh import init_device_mesh
@@ -398,9 +481,9 @@ def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int,
     torch._dynamo.reset()
     if "kiln.device" in sys.modules:
         sys.modules["kiln.device"].reset_stats()
-    case = llama(batch=2)
+    case = llama(batch)
     mesh = init_device_mesh(device, (world_size,))
-    model = parallelize_module(case.model.to(device), mesh, _tensor_parallel_plan(case.model))
+    model = parallelize_module(case.model.to(device), mesh, _tensor_parallel_plan(case.model, sequence_parallel))
     forward = _compile(model, compiled)
     # foreach=False: sharded (DTensor) and replicated (plain) parameters mix.
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)

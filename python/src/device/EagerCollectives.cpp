@@ -110,9 +110,12 @@ private:
 /// A gloo work whose results are the caller's tensors.
 class KilnWork : public c10d::Work {
 public:
-  KilnWork(WorkPtr inner, TensorList outputs, HostTensors staging)
+  /// `what` names the collective and this rank for errors: "all_reduce on
+  /// rank 0 of 2".
+  KilnWork(WorkPtr inner, TensorList outputs, HostTensors staging, std::string what)
       : c10d::Work(-1, inner->retrieveOpType()), inner_(std::move(inner)),
-        outputs_(std::move(outputs)), staging_(std::make_shared<Staging>(std::move(staging))) {}
+        outputs_(std::move(outputs)), staging_(std::make_shared<Staging>(std::move(staging))),
+        what_(std::make_shared<const std::string>(std::move(what))) {}
 
   bool isCompleted() override { return inner_->isCompleted(); }
   bool isSuccess() const override { return inner_->isSuccess(); }
@@ -120,13 +123,14 @@ public:
   int sourceRank() const override { return inner_->sourceRank(); }
   TensorList result() override { return outputs_; }
   void synchronize() override {
-    inner_->wait();
+    named([&] { inner_->wait(); });
     finish(staging_);
   }
   void abort() override { inner_->abort(); }
 
   bool wait(std::chrono::milliseconds timeout) override {
-    bool done = inner_->wait(timeout);
+    bool done = false;
+    named([&] { done = inner_->wait(timeout); });
     finish(staging_);
     return done;
   }
@@ -135,12 +139,13 @@ public:
     std::lock_guard<std::mutex> lock(futureMutex_);
     if (!future_) {
       std::shared_ptr<Staging> staging = staging_;
+      std::shared_ptr<const std::string> what = what_;
       TensorList outputs = outputs_;
       future_ = inner_->getFuture()->then(
-          [staging, outputs](c10::ivalue::Future &gloo) {
+          [staging, what, outputs](c10::ivalue::Future &gloo) {
             // then() runs on failure too: the error is this future's.
             if (gloo.hasError())
-              std::rethrow_exception(gloo.exception_ptr());
+              failed(*what, gloo.tryRetrieveErrorMessage());
             finish(staging);
             return c10::IValue(outputs);
           },
@@ -158,10 +163,26 @@ private:
   static void finish(const std::shared_ptr<Staging> &staging) {
     std::call_once(staging->uploaded, [&] { staging->tensors.upload(); });
   }
+  /// Gloo's errors name a peer's address, not what failed where; say both.
+  [[noreturn]] static void failed(const std::string &what, const std::string &error) {
+    C10_THROW_ERROR(DistBackendError,
+                    "kiln process group: " + what +
+                        " failed (a peer rank died, raised or timed out): " + error);
+  }
+  template <class Wait> void named(Wait wait) {
+    try {
+      wait();
+    } catch (const c10::Error &error) {
+      failed(*what_, error.what_without_backtrace());
+    } catch (const std::exception &error) {
+      failed(*what_, error.what());
+    }
+  }
 
   WorkPtr inner_;
   TensorList outputs_;
   std::shared_ptr<Staging> staging_;
+  std::shared_ptr<const std::string> what_;
   std::mutex futureMutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -335,12 +356,15 @@ private:
   /// its HostTensors and calls gloo), and wraps gloo's work so that it
   /// returns `outputs` and uploads what the GPU driver's host copies got.
   template <class Call>
-  static WorkPtr collective(const char *name, int64_t bytes, TensorList outputs, Call call) {
+  WorkPtr collective(const char *name, int64_t bytes, TensorList outputs, Call call) {
     count(name, bytes);
     HostTensors staging;
     WorkPtr inner = call(staging);
     return c10::make_intrusive<KilnWork>(std::move(inner), std::move(outputs),
-                                         std::move(staging));
+                                         std::move(staging),
+                                         std::string(name) + " on rank " +
+                                             std::to_string(getRank()) + " of " +
+                                             std::to_string(getSize()));
   }
   static TensorList flatten(const std::vector<TensorList> &lists) {
     TensorList all;
