@@ -384,20 +384,25 @@ def collectives_on(rank: int, world_size: int, devices: list[str]) -> dict[str, 
     return {device: collectives(rank, world_size, device) for device in devices}
 
 
-def llama(batch: int, sequence: int = 12) -> training.TrainingCase:
-    """A Llama-style causal LM (RMSNorm, rotary attention, SwiGLU MLP), small,
-    for tensor parallelism: heads, MLP width, vocabulary and sequence
-    divisible by the ranks."""
+# Llama-style sizes: (vocabulary, hidden, MLP width, layers, heads, KV heads, sequence).
+LLAMA_SIZES = {"small": (96, 32, 64, 2, 4, 2, 12), "large": (2048, 512, 1408, 4, 8, 4, 128)}
+
+
+def llama(batch: int, size: str = "small") -> training.TrainingCase:
+    """A Llama-style causal LM (RMSNorm, rotary attention, SwiGLU MLP) for
+    tensor parallelism: heads, MLP width, vocabulary and sequence divisible
+    by the ranks."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         use_cache=False, attn_implementation="sdpa")
+    vocab, hidden, width, layers, heads, kv_heads, sequence = LLAMA_SIZES[size]
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=width,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         max_position_embeddings=sequence, use_cache=False, attn_implementation="sdpa")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = LlamaForCausalLM(config)
     generator = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 96, (batch, sequence), generator=generator)
+    ids = torch.randint(0, vocab, (batch, sequence), generator=generator)
 
     def next_token_loss(m: torch.nn.Module, ids: torch.Tensor, _targets: torch.Tensor) -> torch.Tensor:
         # Positions and the causal mask given, as sequence parallelism needs:
@@ -470,10 +475,10 @@ def train_llama_one_process(steps: int, batch: int = 2) -> tuple[list[float], di
     return losses, {k: v.detach() for k, v in case.model.state_dict().items()}
 
 
-def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int, compiled: bool,
-                          batch: int = 2, sequence_parallel: bool = False) -> dict[str, Any]:
+def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int, compiled: bool | str,
+                          batch: int = 2, sequence_parallel: bool = False, size: str = "small") -> dict[str, Any]:
     """Tensor-parallel training of the Llama-style model on `device`, every
-    rank on the same batch: per-step losses and the full parameters."""
+    rank on the same batch: per-step losses and times, the full parameters."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor
     from torch.distributed.tensor.parallel import parallelize_module
@@ -481,16 +486,18 @@ def train_tensor_parallel(rank: int, world_size: int, device: str, steps: int, c
     torch._dynamo.reset()
     if "kiln.device" in sys.modules:
         sys.modules["kiln.device"].reset_stats()
-    case = llama(batch)
+    case = llama(batch, size)
     mesh = init_device_mesh(device, (world_size,))
     model = parallelize_module(case.model.to(device), mesh, _tensor_parallel_plan(case.model, sequence_parallel))
     forward = _compile(model, compiled)
     # foreach=False: sharded (DTensor) and replicated (plain) parameters mix.
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, foreach=False)
-    losses = _train(case, forward, tuple(x.to(device) for x in case.inputs), optimizer, steps)
+    inputs = tuple(x.to(device) for x in case.inputs)
+    losses, seconds = zip(*(_timed_step(device, lambda: _train(case, forward, inputs, optimizer, 1)[0])
+                            for _ in range(steps)))
     params = {k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().cpu()
               for k, v in model.state_dict().items()}
-    return {"losses": losses, "params": params, **_kiln_evidence()}
+    return {"losses": list(losses), "seconds": list(seconds), "params": params, **_kiln_evidence()}
 
 
 def fsdp_checkpoint_resume(rank: int, world_size: int, device: str, checkpoint_dir: str,
