@@ -105,9 +105,11 @@ def _check_ddp(model_name: str, compiled: bool, accumulate: int = 1, batch_per_r
     for runs in ranks:
         gloo, kiln = runs["cpu+gloo"], runs["kiln+kiln"]
         assert kiln["devices"] == ["kiln"] and gloo["devices"] == ["cpu"]
-        _assert_ran_in_kiln(kiln, compiled)
-        _assert_matches(kiln, gloo)
-        _assert_params_match(kiln["params"], one_process)
+        # Compiled: also Kiln's graphs on CPU tensors, through the gloo group.
+        for run in [kiln] + ([runs["cpu+gloo compiled"]] if compiled else []):
+            _assert_ran_in_kiln(run, compiled)
+            _assert_matches(run, gloo)
+            _assert_params_match(run["params"], one_process)
     assert ranks[0]["kiln+kiln"]["losses"] != ranks[1]["kiln+kiln"]["losses"]  # each its own shard
 
 
@@ -126,11 +128,13 @@ def test_ddp_trains_gpt2_on_kiln_like_cpu_gloo(compiled):
 
 
 def _check_fsdp(model_name: str, compiled: bool, reshard_after_forward: bool = True,
-                mixed_precision: bool = False, checkpointed: bool = False) -> None:
+                mixed_precision: bool = False, checkpointed: bool = False, device: str = "kiln") -> None:
+    """FSDP2 on `device` ("kiln", or "cpu" through gloo) against cpu + gloo eager."""
     gloo = distributed.run_ranks(distributed.train_fsdp, WORLD, model_name, "cpu", STEPS, False,
                                  reshard_after_forward, mixed_precision, backend="gloo", kiln_device=False)
-    kiln = distributed.run_ranks(distributed.train_fsdp, WORLD, model_name, "kiln", STEPS, compiled,
-                                 reshard_after_forward, mixed_precision, "small", 2, checkpointed)
+    kiln = distributed.run_ranks(distributed.train_fsdp, WORLD, model_name, device, STEPS, compiled,
+                                 reshard_after_forward, mixed_precision, "small", 2, checkpointed,
+                                 backend="kiln" if device == "kiln" else "gloo", kiln_device=device == "kiln")
     # bfloat16 parameters: Kiln computes in float32 and rounds once, eager per op.
     rel, atol = (2e-2, 2e-2) if mixed_precision else (1e-4, 1e-5)
     for rank in range(WORLD):
@@ -165,6 +169,12 @@ def test_fsdp2_with_activation_checkpointing_on_kiln(compiled):
     """Each block checkpointed (recomputed in the backward) and sharded; the
     losses and parameters those of cpu + gloo without checkpointing."""
     _check_fsdp("gpt2", compiled, checkpointed=True)
+
+
+@pytest.mark.slow
+def test_fsdp2_compiled_by_kiln_on_cpu_gloo():
+    """Kiln's per-block graphs over CPU tensors, the shards through gloo."""
+    _check_fsdp("gpt2", compiled=True, device="cpu")
 
 
 @pytest.mark.slow

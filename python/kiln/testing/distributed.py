@@ -237,11 +237,15 @@ def _kiln_evidence() -> dict[str, Any]:
 
 def compare_ddp(rank: int, world_size: int, model_name: str, steps: int, compiled: bool,
                 accumulate: int = 1, batch_per_rank: int = 2) -> dict[str, Any]:
-    """train_ddp as `cpu + gloo` and as `kiln + kiln`, one after the other in
-    the same ranks (the default group is kiln's)."""
-    return {config: train_ddp(rank, world_size, model_name, device, backend, steps, compiled, accumulate,
+    """train_ddp eagerly on `cpu + gloo` and as `compiled` says on `kiln +
+    kiln`, and, when compiled, on `cpu + gloo` too ("cpu+gloo compiled"):
+    one after the other in the same ranks (the default group is kiln's)."""
+    configs = [("cpu+gloo", "cpu", "gloo", False), ("kiln+kiln", "kiln", "kiln", compiled)]
+    if compiled:
+        configs.append(("cpu+gloo compiled", "cpu", "gloo", compiled))
+    return {config: train_ddp(rank, world_size, model_name, device, backend, steps, how, accumulate,
                               batch_per_rank=batch_per_rank)
-            for config, device, backend in (("cpu+gloo", "cpu", "gloo"), ("kiln+kiln", "kiln", "kiln"))}
+            for config, device, backend, how in configs}
 
 
 
