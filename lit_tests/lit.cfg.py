@@ -19,3 +19,6 @@ config.available_features.add("host-" + platform.machine().lower())
 import shutil
 if shutil.which("spirv-val"):
     config.available_features.add("spirv-val")
+# ptxas (the CUDA toolkit's) for the NVIDIA target's kernels.
+if shutil.which("ptxas"):
+    config.available_features.add("ptxas")

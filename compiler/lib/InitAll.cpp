@@ -8,6 +8,8 @@
 #include "kiln/Pipelines/Pipelines.h"
 #include "kiln/Target/CPU/CpuTarget.h"
 #include "kiln/Target/CPU/Passes.h"
+#include "kiln/Target/CUDA/CudaTarget.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Target/GPU/Passes.h"
 #include "kiln/Target/Passes.h"
 #include "kiln/Target/Vulkan/Passes.h"
@@ -16,11 +18,13 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 
 void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
   registry.insert<graph::GraphDialect, kernel::KernelDialect, plan::PlanDialect,
@@ -31,8 +35,10 @@ void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
                   mlir::vector::VectorDialect, mlir::index::IndexDialect,
                   mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
-                  mlir::spirv::SPIRVDialect>();
+                  mlir::spirv::SPIRVDialect, mlir::NVVM::NVVMDialect>();
   mlir::registerAllExtensions(registry);
+  // #nvvm.target's serialization (PTX), which registerAllExtensions leaves out.
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
 }
 
 void kiln::registerAllKilnPasses() {
@@ -43,6 +49,7 @@ void kiln::registerAllKilnPasses() {
     cpu::registerCPUPasses();
     gpu::registerGPUPasses();
     vulkan::registerVulkanPasses();
+    cuda::registerCUDAPasses();
     registerTargetPasses();
     registerPipelines();
     registerAllTargets();
@@ -55,6 +62,7 @@ void kiln::registerAllTargets() {
   static bool registered = [] {
     cpu::registerCpuTarget();
     vulkan::registerVulkanTarget();
+    cuda::registerCudaTarget();
     return true;
   }();
   (void)registered;

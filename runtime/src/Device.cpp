@@ -3,6 +3,7 @@
 #include "kiln/runtime/Device.h"
 
 #include "cpu/CpuDevice.h"
+#include "cuda/CudaDriver.h"
 #include "vulkan/VulkanDriver.h"
 
 #include <algorithm>
@@ -63,6 +64,7 @@ DriverRegistry &DriverRegistry::global() {
     // library's linker would drop.
     (void)registerCpuDriver(*created);
     (void)registerVulkanDriver(*created);
+    (void)registerCudaDriver(*created);
     return created;
   }();
   return *registry;

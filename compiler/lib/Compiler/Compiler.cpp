@@ -207,10 +207,12 @@ public:
       std::string header = " " + kernel.name + ": exported as " + kernel.symbol +
                            " (kernels with the same code share it)\n";
       if (!kernel.ir.empty()) {
-        // A comment in the IR's own syntax: LLVM IR's, or MLIR's (SPIR-V).
-        bool mlir = llvm::StringRef(kernel.irExtension).ends_with("mlir");
-        std::string text = (mlir ? "//" : ";") + header + kernel.ir;
-        if (!mlir)
+        // A comment in the IR's own syntax: LLVM IR's, or MLIR's (SPIR-V)
+        // and PTX's.
+        llvm::StringRef extension(kernel.irExtension);
+        bool slashes = extension.ends_with("mlir") || extension == "ptx";
+        std::string text = (slashes ? "//" : ";") + header + kernel.ir;
+        if (extension == "ll")
           result_.llvmIR += text;
         result_.kernelFiles.push_back({kernel.name + "." + kernel.irExtension, std::move(text)});
       }

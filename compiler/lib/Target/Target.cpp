@@ -43,6 +43,17 @@ kiln::PipelineStage kiln::linalgKernelStage() {
                     "kiln-fuse-elementwise),canonicalize,cse,func.func(kiln-mark-in-place-operands)"};
 }
 
+std::vector<kiln::PipelineStage> kiln::gpuKernelStages(bool subgroupReductions) {
+  std::string map = subgroupReductions ? "kiln-gpu-map-workgroups" : "kiln-gpu-map-workgroups{subgroups=false}";
+  return {
+      linalgKernelStage(),
+      {"bufferized", "kiln-bufferize-kernels,canonicalize,cse"},
+      {"gpu", "func.func(kiln-gpu-lower-kernel-ops,kiln-gpu-prepare-kernels,"
+              "convert-linalg-to-parallel-loops,kiln-lower-sort{parallel-steps=true}," + map +
+                  "),kiln-approximate-math{libm-calls=false},canonicalize,cse"},
+  };
+}
+
 std::vector<kiln::TargetRegistry::Kind> kiln::TargetRegistry::kinds() {
   std::lock_guard<std::mutex> lock(registryMutex());
   return registered();

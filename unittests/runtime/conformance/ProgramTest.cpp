@@ -289,8 +289,8 @@ TEST_P(ProgramTest, GarbageExecutableIsAnError) {
 
 TEST_P(ProgramTest, RejectsOtherTargetsNamingBoth) {
   Artifact artifact = sampleArtifact();
-  artifact.executables[0].format = "cuda-sm90";
-  if (format() == "cuda-sm90")
+  artifact.executables[0].format = "kiln-other-format";
+  if (format() == "kiln-other-format")
     artifact.executables[0].format = "cpu-x86_64";
   std::string other = artifact.executables[0].format;
   StatusOr<std::unique_ptr<Program>> program = Program::load(artifact, *device);

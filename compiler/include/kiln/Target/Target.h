@@ -87,6 +87,13 @@ public:
 /// from the plan, lowered to linalg on tensors and fused.
 PipelineStage linalgKernelStage();
 
+/// The stages every GPU target starts with: linalg, bufferized, and "gpu"
+/// (kernels mapped onto workgroups of threads by Target/GPU, math as the CPU
+/// computes it: inline polynomials within a few ulp, so results agree
+/// across devices). `subgroupReductions`: reductions combine across a
+/// subgroup where they can (else they meet in workgroup memory).
+std::vector<PipelineStage> gpuKernelStages(bool subgroupReductions);
+
 /// The registered targets, by kind: a kind handles the name "<kind>" and the
 /// names "<kind>:<detail>".
 class TargetRegistry {

@@ -3,6 +3,7 @@
 #include "kiln/Target/Vulkan/Passes.h"
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Target/GPU/MappedKernel.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -90,13 +91,10 @@ struct FormSpirvKernelsPass
 
   LogicalResult form(ModuleOp module, func::FuncOp func) {
     MLIRContext *context = &getContext();
-    auto workgroupSize = func->getAttrOfType<DenseI64ArrayAttr>(kiln::kernel::kWorkgroupSizeAttr);
-    if (!workgroupSize)
-      return func.emitOpError("has no ") << kiln::kernel::kWorkgroupSizeAttr
-                                         << ": map it to workgroups first (kiln-gpu-map-workgroups)";
-    auto numSymbolsAttr = func->getAttrOfType<IntegerAttr>(kiln::kernel::kNumSymbolsAttr);
-    unsigned numSymbols = numSymbolsAttr ? numSymbolsAttr.getInt() : 0;
-    unsigned numBindings = func.getNumArguments() - 2 - numSymbols;
+    FailureOr<kiln::gpu::MappedKernel> mapped = kiln::gpu::mappedKernel(func);
+    if (failed(mapped))
+      return failure();
+    unsigned numBindings = mapped->numBindings, numSymbols = mapped->numSymbols;
     // The words: each binding's offset, the size symbols, the status slot.
     unsigned numWords = numBindings + numSymbols + 1;
     if (numWords > kMaxPushConstantWords)
@@ -106,10 +104,6 @@ struct FormSpirvKernelsPass
              << " size symbols and the status slot), which is not supported by the target: "
                 "Vulkan guarantees "
              << kMaxPushConstantWords * 4 << " bytes";
-    for (unsigned i : {0u, 1u})
-      if (!func.getArgument(i).use_empty())
-        return func.emitOpError("still uses its workgroup id or count arguments: map it to "
-                                "workgroups first (kiln-gpu-map-workgroups)");
 
     OpBuilder b(context);
     b.setInsertionPointToEnd(module.getBody());
@@ -134,10 +128,9 @@ struct FormSpirvKernelsPass
     auto kernel = gpu::GPUFuncOp::create(b, func.getLoc(), func.getSymName(),
                                          FunctionType::get(context, argumentTypes, {}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(context));
-    SmallVector<int32_t> size(workgroupSize.asArrayRef().begin(), workgroupSize.asArrayRef().end());
     kernel->setAttr(spirv::getEntryPointABIAttrName(),
-                    spirv::getEntryPointABIAttr(context, size));
-    kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(context, size));
+                    spirv::getEntryPointABIAttr(context, mapped->workgroupSize));
+    kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(context, mapped->workgroupSize));
 
     // The old body goes after the new entry block, which binds the old
     // arguments, then the two merge.

@@ -58,20 +58,14 @@ public:
   }
 
   std::vector<PipelineStage> kernelStages() const override {
-    return {
-        linalgKernelStage(),
-        {"bufferized", "kiln-bufferize-kernels,canonicalize,cse"},
-        // exp, erf, tanh, ... as the CPU computes them (inline polynomials,
-        // within a few ulp): SPIR-V's GLSL set has no erf, and its precision
-        // for the rest is the device's.
-        {"gpu", "func.func(kiln-gpu-lower-kernel-ops,kiln-gpu-prepare-kernels,"
-                "convert-linalg-to-parallel-loops,kiln-lower-sort{parallel-steps=true},"
-                "kiln-gpu-map-workgroups),kiln-approximate-math{libm-calls=false},canonicalize,cse"},
-        {"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,arith-expand{include-bf16=true},"
-                      "canonicalize,cse),"
-                      "kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,"
-                      "kiln-spirv-push-constants,spirv-update-vce)"},
-    };
+    // SPIR-V's GLSL set has no erf, and its precision for the rest is the
+    // device's: the shared stages' math is Kiln's own.
+    std::vector<PipelineStage> stages = gpuKernelStages(/*subgroupReductions=*/true);
+    stages.push_back({"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,"
+                               "arith-expand{include-bf16=true},canonicalize,cse),"
+                               "kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,"
+                               "kiln-spirv-push-constants,spirv-update-vce)"});
+    return stages;
   }
 
   llvm::Expected<SerializedKernels> serializeKernels(mlir::ModuleOp kernels,

@@ -1,0 +1,79 @@
+// The "cuda" targets: their description, stages and serializer.
+#include "kiln/Target/CUDA/CudaTarget.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace kiln;
+
+namespace {
+
+/// Threads per workgroup and static shared memory the mapping may use:
+/// within every NVIDIA GPU's limits (1024 threads, 48 KiB of static shared
+/// memory per block).
+constexpr int64_t kMaxWorkgroupSize = 256;
+constexpr int64_t kSharedMemoryBytes = 49152;
+/// A thread's widest access: 16 bytes (ld.global.v4.f32).
+constexpr int64_t kVectorBits = 128;
+constexpr int64_t kWarpSize = 32;
+
+class CudaBackend final : public Target {
+public:
+  CudaBackend(std::string name, std::string chip) : name(std::move(name)), chip(std::move(chip)) {}
+
+  kernel::TargetAttr describe(mlir::MLIRContext &context) const override {
+    return kernel::TargetAttr::get(&context, "cuda", name, "cuda-" + chip, "nvptx64-nvidia-cuda",
+                                   chip, std::string(kPtxFeatures), kVectorBits,
+                                   /*vector_registers=*/0, /*l1_bytes=*/0, /*l2_bytes=*/0,
+                                   kWarpSize, kMaxWorkgroupSize, kSharedMemoryBytes);
+  }
+
+  // A workgroup per few rows, as on Vulkan.
+  std::string outlineOptions() const override {
+    return "{max-workgroups=65535 min-work-per-workgroup=1}";
+  }
+
+  std::vector<PipelineStage> kernelStages() const override {
+    // Reductions meet in shared memory: warp shuffles (gpu.subgroup_reduce)
+    // are not lowered for NVVM yet.
+    std::vector<PipelineStage> stages = gpuKernelStages(/*subgroupReductions=*/false);
+    stages.push_back({"nvvm", "kiln-nvvm-form-kernels,nvvm-attach-target{chip=" + chip +
+                                  " features=" + std::string(kPtxFeatures) + " O=3},"
+                                  "gpu.module(fold-memref-alias-ops,expand-strided-metadata,"
+                                  "lower-affine,convert-scf-to-cf,"
+                                  "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+                                  "convert-math-to-llvm,canonicalize,cse),"
+                                  "reconcile-unrealized-casts"});
+    return stages;
+  }
+
+  llvm::Expected<SerializedKernels> serializeKernels(mlir::ModuleOp kernels,
+                                                     bool keepText) const override {
+    return cuda::serializeNvvmKernels(kernels, chip, keepText);
+  }
+
+private:
+  /// PTX ISA 8.0: what CUDA 12.0 and later assemble, sm_90a included.
+  static constexpr llvm::StringLiteral kPtxFeatures = "+ptx80";
+  std::string name, chip;
+};
+
+} // namespace
+
+void kiln::cuda::registerCudaTarget() {
+  TargetRegistry::add(
+      {"cuda",
+       "'cuda:sm_80', 'cuda:sm_90' or 'cuda:sm_90a' (PTX and cubins for NVIDIA GPUs of that "
+       "compute capability; sm_90a adds Hopper's wgmma and TMA)",
+       [](llvm::StringRef name) -> llvm::Expected<std::unique_ptr<Target>> {
+         llvm::StringRef chip = name.starts_with("cuda:") ? name.drop_front(5) : "";
+         if (name == "cuda")
+           return llvm::createStringError(
+               "target 'cuda' means the GPU found at run time, which needs the runtime's CUDA "
+               "driver; name the chip to compile for: 'cuda:sm_80', 'cuda:sm_90' or "
+               "'cuda:sm_90a'");
+         if (!llvm::is_contained({"sm_80", "sm_90", "sm_90a"}, chip))
+           return llvm::createStringError("unknown CUDA target '" + name.str() +
+                                          "': use 'cuda:sm_80', 'cuda:sm_90' or 'cuda:sm_90a'");
+         return std::make_unique<CudaBackend>(name.str(), chip.str());
+       }});
+}

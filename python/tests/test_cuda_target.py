@@ -1,0 +1,114 @@
+"""The NVIDIA targets, compile-only (this machine has no GPU): every zoo
+model's graphs compile for cuda:sm_80 and cuda:sm_90 (sm_90a in the slow
+tier); ptxas assembles every kernel, and the element-wise and row kernels
+use no stack and spill nothing. The graphs come from a CPU compile's dump
+(graph.json), the form Dynamo and aot_autograd hand Kiln."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from kiln.compiler import load_extension
+from kiln.testing import zoo
+
+pytestmark = pytest.mark.e2e
+
+_C = load_extension()
+
+
+def _toolkit_or_skip() -> None:
+    """CI's machines have the CUDA toolkit (ptxas); elsewhere the target is
+    untestable, not broken."""
+    if not shutil.which("ptxas") and not Path("/usr/local/cuda/bin/ptxas").exists():
+        pytest.skip("no CUDA toolkit (ptxas) on this machine")
+
+
+@pytest.fixture(scope="module")
+def zoo_graphs(tmp_path_factory) -> dict[str, list[Path]]:
+    """Each zoo model's inference graphs (graph.json), at the small size."""
+    _toolkit_or_skip()
+    root = tmp_path_factory.mktemp("zoo")
+    graphs: dict[str, list[Path]] = {}
+    for name in zoo.ZOO:
+        torch._dynamo.reset()
+        model = zoo.build(name)
+        compiled = torch.compile(model.model, backend="kiln",
+                                 options={"fallback": "error", "dump_dir": str(root / name)})
+        with torch.no_grad():
+            compiled(*model.make_inputs("small"))
+        graphs[name] = sorted((root / name).glob("graph_*/graph.json"))
+        assert graphs[name], f"{name}: no graph dumped"
+    torch._dynamo.reset()
+    return graphs
+
+
+_REPORT = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'.*?"
+                     r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads.*?"
+                     r"Used (\d+) registers", re.S)
+
+
+def _compile(graph: Path, chip: str) -> tuple[_C.compiler.CompiledGraph, dict[str, tuple[int, ...]]]:
+    result = _C.compiler.compile(graph.read_text(), f"cuda:{chip}", keep_stages=True)
+    reports = {}
+    for name, text in result.kernel_files:
+        if name.endswith(".ptxas.txt"):
+            match = _REPORT.search(text)
+            assert match, text
+            assert match.group(2) == chip, text
+            reports[match.group(1)] = tuple(int(match.group(i)) for i in range(3, 7))
+    return result, reports
+
+
+def _check(graphs: list[Path], chip: str) -> None:
+    for graph in graphs:
+        result, reports = _compile(graph, chip)
+        assert result.target == f"cuda-{chip}"
+        assert result.kernel_count > 0 and len(reports) == result.kernel_count
+        ptx = {name: text for name, text in result.kernel_files if name.endswith(".ptx")}
+        assert all(f".target {chip}" in text and ".extern .func" not in text for text in ptx.values())
+        for kernel in result.kernels:
+            ops = set(kernel.ops)
+            stack, spill_stores, spill_loads, _registers = reports[kernel.name]
+            # Element-wise and row kernels (no matmul, convolution or
+            # attention tile) keep everything in registers.
+            if not ops & {"matmul", "conv2d", "attention", "batch_matmul"}:
+                assert (stack, spill_stores, spill_loads) == (0, 0, 0), (graph, kernel.name, kernel.ops)
+
+
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", list(zoo.ZOO))
+def test_zoo_model_compiles_for_nvidia(zoo_graphs, name, chip):
+    _check(zoo_graphs[name], chip)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(zoo.ZOO))
+def test_zoo_model_compiles_for_hopper_sm_90a(zoo_graphs, name):
+    _check(zoo_graphs[name], "sm_90a")
+
+
+def test_cuda_target_errors_name_the_fix():
+    with pytest.raises(ValueError, match="unknown CUDA target 'cuda:sm_70'"):
+        _C.compiler.target_info("cuda:sm_70")
+    with pytest.raises(ValueError, match="target 'cuda' means the GPU found at run time"):
+        _C.compiler.target_info("cuda")
+    info = _C.compiler.target_info("cuda:sm_90")
+    assert info["format"] == "cuda-sm_90" and info["cpu"] == "sm_90"
+
+
+def test_without_a_toolkit_compiling_says_where_it_looked(monkeypatch, tmp_path):
+    monkeypatch.setenv("KILN_CUDA_PATH", str(tmp_path / "nowhere"))
+    model = torch.nn.Linear(4, 4)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="kiln", options={"fallback": "error", "dump_dir": str(tmp_path / "d")})
+    with torch.no_grad():
+        compiled(torch.randn(2, 4))
+    torch._dynamo.reset()
+    json = next((tmp_path / "d").glob("graph_*/graph.json")).read_text()
+    with pytest.raises(RuntimeError, match="KILN_CUDA_PATH is .*nowhere', which is not a CUDA toolkit"):
+        _C.compiler.compile(json, "cuda:sm_90")
