@@ -16,7 +16,9 @@ caught here: any other exception is a bug and propagates.
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import sys
 import time
 import weakref
 from collections import Counter
@@ -53,8 +55,22 @@ class ArtifactLoadError(KilnError):
     that does not load, a CPU that lacks a feature the kernels use)."""
 
 
+def _point_at_cuda_wheels() -> None:
+    """The CUDA toolkit of the pip wheels nvidia-cuda-nvcc and nvidia-nvvm
+    (site-packages/nvidia/cu13), for the NVIDIA targets: the compiler looks
+    there after the machine's own toolkit (KILN_CUDA_WHEELS)."""
+    if "KILN_CUDA_WHEELS" in os.environ:
+        return
+    for folder in sys.path:
+        wheels = os.path.join(folder, "nvidia", "cu13")
+        if os.path.exists(os.path.join(wheels, "bin", "ptxas")):
+            os.environ["KILN_CUDA_WHEELS"] = wheels
+            return
+
+
 def load_extension() -> Any:
     """kiln._C, or an ImportError that says how to install it."""
+    _point_at_cuda_wheels()
     try:
         from kiln import _C
     except ImportError as err:

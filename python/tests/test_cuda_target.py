@@ -6,7 +6,6 @@ use no stack and spill nothing. The graphs come from a CPU compile's dump
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 import torch
 
 from kiln.compiler import load_extension
-from kiln.testing import zoo
+from kiln.testing import nvidia, zoo
 
 pytestmark = pytest.mark.e2e
 
@@ -32,52 +31,24 @@ def _toolkit_or_skip() -> None:
 def zoo_graphs(tmp_path_factory) -> dict[str, list[Path]]:
     """Each zoo model's inference graphs (graph.json), at the small size."""
     _toolkit_or_skip()
-    root = tmp_path_factory.mktemp("zoo")
-    graphs: dict[str, list[Path]] = {}
-    for name in zoo.ZOO:
-        torch._dynamo.reset()
-        model = zoo.build(name)
-        compiled = torch.compile(model.model, backend="kiln",
-                                 options={"fallback": "error", "dump_dir": str(root / name)})
-        with torch.no_grad():
-            compiled(*model.make_inputs("small"))
-        graphs[name] = sorted((root / name).glob("graph_*/graph.json"))
-        assert graphs[name], f"{name}: no graph dumped"
-    torch._dynamo.reset()
+    graphs = nvidia.dump_zoo_graphs(tmp_path_factory.mktemp("zoo"))
+    assert all(graphs.values()), graphs
     return graphs
-
-
-_REPORT = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'.*?"
-                     r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads.*?"
-                     r"Used (\d+) registers", re.S)
-
-
-def _compile(graph: Path, chip: str) -> tuple[_C.compiler.CompiledGraph, dict[str, tuple[int, ...]]]:
-    result = _C.compiler.compile(graph.read_text(), f"cuda:{chip}", keep_stages=True)
-    reports = {}
-    for name, text in result.kernel_files:
-        if name.endswith(".ptxas.txt"):
-            match = _REPORT.search(text)
-            assert match, text
-            assert match.group(2) == chip, text
-            reports[match.group(1)] = tuple(int(match.group(i)) for i in range(3, 7))
-    return result, reports
 
 
 def _check(graphs: list[Path], chip: str) -> None:
     for graph in graphs:
-        result, reports = _compile(graph, chip)
+        result, kernels = nvidia.compile_graph(graph, chip)
         assert result.target == f"cuda-{chip}"
-        assert result.kernel_count > 0 and len(reports) == result.kernel_count
-        ptx = {name: text for name, text in result.kernel_files if name.endswith(".ptx")}
-        assert all(f".target {chip}" in text and ".extern .func" not in text for text in ptx.values())
-        for kernel in result.kernels:
-            ops = set(kernel.ops)
-            stack, spill_stores, spill_loads, _registers = reports[kernel.name]
+        assert result.kernel_count > 0 and len(kernels) == result.kernel_count
+        ptx = [text for name, text in result.kernel_files if name.endswith(".ptx")]
+        assert all(f".target {chip}" in text and ".extern .func" not in text for text in ptx)
+        for kernel in kernels:
             # Element-wise and row kernels (no matmul, convolution or
             # attention tile) keep everything in registers.
-            if not ops & {"matmul", "conv2d", "attention", "batch_matmul"}:
-                assert (stack, spill_stores, spill_loads) == (0, 0, 0), (graph, kernel.name, kernel.ops)
+            if not set(kernel.ops) & {"matmul", "conv2d", "attention", "batch_matmul"}:
+                assert (kernel.stack_bytes, kernel.spill_stores, kernel.spill_loads) == (0, 0, 0), \
+                    (graph, kernel)
 
 
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90"])

@@ -75,6 +75,9 @@ llvm::Expected<cuda::CudaToolkit> cuda::findCudaToolkit() {
   candidates.push_back("/usr/local/cuda");
   for (std::string &install : versionedInstalls())
     candidates.push_back(std::move(install));
+  // The wheels' folder as the kiln package found it on sys.path.
+  if (std::optional<std::string> wheels = llvm::sys::Process::GetEnv("KILN_CUDA_WHEELS"))
+    candidates.push_back(*wheels);
   std::vector<std::string> prefixes;
   if (std::optional<std::string> venv = llvm::sys::Process::GetEnv("VIRTUAL_ENV"))
     prefixes.push_back(*venv);

@@ -28,7 +28,8 @@ struct CudaToolkit {
 /// The toolkit, looked for in order: $KILN_CUDA_PATH (which must then be
 /// one), $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, /usr/local/cuda, the newest
 /// /usr/local/cuda-*, and the pip wheels nvidia-cuda-nvcc and nvidia-nvvm
-/// (site-packages/nvidia/cu13 of $VIRTUAL_ENV or of this process's Python).
+/// (site-packages/nvidia/cu13: $KILN_CUDA_WHEELS, which the kiln package
+/// sets from sys.path, or under $VIRTUAL_ENV or this process's prefix).
 /// A toolkit has bin/ptxas, bin/fatbinary and nvvm/libdevice/libdevice.10.bc.
 llvm::Expected<CudaToolkit> findCudaToolkit();
 
