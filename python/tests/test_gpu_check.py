@@ -1,0 +1,41 @@
+"""The GPU check script's dry run (benchmarks/gpu/check.py): here, with no
+GPU, it prepares artifacts for cuda:sm_90 with their inputs and eager
+references, checks each is a valid artifact for the chip, and stops where a
+CUDA driver is required. On a GPU the same folder's `run` checks and times
+them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_dry_run_prepares_valid_artifacts_and_stops_before_the_driver(tmp_path):
+    if not shutil.which("ptxas"):
+        pytest.skip("no CUDA toolkit (ptxas) on this machine")
+    out = tmp_path / "gpu-check"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks/gpu/check.py"), "prepare", str(out),
+                             "--models", "cnn", "--dry-run"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "artifacts for cuda:sm_90 are valid; stopping where a driver is required" in result.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["chip"] == "sm_90" and manifest["graphs"]
+    for entry in manifest["graphs"]:
+        graph = out / entry["graph"]
+        assert entry["kernels"] > 0
+        for name in (entry["artifact"], "inputs.npz", "outputs.npz"):
+            assert (graph / name).stat().st_size > 0, name
+    # The folder is self-contained: its own kiln-run and script; `run` there,
+    # without a driver, says so and fails.
+    rerun = subprocess.run([sys.executable, str(out / "check.py"), "run", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1 and "stopping where a driver is required" in rerun.stdout
