@@ -22,3 +22,6 @@ if shutil.which("spirv-val"):
 # ptxas (the CUDA toolkit's) for the NVIDIA target's kernels.
 if shutil.which("ptxas"):
     config.available_features.add("ptxas")
+# The ROCm device libraries (Debian's rocm-device-libs, or ROCm) for the AMD targets.
+if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode") or os.path.isdir("/opt/rocm"):
+    config.available_features.add("rocm-device-libs")

@@ -9,7 +9,7 @@
 #include "kiln/Target/CPU/CpuTarget.h"
 #include "kiln/Target/CPU/Passes.h"
 #include "kiln/Target/CUDA/CudaTarget.h"
-#include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Target/ROCm/RocmTarget.h"
 #include "kiln/Target/GPU/Passes.h"
 #include "kiln/Target/Passes.h"
 #include "kiln/Target/Vulkan/Passes.h"
@@ -19,12 +19,14 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVM/ROCDL/Target.h"
 
 void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
   registry.insert<graph::GraphDialect, kernel::KernelDialect, plan::PlanDialect,
@@ -35,10 +37,13 @@ void kiln::registerAllKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
                   mlir::vector::VectorDialect, mlir::index::IndexDialect,
                   mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
-                  mlir::spirv::SPIRVDialect, mlir::NVVM::NVVMDialect>();
+                  mlir::spirv::SPIRVDialect, mlir::NVVM::NVVMDialect,
+                  mlir::ROCDL::ROCDLDialect>();
   mlir::registerAllExtensions(registry);
-  // #nvvm.target's serialization (PTX), which registerAllExtensions leaves out.
+  // #nvvm.target's and #rocdl.target's serialization (PTX, code objects),
+  // which registerAllExtensions leaves out.
   mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  mlir::ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
 }
 
 void kiln::registerAllKilnPasses() {
@@ -49,7 +54,6 @@ void kiln::registerAllKilnPasses() {
     cpu::registerCPUPasses();
     gpu::registerGPUPasses();
     vulkan::registerVulkanPasses();
-    cuda::registerCUDAPasses();
     registerTargetPasses();
     registerPipelines();
     registerAllTargets();
@@ -63,6 +67,7 @@ void kiln::registerAllTargets() {
     cpu::registerCpuTarget();
     vulkan::registerVulkanTarget();
     cuda::registerCudaTarget();
+    rocm::registerRocmTarget();
     return true;
   }();
   (void)registered;

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/runtime/Artifact.h"
-#include "kiln/runtime/CudaContainer.h"
+#include "kiln/runtime/GpuImageContainer.h"
 #include "kiln/runtime/SpirvContainer.h"
 
 #include <algorithm>
@@ -305,22 +305,23 @@ static Status verifySpirvExecutable(const Artifact &a, const ExecutableDesc &exe
   return Status::OK();
 }
 
-/// A "cuda-sm_XY" executable: a container with an image per kernel, entered
-/// by the kernel's symbol, and a block size per kernel (its threads are
-/// what the kernel was compiled for).
-static Status verifyCudaExecutable(const Artifact &a, const ExecutableDesc &executable) {
-  StatusOr<std::vector<CudaKernelImage>> images = decodeCudaContainer(executable.bytes);
+/// A "cuda-sm_XY" or "rocm-gfxN" executable: a container with an image per
+/// kernel, entered by the kernel's symbol, and a block size per kernel (its
+/// threads are what the kernel was compiled for).
+static Status verifyGpuImageExecutable(const Artifact &a, const ExecutableDesc &executable,
+                                       GpuImageKind kind) {
+  StatusOr<std::vector<GpuKernelImage>> images = decodeGpuImageContainer(executable.bytes, kind);
   if (!images.ok())
     return images.status();
   if (executable.blockSizes.size() != a.kernels.size())
-    return Status::error("a CUDA executable needs a block size per kernel");
+    return Status::error("a GPU executable needs a block size per kernel");
   for (size_t i = 0; i < a.kernels.size(); ++i) {
     const KernelInfo &kernel = a.kernels[i];
     bool found = false;
-    for (const CudaKernelImage &image : *images)
+    for (const GpuKernelImage &image : *images)
       found |= image.entry == kernel.symbol;
     if (!found)
-      return Status::error("no CUDA image for kernel " + str(i) + " '" + kernel.name +
+      return Status::error("no GPU image for kernel " + str(i) + " '" + kernel.name +
                            "' (symbol '" + kernel.symbol + "')");
   }
   return Status::OK();
@@ -351,8 +352,9 @@ static Status verifyExecutable(const Artifact &a, size_t index) {
   }
   if (executable.format == kVulkanSpirvFormat && !a.kernels.empty())
     return verifySpirvExecutable(a, executable);
-  if (isCudaFormat(executable.format) && !a.kernels.empty())
-    return verifyCudaExecutable(a, executable);
+  if (std::optional<GpuImageKind> kind = gpuImageKindOf(executable.format);
+      kind && !a.kernels.empty())
+    return verifyGpuImageExecutable(a, executable, *kind);
   return Status::OK();
 }
 

@@ -2,7 +2,7 @@
 
 #include "CudaDevice.h"
 
-#include "kiln/runtime/CudaContainer.h"
+#include "kiln/runtime/GpuImageContainer.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -26,11 +26,11 @@ public:
       (void)api_->cuModuleUnload(module);
   }
 
-  Status load(const std::vector<CudaKernelImage> &images) {
+  Status load(const std::vector<GpuKernelImage> &images) {
     for (size_t i = 0; i < numKernels(); ++i) {
       const KernelInfo &info = kernel(i);
-      const CudaKernelImage *image = nullptr;
-      for (const CudaKernelImage &candidate : images)
+      const GpuKernelImage *image = nullptr;
+      for (const GpuKernelImage &candidate : images)
         if (candidate.entry == info.symbol)
           image = &candidate;
       if (!image)
@@ -150,7 +150,8 @@ CudaDevice::loadExecutable(const ExecutableDesc &executable, const std::vector<K
   if (executable.format != format_)
     return Status::error("the executable is for '" + executable.format + "', this GPU (" + name_ +
                          ") runs '" + format_ + "'");
-  StatusOr<std::vector<CudaKernelImage>> images = decodeCudaContainer(executable.bytes);
+  StatusOr<std::vector<GpuKernelImage>> images =
+      decodeGpuImageContainer(executable.bytes, GpuImageKind::Fatbin);
   if (!images.ok())
     return images.status();
   KILN_RETURN_IF_ERROR(enter());

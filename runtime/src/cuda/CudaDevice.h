@@ -2,7 +2,7 @@
 //
 // Device 0's primary context (the one the CUDA runtime, and so PyTorch,
 // uses): memory from cuMemAlloc, synchronous copies, and kernels from the
-// "cuda-sm_XY" container (kiln/runtime/CudaContainer.h), each a module
+// "cuda-sm_XY" container (kiln/runtime/GpuImageContainer.h), each a module
 // loaded when the program loads, never during a run. Launches go to the
 // context's default stream and return at once; synchronize() and the copies
 // to the host wait, and report a kernel's fault. KILN_CUDA_SYNC=1 waits

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/runtime/CudaContainer.h"
+#include "kiln/runtime/GpuImageContainer.h"
 #include "kiln/runtime/Device.h"
 #include "kiln/runtime/Program.h"
 
@@ -59,7 +59,7 @@ ExecutableDesc executable(const std::string &format = "cuda-sm_90") {
   ExecutableDesc desc;
   desc.format = format;
   desc.blockSizes = {{128, 1, 1}, {256, 1, 1}};
-  desc.bytes = encodeCudaContainer({{"scale", image("scale", 3)}, {"add", image("add", 3)}});
+  desc.bytes = encodeGpuImageContainer({{"scale", image("scale", 3)}, {"add", image("add", 3)}});
   return desc;
 }
 

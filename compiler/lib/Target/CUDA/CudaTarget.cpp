@@ -36,7 +36,7 @@ public:
     // Reductions meet in shared memory: warp shuffles (gpu.subgroup_reduce)
     // are not lowered for NVVM yet.
     std::vector<PipelineStage> stages = gpuKernelStages(/*subgroupReductions=*/false);
-    stages.push_back({"nvvm", "kiln-nvvm-form-kernels,nvvm-attach-target{chip=" + chip +
+    stages.push_back({"nvvm", "kiln-gpu-form-kernel-modules,nvvm-attach-target{chip=" + chip +
                                   " features=" + std::string(kPtxFeatures) + " O=3},"
                                   "gpu.module(fold-memref-alias-ops,expand-strided-metadata,"
                                   "lower-affine,convert-scf-to-cf,"

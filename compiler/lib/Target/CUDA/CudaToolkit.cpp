@@ -1,6 +1,8 @@
 // Finding the CUDA toolkit: ptxas, fatbinary and libdevice.
 #include "kiln/Target/CUDA/CudaTarget.h"
 
+#include "kiln/Target/GPU/GpuBinaries.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -12,18 +14,13 @@ using namespace kiln;
 
 namespace {
 
-std::string joined(llvm::StringRef root, std::initializer_list<llvm::StringRef> parts) {
-  llvm::SmallString<256> path(root);
-  for (llvm::StringRef part : parts)
-    llvm::sys::path::append(path, part);
-  return std::string(path);
-}
+using kiln::gpu::joinedPath;
 
 /// What `root` lacks of a toolkit, or "" when it is one.
 std::string missingFrom(llvm::StringRef root) {
   std::string missing;
-  for (const std::string &path : {joined(root, {"bin", "ptxas"}), joined(root, {"bin", "fatbinary"}),
-                                  joined(root, {"nvvm", "libdevice", "libdevice.10.bc"})})
+  for (const std::string &path : {joinedPath(root, {"bin", "ptxas"}), joinedPath(root, {"bin", "fatbinary"}),
+                                  joinedPath(root, {"nvvm", "libdevice", "libdevice.10.bc"})})
     if (!llvm::sys::fs::exists(path))
       missing += (missing.empty() ? "" : ", ") + path;
   return missing;
@@ -47,11 +44,11 @@ std::vector<std::string> versionedInstalls() {
 std::vector<std::string> wheelInstalls(llvm::StringRef prefix) {
   std::vector<std::string> found;
   std::error_code error;
-  std::string lib = joined(prefix, {"lib"});
+  std::string lib = joinedPath(prefix, {"lib"});
   for (llvm::sys::fs::directory_iterator it(lib, error), end; it != end && !error;
        it.increment(error))
     if (llvm::sys::path::filename(it->path()).starts_with("python3"))
-      found.push_back(joined(it->path(), {"site-packages", "nvidia", "cu13"}));
+      found.push_back(joinedPath(it->path(), {"site-packages", "nvidia", "cu13"}));
   return found;
 }
 
@@ -59,7 +56,7 @@ std::vector<std::string> wheelInstalls(llvm::StringRef prefix) {
 
 llvm::Expected<cuda::CudaToolkit> cuda::findCudaToolkit() {
   auto toolkit = [](const std::string &root) {
-    return CudaToolkit{root, joined(root, {"bin", "ptxas"}), joined(root, {"bin", "fatbinary"})};
+    return CudaToolkit{root, joinedPath(root, {"bin", "ptxas"}), joinedPath(root, {"bin", "fatbinary"})};
   };
   if (std::optional<std::string> chosen = llvm::sys::Process::GetEnv("KILN_CUDA_PATH")) {
     std::string missing = missingFrom(*chosen);

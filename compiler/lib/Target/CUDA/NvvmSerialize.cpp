@@ -2,16 +2,10 @@
 // fatbinary: a fatbin per kernel in the runtime's CUDA container.
 #include "kiln/Target/CUDA/CudaTarget.h"
 
-#include "kiln/runtime/CudaContainer.h"
+#include "kiln/runtime/GpuImageContainer.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "kiln/Target/GPU/GpuBinaries.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -98,32 +92,14 @@ kiln::cuda::serializeNvvmKernels(ModuleOp kernels, llvm::StringRef chip, bool ke
   llvm::Expected<CudaToolkit> toolkit = findCudaToolkit();
   if (!toolkit)
     return toolkit.takeError();
-  MLIRContext *context = kernels.getContext();
-  DialectRegistry registry;
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerGPUDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
-  context->appendDialectRegistry(registry);
+  kiln::gpu::registerGpuTranslations(*kernels.getContext());
 
-  // PTX of each gpu.module, libdevice linked from the toolkit. MLIR reports
-  // some failures (a missing toolkit file) only as diagnostics: any error
-  // fails the compilation.
+  // PTX of each gpu.module, libdevice linked from the toolkit.
   auto start = Clock::now();
-  std::string diagnostics;
-  {
-    ScopedDiagnosticHandler handler(context, [&](Diagnostic &diagnostic) {
-      if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
-        diagnostics += (diagnostics.empty() ? "" : "\n") + diagnostic.str();
-      return success();
-    });
-    PassManager pm(context);
-    if (failed(parsePassPipeline("gpu-module-to-binary{format=isa toolkit=" + toolkit->root + "}",
-                                 pm)) ||
-        failed(pm.run(kernels)) || !diagnostics.empty())
-      return llvm::createStringError("lowering the kernels to PTX failed" +
-                                     (diagnostics.empty() ? "" : ": " + diagnostics));
-  }
+  if (llvm::Error error = kiln::gpu::runReportingErrors(
+          kernels, "gpu-module-to-binary{format=isa toolkit=" + toolkit->root + "}",
+          "lowering the kernels to PTX failed"))
+    return std::move(error);
   result.stepTimesMs.push_back({"ptx", msSince(start)});
 
   start = Clock::now();
@@ -133,13 +109,10 @@ kiln::cuda::serializeNvvmKernels(ModuleOp kernels, llvm::StringRef chip, bool ke
     std::vector<uint8_t> image;
   };
   std::vector<Job> jobs;
-  for (auto binary : kernels.getOps<gpu::BinaryOp>()) {
+  for (auto &[name, ptx] : kiln::gpu::binaryObjects(kernels)) {
     Job job;
-    job.name = binary.getSymName().str();
-    auto object = dyn_cast<gpu::ObjectAttr>(binary.getObjectsAttr()[0]);
-    if (!object)
-      return llvm::createStringError("kernel '" + job.name + "' has no PTX object");
-    job.ptx = object.getObject().getValue().str();
+    job.name = name;
+    job.ptx = ptx;
     if (llvm::Error error = checkNoExternalFunctions(job.ptx, job.name))
       return std::move(error);
     jobs.push_back(std::move(job));
@@ -187,7 +160,7 @@ kiln::cuda::serializeNvvmKernels(ModuleOp kernels, llvm::StringRef chip, bool ke
       });
     pool.wait();
   }
-  std::vector<runtime::CudaKernelImage> images;
+  std::vector<runtime::GpuKernelImage> images;
   for (Job &job : jobs) {
     if (!job.error.empty())
       return llvm::createStringError(job.error);
@@ -205,6 +178,6 @@ kiln::cuda::serializeNvvmKernels(ModuleOp kernels, llvm::StringRef chip, bool ke
   }
   result.stepTimesMs.push_back({"ptxas", msSince(start)});
   result.kernelsCompiled = static_cast<int>(images.size());
-  result.executable = runtime::encodeCudaContainer(images);
+  result.executable = runtime::encodeGpuImageContainer(images);
   return result;
 }

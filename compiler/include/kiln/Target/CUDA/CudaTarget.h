@@ -1,10 +1,10 @@
 //===- CudaTarget.h - The NVIDIA (CUDA) targets ---------------------------===//
 //
 // NVIDIA GPUs: kernels are mapped onto workgroups of threads by the shared
-// GPU layer (Target/GPU), become one gpu.module each (kiln-nvvm-form-kernels)
+// GPU layer (Target/GPU), become one gpu.module each (kiln-gpu-form-kernel-modules)
 // and lower through MLIR's NVVM dialect to PTX; the CUDA toolkit's ptxas
 // assembles each for the target's chip and fatbinary packs the cubin with
-// its PTX, into the runtime's CUDA container (kiln/runtime/CudaContainer.h).
+// its PTX, into the runtime's CUDA container (kiln/runtime/GpuImageContainer.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,7 @@
 //===- MappedKernel.h - A kernel function mapped onto GPU threads ---------===//
 //
 // What every GPU target's kernel-forming pass (kiln-spirv-form-kernels,
-// kiln-nvvm-form-kernels) reads of a kernel function after
+// kiln-gpu-form-kernel-modules) reads of a kernel function after
 // kiln-gpu-map-workgroups: its arguments are the workgroup id and count
 // (unused once mapped), the bindings, then the size symbols.
 //

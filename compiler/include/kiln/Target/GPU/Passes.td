@@ -173,4 +173,23 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
                            "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
 
+def FormKernelModulesPass : Pass<"kiln-gpu-form-kernel-modules", "mlir::ModuleOp"> {
+  let summary = "Turn mapped kernel functions into gpu.modules with the bare-pointer kernel ABI (CUDA, ROCm)";
+  let description = [{
+    Runs after kiln-gpu-map-workgroups, for the targets whose kernels take
+    pointers (NVVM, ROCDL). Each kernel function becomes the one gpu.func of
+    its own gpu.module (one module per kernel), taking its
+    bindings as the memrefs they are (dense, of static shape: with
+    convert-gpu-to-nvvm's bare-pointer convention each is one device
+    pointer) and then the size symbols as i64, the interface of the
+    runtime's GPU image container (kiln/runtime/GpuImageContainer.h). Its
+    `known_block_size` is the mapping's workgroup size. Workgroup memory
+    (`memref.alloc` in `#gpu.address_space<workgroup>`) becomes the
+    gpu.func's workgroup attributions (shared memory); the constants a kernel
+    reads (`memref.global`) are copied into its gpu.module.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 #endif

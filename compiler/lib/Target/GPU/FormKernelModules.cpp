@@ -1,6 +1,7 @@
-// Mapped kernel functions become gpu.funcs with the CUDA kernel ABI: the
-// bindings as device pointers, then the size symbols (see Passes.td).
-#include "kiln/Target/CUDA/Passes.h"
+// Mapped kernel functions become gpu.modules with the bare-pointer kernel
+// ABI of CUDA and ROCm: the bindings as device pointers, then the size
+// symbols (see Passes.td).
+#include "kiln/Target/GPU/Passes.h"
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/GPU/MappedKernel.h"
@@ -8,10 +9,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 
-namespace kiln::cuda {
-#define GEN_PASS_DEF_FORMNVVMKERNELSPASS
-#include "kiln/Target/CUDA/Passes.h.inc"
-} // namespace kiln::cuda
+namespace kiln::gpu {
+#define GEN_PASS_DEF_FORMKERNELMODULESPASS
+#include "kiln/Target/GPU/Passes.h.inc"
+} // namespace kiln::gpu
 
 using namespace mlir;
 
@@ -22,7 +23,7 @@ bool inWorkgroupMemory(MemRefType type) {
   return space && space.getValue() == gpu::AddressSpace::Workgroup;
 }
 
-struct FormNvvmKernelsPass : kiln::cuda::impl::FormNvvmKernelsPassBase<FormNvvmKernelsPass> {
+struct FormKernelModulesPass : kiln::gpu::impl::FormKernelModulesPassBase<FormKernelModulesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(&getContext()));

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-nvvm-form-kernels)' | FileCheck %s
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-nvvm-form-kernels,nvvm-attach-target{chip=sm_90 features=+ptx80 O=3},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,cse),reconcile-unrealized-casts)' \
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-gpu-form-kernel-modules)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-gpu-form-kernel-modules,nvvm-attach-target{chip=sm_90 features=+ptx80 O=3},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,cse),reconcile-unrealized-casts)' \
 // RUN:   | FileCheck %s --check-prefix=NVVM
 
 // A mapped kernel (as kiln-gpu-map-workgroups leaves it) becomes the one

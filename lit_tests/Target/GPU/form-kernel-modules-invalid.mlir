@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-nvvm-form-kernels)' -verify-diagnostics
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-gpu-form-kernel-modules)' -verify-diagnostics
 
 // expected-error @+1 {{has no kiln_kernel.workgroup_size}}
 func.func @unmapped(%id: index, %count: index, %out: memref<4xf32>)
