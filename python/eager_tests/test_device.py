@@ -72,9 +72,10 @@ def test_kiln_device_rejects_unknown_drivers_by_name():
                 print(type(err).__name__, str(err).splitlines()[0])
     """).splitlines()
     assert printed[0] == "ValueError $KILN_DEVICE must be one of cpu, vulkan, cuda; got 'tpu'"
-    # No runtime driver for it yet: an error naming the drivers there are.
+    # The runtime's CUDA driver, on a machine without libcuda: an error that
+    # says so and how to point the runtime at one.
     assert printed[1].startswith("RuntimeError kiln: KILN_DEVICE=cuda:"), printed
-    assert "this runtime has: cpu" in printed[1], printed
+    assert "no CUDA driver: cannot load libcuda.so.1" in printed[1], printed
 
 
 def test_a_bad_device_count_is_a_clear_error():
