@@ -143,10 +143,16 @@ Status Program::plan() {
         wait.collective = later;
         break;
       }
+    // Launches before this many may run while it is in flight (a later
+    // collective that touches its memory waits for it before it starts).
+    wait.launchesBefore = wait.launch;
+    if (wait.collective < collectives.size())
+      wait.launchesBefore = std::min<size_t>(wait.launchesBefore,
+                                             collectives[wait.collective].afterLaunches);
     collectiveWaits_.push_back(wait);
     for (uint32_t id : {command.input, command.output}) {
       use(id, 2 * static_cast<int64_t>(command.afterLaunches));
-      use(id, 2 * static_cast<int64_t>(wait.launch));
+      use(id, 2 * static_cast<int64_t>(wait.launchesBefore));
     }
   }
   if (artifact_.symbols.empty()) {
@@ -169,7 +175,7 @@ bool Program::sharesMemory(uint32_t a, uint32_t b) const {
 int64_t Program::launchesOverlappingCollectives() const {
   int64_t launches = 0;
   for (size_t index = 0; index < artifact_.collectives.size(); ++index)
-    launches += static_cast<int64_t>(collectiveWaits_[index].launch) -
+    launches += static_cast<int64_t>(collectiveWaits_[index].launchesBefore) -
                 static_cast<int64_t>(artifact_.collectives[index].afterLaunches);
   return launches;
 }

@@ -18,10 +18,13 @@ CUdeviceptr pointer(const void *address) {
 /// The kernels of one executable: a module each, and its entry function.
 class CudaExecutable final : public Executable {
 public:
-  CudaExecutable(Device &device, std::shared_ptr<const CudaApi> api,
+  CudaExecutable(Device &device, std::shared_ptr<const CudaApi> api, CUcontext context,
                  std::vector<KernelInfo> kernels, std::vector<BlockSize> blockSizes)
-      : Executable(device, std::move(kernels), std::move(blockSizes)), api_(std::move(api)) {}
+      : Executable(device, std::move(kernels), std::move(blockSizes)), api_(std::move(api)),
+        context_(context) {}
   ~CudaExecutable() override {
+    // The modules belong to the device's context, whichever is current here.
+    (void)api_->cuCtxSetCurrent(context_);
     for (CUmodule module : modules_)
       (void)api_->cuModuleUnload(module);
   }
@@ -52,6 +55,7 @@ public:
 
 private:
   std::shared_ptr<const CudaApi> api_;
+  CUcontext context_;
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;
 };
@@ -155,7 +159,8 @@ CudaDevice::loadExecutable(const ExecutableDesc &executable, const std::vector<K
   if (!images.ok())
     return images.status();
   KILN_RETURN_IF_ERROR(enter());
-  auto loaded = std::make_unique<CudaExecutable>(*this, api_, kernels, executable.blockSizes);
+  auto loaded =
+      std::make_unique<CudaExecutable>(*this, api_, context_, kernels, executable.blockSizes);
   KILN_RETURN_IF_ERROR(loaded->load(*images));
   return std::unique_ptr<Executable>(std::move(loaded));
 }

@@ -45,6 +45,9 @@ struct FormKernelModulesPass : kiln::gpu::impl::FormKernelModulesPassBase<FormKe
     if (failed(mapped))
       return failure();
     unsigned numBindings = mapped->numBindings, numSymbols = mapped->numSymbols;
+    if (!func.getBody().hasOneBlock())
+      return func.emitOpError("has ") << func.getBody().getBlocks().size()
+                                      << " blocks: a GPU kernel module takes a single-block body";
 
     OpBuilder b(context);
     b.setInsertionPointToEnd(module.getBody());

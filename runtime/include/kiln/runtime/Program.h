@@ -178,6 +178,7 @@ private:
   struct CollectiveWait {
     size_t launch;
     size_t collective;
+    size_t launchesBefore = 0; // the earlier of the two, in launches
   };
   bool sharesMemory(uint32_t a, uint32_t b) const;
   /// The identity of the inputs the cached launches read, as run() compares
