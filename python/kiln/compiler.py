@@ -15,6 +15,7 @@ caught here: any other exception is a bug and propagates.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -55,10 +56,12 @@ class ArtifactLoadError(KilnError):
     that does not load, a CPU that lacks a feature the kernels use)."""
 
 
+@functools.cache
 def _point_at_cuda_wheels() -> None:
     """The CUDA toolkit of the pip wheels nvidia-cuda-nvcc and nvidia-nvvm
     (site-packages/nvidia/cu13), for the NVIDIA targets: the compiler looks
-    there after the machine's own toolkit (KILN_CUDA_WHEELS)."""
+    there after the machine's own toolkit (KILN_CUDA_WHEELS). Once per
+    process: load_extension runs on every compile."""
     if "KILN_CUDA_WHEELS" in os.environ:
         return
     for folder in sys.path:

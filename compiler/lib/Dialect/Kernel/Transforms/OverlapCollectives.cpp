@@ -121,17 +121,23 @@ private:
     return *ready.begin();
   }
 
+  /// The values `op` reads from outside itself: a kernel (isolated from
+  /// above) reads only its operands, so its body need not be walked.
+  static SmallVector<Value> valuesRead(Operation *op) {
+    if (op->getNumRegions() == 0 || op->hasTrait<OpTrait::IsIsolatedFromAbove>())
+      return SmallVector<Value>(op->getOperands());
+    SmallVector<Value> values;
+    op->walk([&](Operation *nested) { llvm::append_range(values, nested->getOperands()); });
+    return values;
+  }
+
   /// Whether running `op` uses the memory of a collective in flight (which
   /// the runtime then waits for). Views use no memory of their own.
   bool touchesInFlight(Operation *op) {
     if (isa<graph::ReshapeOp>(op))
       return false;
-    bool touches = false;
-    op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        touches |= inFlight.contains(memoryOf(operand));
-    });
-    return touches;
+    return llvm::any_of(valuesRead(op),
+                        [&](Value value) { return inFlight.contains(memoryOf(value)); });
   }
 
   void schedule(Operation *op) {
@@ -150,10 +156,8 @@ private:
     // The runtime waits here for every collective whose memory it uses.
     SmallVector<std::pair<Value, Value>> stillInFlight;
     llvm::DenseSet<Value> used;
-    op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        used.insert(memoryOf(operand));
-    });
+    for (Value value : valuesRead(op))
+      used.insert(memoryOf(value));
     inFlight.clear();
     for (auto [input, output] : memoryOfCollective)
       if (!used.contains(input) && !used.contains(output)) {
