@@ -12,6 +12,7 @@ config.test_exec_root = getattr(config, "kiln_obj_root", config.test_source_root
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
+config.substitutions.append(("%fake_libcuda", config.kiln_fake_libcuda))
 # The host's architecture, for tests of what another architecture's artifacts
 # do here (UNSUPPORTED: host-aarch64).
 config.available_features.add("host-" + platform.machine().lower())

@@ -166,6 +166,13 @@ class Compiled:
     summary: dict[str, Any]
 
 
+@functools.lru_cache(maxsize=None)
+def _resolved_target(ext: Any, name: str) -> str:
+    if name != "cuda" or not ext.compiler.available:
+        return name
+    return ext.compiler.target_info(name)["name"]
+
+
 class CompileService:
     """Serializes, looks up the cache, compiles, loads and records, for one
     set of options (target, cache, dumps)."""
@@ -174,6 +181,13 @@ class CompileService:
         self.opts = opts
         self.ext = ext if ext is not None else load_extension()
         self.cache: ArtifactCache | None = cache_for(opts)
+
+    @property
+    def target(self) -> str:
+        """The target compiled for: the option's, with "cuda" resolved to the
+        chip of the GPU here ("cuda:sm_90a"), so that cache keys and records
+        say which."""
+        return _resolved_target(self.ext, self.opts.target)
 
     @property
     def compile_errors(self) -> tuple[type[BaseException], ...]:
@@ -195,7 +209,7 @@ class CompileService:
         from the cache when it holds the artifact (and keep_stages does not ask
         for every stage), else compiled and stored."""
         start = time.perf_counter()
-        key = (self.cache.key(graph, self.opts.target, build_id(self.ext))
+        key = (self.cache.key(graph, self.target, build_id(self.ext))
                if self.cache else None)
         hit = self.cache.load(key, self.ext, name) if key and not keep_stages else None
         if hit:
@@ -204,7 +218,7 @@ class CompileService:
                           [kernel_json(k, None) for k in hit.kernels],
                           int(hit.executable.num_kernels),
                           {"cache": (time.perf_counter() - start) * 1e3}, cache_hit=True)
-        compiled = self.ext.compiler.compile(graph_json, self.opts.target, keep_stages)
+        compiled = self.ext.compiler.compile(graph_json, self.target, keep_stages)
         artifact = compiled.artifact
         try:
             exe = self.ext.runtime.Executable(artifact)
@@ -279,7 +293,7 @@ class CompileService:
         """The kernels fusion forms for gm (kiln._C.compiler.KernelSummary), without
         generating code; raises what compile_graph raises."""
         serialized = serialize_graph(gm, name)
-        formed = self.ext.compiler.form_kernels(serialized.to_json(), self.opts.target)
+        formed = self.ext.compiler.form_kernels(serialized.to_json(), self.target)
         return serialized, list(formed.kernels)
 
     @staticmethod

@@ -398,7 +398,10 @@ def _register() -> None:
     # is not on, and otherwise makes new Parameters; with PyTorch's future
     # behaviour it swaps the tensors in place instead.
     torch.__future__.set_swap_module_params_on_conversion(True)
-    if os.environ.get("KILN_EAGER_KERNELS", "1").lower() not in ("0", "false", "no", "off"):
+    # Eager kernels are compiled on first use: a build without the compiler
+    # (KILN_ENABLE_COMPILER=OFF) runs every op through its fallbacks.
+    if _C.compiler.available and os.environ.get("KILN_EAGER_KERNELS", "1").lower() not in (
+            "0", "false", "no", "off"):
         from kiln.eager_kernels import compile_kernel_outside_dynamo, kernel_ops
 
         _C.device.register_kernels(kernel_ops(_C.compiler), compile_kernel_outside_dynamo)

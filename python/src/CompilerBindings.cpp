@@ -142,6 +142,7 @@ void bindResults(py::module_ m) {
 void initCompiler(py::module_ &root, py::module_ m) {
   static py::exception<std::runtime_error> compileError(root, "CompileError",
                                                         PyExc_RuntimeError);
+  m.attr("available") = true;
   bindResults(m);
   m.def(
       "compile",

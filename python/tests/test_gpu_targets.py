@@ -8,6 +8,7 @@ Dynamo and aot_autograd hand Kiln."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import torch
 
 from kiln.compiler import load_extension
 from kiln.testing import nvidia, zoo
+
+BUILD = Path(os.environ.get("KILN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build"))
 
 pytestmark = pytest.mark.e2e
 
@@ -78,13 +81,31 @@ def test_zoo_model_compiles_for_hopper_sm_90a(zoo_graphs, name):
     _check(zoo_graphs[name], "sm_90a")
 
 
-def test_cuda_target_errors_name_the_fix():
+def test_cuda_target_errors_name_the_fix(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="unknown CUDA target 'cuda:sm_70'"):
         _C.compiler.target_info("cuda:sm_70")
-    with pytest.raises(ValueError, match="target 'cuda' means the GPU found at run time"):
+    monkeypatch.setenv("KILN_CUDA_DRIVER", str(tmp_path / "libcuda.so.1"))
+    with pytest.raises(ValueError, match="target 'cuda' compiles for the GPU found here, and there is none "
+                                         r"\(no CUDA driver: cannot load .*libcuda.so.1"):
         _C.compiler.target_info("cuda")
     info = _C.compiler.target_info("cuda:sm_90")
     assert info["format"] == "cuda-sm_90" and info["cpu"] == "sm_90"
+
+
+def test_target_cuda_compiles_for_the_gpu_the_driver_finds(monkeypatch):
+    """On the runtime's fake libcuda, a GPU of compute capability 9.0:
+    "cuda" is "cuda:sm_90a", in the target's name and so in cache keys."""
+    fake = BUILD / "unittests" / "runtime" / "libkiln_fake_cuda.so"
+    if not fake.exists():
+        pytest.fail(f"{fake} is not built (ninja -C {BUILD})")
+    monkeypatch.setenv("KILN_CUDA_DRIVER", str(fake))
+    info = _C.compiler.target_info("cuda")
+    assert (info["name"], info["format"], info["cpu"]) == ("cuda:sm_90a", "cuda-sm_90a", "sm_90a")
+    from kiln.compiler import CompileService
+    from kiln.options import KilnOptions
+
+    service = CompileService(KilnOptions.from_dict({"target": "cuda", "cache": False}))
+    assert service.target == "cuda:sm_90a"
 
 
 def test_without_a_toolkit_compiling_says_where_it_looked(monkeypatch, tmp_path):

@@ -112,4 +112,17 @@ StatusOr<std::unique_ptr<Device>> createDevice(const std::string &driver,
   return DriverRegistry::global().create(driver, options);
 }
 
+const ExecutableDesc *executableFor(const Artifact &artifact, const Device &device) {
+  const ExecutableDesc *best = nullptr;
+  int bestDistance = 0;
+  for (const ExecutableDesc &executable : artifact.executables) {
+    std::optional<int> distance = device.formatDistance(executable.format);
+    if (distance && (!best || *distance < bestDistance)) {
+      best = &executable;
+      bestDistance = *distance;
+    }
+  }
+  return best;
+}
+
 } // namespace kiln::runtime

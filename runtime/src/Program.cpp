@@ -22,7 +22,7 @@ StatusOr<std::unique_ptr<Program>> Program::load(Artifact artifact, Device &devi
   // with the artifact's ids, so verify here too.
   KILN_RETURN_IF_ERROR(verifyArtifact(artifact).withContext(context));
   std::string format(device.executableFormat());
-  const ExecutableDesc *executable = artifact.executableFor(format);
+  const ExecutableDesc *executable = executableFor(artifact, device);
   if (!executable)
     return Status::error(context + ": it was compiled for target" +
                          (artifact.executables.size() == 1 ? " " : "s ") +

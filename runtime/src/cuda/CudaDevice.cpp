@@ -2,6 +2,7 @@
 
 #include "CudaDevice.h"
 
+#include "kiln/runtime/CudaCapability.h"
 #include "kiln/runtime/GpuImageContainer.h"
 
 #include <cstdlib>
@@ -97,6 +98,7 @@ StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::create() {
                                                             device),
                                   "cuDeviceGetAttribute"));
   created->name_ = name;
+  created->capability_ = {major, minor};
   created->format_ = std::string(kCudaFormatPrefix) + "sm_" + std::to_string(major) +
                      std::to_string(minor);
   const char *sync = std::getenv("KILN_CUDA_SYNC");
@@ -111,6 +113,10 @@ CudaDevice::~CudaDevice() { (void)api_->cuDevicePrimaryCtxRelease(device_); }
 
 Status CudaDevice::enter() const {
   return api_->check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+std::optional<int> CudaDevice::formatDistance(std::string_view format) const {
+  return cudaFormatDistance(format, capability_);
 }
 
 std::string CudaDevice::describe() const {
@@ -151,9 +157,10 @@ Status CudaDevice::copyDeviceToDevice(void *target, const void *source, size_t b
 
 StatusOr<std::unique_ptr<Executable>>
 CudaDevice::loadExecutable(const ExecutableDesc &executable, const std::vector<KernelInfo> &kernels) {
-  if (executable.format != format_)
+  if (!formatDistance(executable.format))
     return Status::error("the executable is for '" + executable.format + "', this GPU (" + name_ +
-                         ") runs '" + format_ + "'");
+                         ", compute capability " + capability_.str() + ") runs '" + format_ +
+                         "' and earlier chips' PTX");
   StatusOr<std::vector<GpuKernelImage>> images =
       decodeGpuImageContainer(executable.bytes, GpuImageKind::Fatbin);
   if (!images.ok())

@@ -15,6 +15,7 @@
 
 #include "CudaApi.h"
 
+#include "kiln/runtime/CudaCapability.h"
 #include "kiln/runtime/Device.h"
 #include "kiln/runtime/Executable.h"
 
@@ -29,6 +30,8 @@ public:
   std::string_view driverName() const override { return "cuda"; }
   /// "cuda-sm_" and the compute capability: "cuda-sm_90".
   std::string_view executableFormat() const override { return format_; }
+  /// Its own chip's and earlier chips' executables (CudaCapability.h).
+  std::optional<int> formatDistance(std::string_view format) const override;
   std::string describe() const override;
 
   StatusOr<DeviceBuffer> allocate(size_t bytes) override;
@@ -53,6 +56,7 @@ private:
   CUdevice device_;
   CUcontext context_;
   std::string name_, format_;
+  CudaCapability capability_;
   int multiprocessors_ = 0;
   bool syncEachLaunch_ = false;
 };

@@ -49,8 +49,7 @@ void printOutput(size_t index, const TensorDesc &desc, const uint8_t *data) {
 void printGraph(const Program &program, const Device &device, int threads) {
   const Artifact &graph = program.artifact();
   const std::vector<TensorDesc> &inputDescs = program.inputDescs();
-  const ExecutableDesc *executable =
-      graph.executableFor(std::string(device.executableFormat()));
+  const ExecutableDesc *executable = executableFor(graph, device);
   std::printf("graph: %s\ntarget: %s (cpu %s, %zu features)\nkernels: %zu\nthreads: %d\n",
               graph.graphName.c_str(), executable->format.c_str(), executable->cpu.c_str(),
               executable->cpuFeatures.size(), graph.kernels.size(), threads);

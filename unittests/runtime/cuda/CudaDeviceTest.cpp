@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/runtime/CudaCapability.h"
 #include "kiln/runtime/GpuImageContainer.h"
 #include "kiln/runtime/Device.h"
 #include "kiln/runtime/Program.h"
@@ -34,6 +35,7 @@ struct Fake {
     log = reinterpret_cast<const char *(*)()>(dlsym(library, "fakeCudaLog"));
     reset = reinterpret_cast<void (*)()>(dlsym(library, "fakeCudaReset"));
     failNext = reinterpret_cast<void (*)(const char *, int)>(dlsym(library, "fakeCudaFailNext"));
+    setCapability = reinterpret_cast<void (*)(int, int)>(dlsym(library, "fakeCudaSetCapability"));
     reset();
   }
   ~Fake() { dlclose(library); }
@@ -41,6 +43,7 @@ struct Fake {
   const char *(*log)();
   void (*reset)();
   void (*failNext)(const char *, int);
+  void (*setCapability)(int, int);
 };
 
 /// A stand-in fatbin the fake loads: the magic, the parameter count, the
@@ -159,8 +162,9 @@ TEST(CudaDeviceTest, DriverErrorsNameTheCallAndTheKernel) {
   control.failNext("cuModuleLoadData", 200);
   StatusOr<std::unique_ptr<Executable>> refused = device->loadExecutable(executable(), kernels());
   EXPECT_ERROR_HAS(refused.status(), "cuModuleLoadData(kernel_0_scale): unknown CUDA error (200)");
-  StatusOr<std::unique_ptr<Executable>> other = device->loadExecutable(executable("cuda-sm_80"), kernels());
-  EXPECT_ERROR_HAS(other.status(), "the executable is for 'cuda-sm_80', this GPU (Fake H200) runs 'cuda-sm_90'");
+  StatusOr<std::unique_ptr<Executable>> other = device->loadExecutable(executable("cuda-sm_100"), kernels());
+  EXPECT_ERROR_HAS(other.status(), "the executable is for 'cuda-sm_100', this GPU (Fake H200, compute "
+                                   "capability 9.0) runs 'cuda-sm_90' and earlier chips' PTX");
 
   std::unique_ptr<Executable> loaded = std::move(*device->loadExecutable(executable(), kernels()));
   std::vector<void *> two{at(4096), at(8192)};
@@ -192,3 +196,55 @@ TEST(CudaDeviceTest, SyncAfterEachLaunchNamesTheFaultingKernel) {
 }
 
 } // namespace
+
+TEST(CudaDeviceTest, AGpuRunsItsChipAndEarlierChipsPtxButAnArchSpecificChipOnlyOnItsOwn) {
+  CudaCapability h200{9, 0}, rtx4090{8, 9}, b200{10, 0};
+  EXPECT_EQ(cudaChipFor(h200), "sm_90a");
+  EXPECT_EQ(cudaChipFor(rtx4090), "sm_80");
+  EXPECT_EQ(cudaChipFor(b200), "sm_90");
+  EXPECT_EQ(cudaChipFor({7, 5}), "");
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_90a", h200), 0);
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_90", h200), 1);
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_80", h200), 11);
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_90a", b200), std::nullopt);
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_90", b200), 11);
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_90", rtx4090), std::nullopt);
+  EXPECT_EQ(cudaFormatDistance("cuda-sm_80", rtx4090), 10);
+  for (const char *bad : {"vulkan-spirv", "cuda-", "cuda-sm_", "cuda-sm_9x", "cuda-90", "cuda-sm_1000"})
+    EXPECT_EQ(cudaFormatDistance(bad, h200), std::nullopt) << bad;
+}
+
+TEST(CudaDeviceTest, AProgramLoadsTheArtifactsNearestChip) {
+  DriverLibrary fake(KILN_FAKE_CUDA_PATH);
+  Fake control;
+  control.setCapability(8, 6);
+  std::unique_ptr<Device> device = std::move(*createDevice("cuda"));
+  EXPECT_EQ(device->formatDistance("cuda-sm_80"), 7);
+  Artifact artifact;
+  artifact.executables = {executable("cuda-sm_90"), executable("cuda-sm_80")};
+  EXPECT_EQ(executableFor(artifact, *device), &artifact.executables[1]);
+  artifact.executables.pop_back();
+  EXPECT_EQ(executableFor(artifact, *device), nullptr);
+  control.setCapability(9, 0);
+  std::unique_ptr<Device> hopper = std::move(*createDevice("cuda"));
+  artifact.executables = {executable("cuda-sm_80"), executable("cuda-sm_90a"), executable("cuda-sm_90")};
+  EXPECT_EQ(executableFor(artifact, *hopper), &artifact.executables[1]);
+}
+
+TEST(CudaDeviceTest, FindingTheGpuNamesItsCapabilityOrWhyThereIsNone) {
+  {
+    DriverLibrary fake(KILN_FAKE_CUDA_PATH);
+    Fake control;
+    control.setCapability(8, 0);
+    auto found = findCudaGpu();
+    ASSERT_TRUE(found.ok()) << found.status().message();
+    EXPECT_EQ(found->first.str(), "8.0");
+    EXPECT_EQ(found->second, "Fake H200");
+    control.failNext("cuInit", 100);
+    EXPECT_EQ(findCudaGpu().status().code(), StatusCode::Unavailable);
+  }
+  DriverLibrary missing("/nonexistent/libcuda.so.1");
+  auto none = findCudaGpu();
+  EXPECT_EQ(none.status().code(), StatusCode::Unavailable);
+  EXPECT_ERROR_HAS(none.status(), "no CUDA driver: cannot load /nonexistent/libcuda.so.1");
+}

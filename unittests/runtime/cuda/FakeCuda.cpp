@@ -24,6 +24,8 @@ struct Module {
 std::mutex mutex;
 std::string log;
 std::map<std::string, int> failures; // call -> CUresult of its next call
+// The GPU's compute capability (an H200's unless a test sets another).
+int capabilityMajor = 9, capabilityMinor = 0;
 
 int fail(const char *call) {
   auto it = failures.find(call);
@@ -58,6 +60,14 @@ void fakeCudaReset() {
   std::lock_guard<std::mutex> lock(mutex);
   log.clear();
   failures.clear();
+  capabilityMajor = 9;
+  capabilityMinor = 0;
+}
+
+void fakeCudaSetCapability(int major, int minor) {
+  std::lock_guard<std::mutex> lock(mutex);
+  capabilityMajor = major;
+  capabilityMinor = minor;
 }
 
 void fakeCudaFailNext(const char *call, int code) {
@@ -110,8 +120,8 @@ int cuDeviceGetName(char *name, int length, int) {
 int cuDeviceGetAttribute(int *value, int attribute, int) {
   switch (attribute) {
   case 16: *value = 132; return 0; // multiprocessors
-  case 75: *value = 9; return 0;   // compute capability major
-  case 76: *value = 0; return 0;   // minor
+  case 75: *value = capabilityMajor; return 0; // compute capability
+  case 76: *value = capabilityMinor; return 0;
   default: return 1;
   }
 }

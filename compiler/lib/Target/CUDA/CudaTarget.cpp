@@ -1,6 +1,8 @@
 // The "cuda" targets: their description, stages and serializer.
 #include "kiln/Target/CUDA/CudaTarget.h"
 
+#include "kiln/runtime/CudaCapability.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace kiln;
@@ -57,20 +59,36 @@ private:
   std::string name, chip;
 };
 
+/// Target "cuda": the chip that suits the GPU the runtime's CUDA driver
+/// finds, named "cuda:<chip>" so that records and cache keys say which.
+llvm::Expected<std::unique_ptr<Target>> forTheGpuHere() {
+  auto gpu = runtime::findCudaGpu();
+  if (!gpu.ok())
+    return llvm::createStringError(
+        "target 'cuda' compiles for the GPU found here, and there is none (" +
+        gpu.status().message() +
+        "); name the chip to compile for: 'cuda:sm_80', 'cuda:sm_90' or 'cuda:sm_90a'");
+  auto [capability, gpuName] = *gpu;
+  std::string chip = runtime::cudaChipFor(capability);
+  if (chip.empty())
+    return llvm::createStringError("target 'cuda': the GPU here (" + gpuName +
+                                   ", compute capability " + capability.str() +
+                                   ") is older than Kiln's oldest NVIDIA target, sm_80");
+  return std::make_unique<CudaBackend>("cuda:" + chip, chip);
+}
+
 } // namespace
 
 void kiln::cuda::registerCudaTarget() {
   TargetRegistry::add(
       {"cuda",
        "'cuda:sm_80', 'cuda:sm_90' or 'cuda:sm_90a' (PTX and cubins for NVIDIA GPUs of that "
-       "compute capability; sm_90a adds Hopper's wgmma and TMA)",
+       "compute capability and later; sm_90a adds Hopper's wgmma and TMA and runs on 9.0 "
+       "alone), or 'cuda' for the GPU the CUDA driver finds here",
        [](llvm::StringRef name) -> llvm::Expected<std::unique_ptr<Target>> {
          llvm::StringRef chip = name.starts_with("cuda:") ? name.drop_front(5) : "";
          if (name == "cuda")
-           return llvm::createStringError(
-               "target 'cuda' means the GPU found at run time, which needs the runtime's CUDA "
-               "driver; name the chip to compile for: 'cuda:sm_80', 'cuda:sm_90' or "
-               "'cuda:sm_90a'");
+           return forTheGpuHere();
          if (!llvm::is_contained({"sm_80", "sm_90", "sm_90a"}, chip))
            return llvm::createStringError("unknown CUDA target '" + name.str() +
                                           "': use 'cuda:sm_80', 'cuda:sm_90' or 'cuda:sm_90a'");

@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,6 +121,13 @@ public:
   virtual std::string_view driverName() const = 0;
   /// The ExecutableDesc::format this device loads, e.g. "cpu-x86_64".
   virtual std::string_view executableFormat() const = 0;
+  /// How far an executable of `format` is from what runs best here: 0 for
+  /// the device's own, more for one it runs less well (a CUDA GPU runs an
+  /// older chip's PTX), nullopt for one it cannot load. Program::load takes
+  /// the artifact's nearest.
+  virtual std::optional<int> formatDistance(std::string_view format) const {
+    return format == executableFormat() ? std::optional<int>(0) : std::nullopt;
+  }
   /// One line for tools: "cpu-x86_64, 8 threads".
   virtual std::string describe() const = 0;
 
@@ -217,6 +225,10 @@ private:
 /// DriverRegistry::global().create(name, options).
 StatusOr<std::unique_ptr<Device>> createDevice(const std::string &driver,
                                                const DeviceOptions &options = {});
+
+/// The executable of `artifact` that `device` runs best (its nearest format
+/// by Device::formatDistance), or null when it runs none.
+const ExecutableDesc *executableFor(const Artifact &artifact, const Device &device);
 
 } // namespace kiln::runtime
 
