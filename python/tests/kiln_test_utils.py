@@ -79,14 +79,14 @@ def assert_kiln_ran(since: int = 0, *, strict: bool = False) -> list[kiln.Compil
     return records
 
 
-def assert_ran_on_vulkan(since: int = 0) -> list[kiln.CompileRecord]:
-    """Every graph since record `since` was compiled for the Vulkan target,
-    with kernels, and an executable ran on the Vulkan device (its outputs
-    were downloaded from it)."""
+def assert_ran_on_vulkan(since: int = 0, target: str = "vulkan") -> list[kiln.CompileRecord]:
+    """Every graph since record `since` was compiled for the Vulkan target
+    (`target`: "vulkan" or a variant), with kernels, and an executable ran on
+    the Vulkan device (its outputs were downloaded from it)."""
     import kiln.compiler
 
     records = kiln.compile_records()[since:]
-    assert records and all(r.target == "vulkan" and r.status == "compiled" for r in records), records
+    assert records and all(r.target == target and r.status == "compiled" for r in records), records
     assert sum(r.kernel_count for r in records) > 0
     executables = kiln.compiler.executables()
     assert any(e.device.startswith("vulkan") and e.bytes_downloaded > 0 for e in executables), \

@@ -383,6 +383,48 @@ def test_half_precision():
     assert_ran_on_vulkan()
 
 
+_HALF_MATMULS = {
+    # name: (function, its inputs at a size), two sizes each, ragged ones
+    # (not multiples of the 64 x 64 x 32 tiles) among them.
+    "mm": (lambda a, b: torch.relu(a @ b),
+           lambda m, k, n: (torch.randn(m, k), torch.randn(k, n))),
+    "linear": (lambda x, w, b: F.linear(x, w, b),  # B transposed, a bias after
+               lambda m, k, n: (torch.randn(2, m, k), torch.randn(n, k), torch.randn(n))),
+    "bmm": (lambda a, b: torch.bmm(a, b) * 0.5,
+            lambda m, k, n: (torch.randn(3, m, k), torch.randn(3, k, n))),
+}
+
+
+# lavapipe compiles each emulated kernel in about 5 s: bmm (batches of the
+# same tiles) runs nightly.
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "bmm" else name
+                                  for name in sorted(_HALF_MATMULS)])
+def test_tensor_core_matmuls_emulated_match_eager(name, tmp_path):
+    """The NVIDIA target's tensor-core strategy (each warp's 32 x 32 outputs
+    by mma m16n8k16 from fragments packed two halves to a register) runs
+    here with the mma emulated through workgroup memory (target
+    "vulkan:emulated-mma"): tiles, zero padding, fragment layouts and the
+    accumulators' places in the output are those the PTX has, checked
+    against float32 products. float16: lavapipe has no bfloat16."""
+    from kiln.inspect import format_graph, load_dump
+
+    fn, make = _HALF_MATMULS[name]
+    for m, k, n in ((37, 48, 80), (130, 33, 70)):
+        torch._dynamo.reset()
+        dump = tmp_path / f"{m}x{k}x{n}"
+        since = len(kiln.compile_records())
+        args = [t.half() for t in make(m, k, n)]
+        compiled = _compile(fn, target="vulkan:emulated-mma", dump_dir=str(dump))
+        got = compiled(*args)
+        want = fn(*[t.float() for t in args])
+        assert got.dtype == torch.float16
+        # float16 rounding of the result: 2^-11 of its magnitude.
+        torch.testing.assert_close(got.float(), want, rtol=2e-3, atol=2e-3 * want.abs().max().item())
+        assert_ran_on_vulkan(since, target="vulkan:emulated-mma")
+        text = "\n".join(format_graph(graph) for graph in load_dump(dump))
+        assert "matmul tiles 64x64x32 on tensor cores (mma m16n8k16 per warp, emulated)" in text, text
+
+
 @pytest.mark.skipif(spirv_tools_missing() is not None, reason=str(spirv_tools_missing()))
 def test_kernels_pass_spirv_val(tmp_path):
     model = Block()

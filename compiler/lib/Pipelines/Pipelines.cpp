@@ -9,9 +9,12 @@ using namespace kiln;
 /// The graph stages, outlining with `outlineOptions`, and with `planPasses`
 /// after it.
 static std::vector<PipelineStage> graphStagesWith(const std::string &outlineOptions,
-                                                  const std::string &planPasses) {
+                                                  const std::string &planPasses,
+                                                  bool halfMatmulOperands = false) {
+  std::string widen = halfMatmulOperands ? "kiln-widen-half-precision{half-matmul-operands=true}"
+                                         : "kiln-widen-half-precision";
   return {
-      {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention,kiln-widen-half-precision),"
+      {"kernels", "canonicalize,cse,func.func(kiln-recognize-attention," + widen + "),"
                   "canonicalize,"
                   "func.func(kiln-form-kernels),canonicalize,func.func(kiln-overlap-collectives)"},
       {"plan", "kiln-outline-kernels" + outlineOptions + ",symbol-dce" +
@@ -20,7 +23,8 @@ static std::vector<PipelineStage> graphStagesWith(const std::string &outlineOpti
 }
 
 std::vector<PipelineStage> kiln::graphStages(const Target &target) {
-  return graphStagesWith(target.outlineOptions(), target.planPasses());
+  return graphStagesWith(target.outlineOptions(), target.planPasses(),
+                         target.matmulTakesHalfOperands());
 }
 
 static std::string join(const std::vector<PipelineStage> &stages) {

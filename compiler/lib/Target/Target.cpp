@@ -43,8 +43,11 @@ kiln::PipelineStage kiln::linalgKernelStage() {
                     "kiln-fuse-elementwise),canonicalize,cse,func.func(kiln-mark-in-place-operands)"};
 }
 
-std::vector<kiln::PipelineStage> kiln::gpuKernelStages(bool subgroupReductions) {
-  std::string map = subgroupReductions ? "kiln-gpu-map-workgroups" : "kiln-gpu-map-workgroups{subgroups=false}";
+std::vector<kiln::PipelineStage> kiln::gpuKernelStages(bool subgroupReductions,
+                                                       llvm::StringRef warpMma) {
+  std::string map = "kiln-gpu-map-workgroups{subgroups=" +
+                    std::string(subgroupReductions ? "true" : "false") +
+                    " warp-mma=" + (warpMma.empty() ? "none" : warpMma.str()) + "}";
   return {
       linalgKernelStage(),
       {"bufferized", "kiln-bufferize-kernels,canonicalize,cse"},

@@ -304,6 +304,22 @@ func.func @matmul_element_types(%a: tensor<4x8xf32>, %b: tensor<8x16xf64>) -> te
 
 // -----
 
+func.func @matmul_mixed_halves(%a: tensor<4x8xf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{element types must match (or be float16 or bfloat16 operands with a float32 result)}}
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf16>, tensor<8x16xbf16> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @matmul_f32_to_half(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf16> {
+  // expected-error @+1 {{element types must match}}
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf16>
+  return %0 : tensor<4x16xf16>
+}
+
+// -----
+
 func.func @reshape_element_count(%a: tensor<2x3xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{element count changes from 6 to 8}}
   %0 = kiln_graph.reshape %a : tensor<2x3xf32> -> tensor<8xf32>

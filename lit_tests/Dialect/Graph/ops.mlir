@@ -175,6 +175,14 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
 
+// Half operands may give a float32 result (accumulated in float32).
+// CHECK-LABEL: func.func @matmul_half_operands
+func.func @matmul_half_operands(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xf32> {
+  // CHECK: kiln_graph.matmul %{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xf32>
+  %0 = kiln_graph.matmul %a, %b : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
 // -----
 
 // CHECK-LABEL: func.func @matmul_transpose_rhs

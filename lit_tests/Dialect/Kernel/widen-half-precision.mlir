@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-widen-half-precision))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-widen-half-precision{half-matmul-operands=true}))' | FileCheck %s --check-prefix=HALF-OPERANDS
 
 // Arithmetic on half tensors runs in float32: operands widened, the result
 // rounded once back to its dtype (as ATen's CPU kernels do). A chain rounds
@@ -73,6 +74,11 @@ func.func @half_to_bfloat16(%x: tensor<3xf16>) -> tensor<3xbf16> {
 // expand of an input moves half elements: they are exact). The next node's
 // op reads the rounded value.
 // CHECK-LABEL: func.func @one_node_rounds_once
+// With half-matmul-operands (GPU targets), the matmul reads the halves and
+// its float32 result goes on as before.
+// HALF-OPERANDS-LABEL: func.func @one_node_rounds_once
+// HALF-OPERANDS: %[[MM:.*]] = kiln_graph.matmul %arg0, %arg1 : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xf32>
+// HALF-OPERANDS: kiln_graph.add %[[MM]], %{{.*}} : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
 // CHECK: %[[MM:.*]] = kiln_graph.matmul %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
 // CHECK-NOT: kiln_graph.convert %[[MM]]
 // CHECK: %[[BIAS:.*]] = kiln_graph.expand %arg2 : tensor<16xbf16> -> tensor<4x16xbf16>

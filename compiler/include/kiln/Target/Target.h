@@ -73,6 +73,10 @@ public:
   /// micro-kernels read), as a textual pipeline; empty for none.
   virtual std::string planPasses() const { return ""; }
 
+  /// Whether matmuls read float16 and bfloat16 operands as they are (GPU
+  /// tensor cores multiply them) instead of widened to float32 first.
+  virtual bool matmulTakesHalfOperands() const { return false; }
+
   /// The stages that lower a module holding only kernel functions to what
   /// serializeKernels takes.
   virtual std::vector<PipelineStage> kernelStages() const = 0;
@@ -92,7 +96,10 @@ PipelineStage linalgKernelStage();
 /// computes it: inline polynomials within a few ulp, so results agree
 /// across devices). `subgroupReductions`: reductions combine across a
 /// subgroup where they can (else they meet in workgroup memory).
-std::vector<PipelineStage> gpuKernelStages(bool subgroupReductions);
+/// `warpMma`: how matmuls of half operands use tensor cores ("nvvm",
+/// "emulated"; empty for none), kiln-gpu-map-workgroups' warp-mma.
+std::vector<PipelineStage> gpuKernelStages(bool subgroupReductions,
+                                           llvm::StringRef warpMma = "");
 
 /// The registered targets, by kind: a kind handles the name "<kind>" and the
 /// names "<kind>:<detail>".

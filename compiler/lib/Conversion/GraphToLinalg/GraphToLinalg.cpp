@@ -637,7 +637,13 @@ LogicalResult lowerMatmul(RewriterBase &rewriter, MatmulOp op) {
       [&](OpBuilder &b, Location l, ValueRange a) {
         Value sum;
         if (isFloat(element)) {
-          Value product = arith::MulFOp::create(b, l, a[0], a[1], reductionFlags(b));
+          // Half operands of a float32 matmul widen as they are read.
+          Value lhs = a[0], rhs = a[1];
+          if (lhs.getType() != element) {
+            lhs = arith::ExtFOp::create(b, l, element, lhs);
+            rhs = arith::ExtFOp::create(b, l, element, rhs);
+          }
+          Value product = arith::MulFOp::create(b, l, lhs, rhs, reductionFlags(b));
           sum = arith::AddFOp::create(b, l, a[2], product, reductionFlags(b));
         } else {
           sum = addScalar(b, l, a[2], mulScalar(b, l, a[0], a[1]));

@@ -34,10 +34,14 @@ public:
     return "{max-workgroups=65535 min-work-per-workgroup=1}";
   }
 
+  bool matmulTakesHalfOperands() const override { return true; }
+
   std::vector<PipelineStage> kernelStages() const override {
     // Reductions meet in shared memory: warp shuffles (gpu.subgroup_reduce)
-    // are not lowered for NVVM yet.
-    std::vector<PipelineStage> stages = gpuKernelStages(/*subgroupReductions=*/false);
+    // are not lowered for NVVM yet. Matmuls of half operands go on tensor
+    // cores (mma.sync, sm_80 and later).
+    std::vector<PipelineStage> stages =
+        gpuKernelStages(/*subgroupReductions=*/false, /*warpMma=*/"nvvm");
     stages.push_back({"nvvm", "kiln-gpu-form-kernel-modules,nvvm-attach-target{chip=" + chip +
                                   " features=" + std::string(kPtxFeatures) + " O=3},"
                                   "gpu.module(fold-memref-alias-ops,expand-strided-metadata,"

@@ -57,6 +57,13 @@ struct GpuMapWorkgroupsPass
     auto target = kiln::kernel::requireTarget(func, getArgument());
     if (failed(target))
       return signalPassFailure();
+    std::optional<WarpMma> parsedMma = parseWarpMma(warpMma);
+    if (!parsedMma) {
+      func.emitError("kiln-gpu-map-workgroups: warp-mma must be none, nvvm or emulated, not '")
+          << warpMma << "'";
+      return signalPassFailure();
+    }
+    warpMmaKind = *parsedMma;
     int64_t threads = kMaxThreads;
     if (int64_t max = (*target).getMaxWorkgroupSize(); max > 0)
       threads = std::min(threads, max);
@@ -77,6 +84,8 @@ struct GpuMapWorkgroupsPass
   /// The widest memory access of one thread (the target's vector_bits), 0
   /// for scalar accesses alone.
   int64_t vectorBits = 0;
+  /// How matmul tiles of half operands multiply (the warp-mma option).
+  WarpMma warpMmaKind = WarpMma::None;
 
   /// Vulkan's guaranteed workgroup memory, for a target that names none.
   static constexpr int64_t kDefaultSharedBytes = 16384;
@@ -221,8 +230,10 @@ struct GpuMapWorkgroupsPass
     DenseMap<Operation *, TiledMatmul> matmuls;
     for (Operation *op : topLevel)
       if (auto loop = dyn_cast<scf::ParallelOp>(op))
-        if (auto matmul = matchTiledMatmul(loop, threads, sharedBytes))
+        if (auto matmul = matchTiledMatmul(loop, threads, sharedBytes)) {
+          (void)useWarpMma(*matmul, threads, warpMmaKind, sharedBytes);
           matmuls.try_emplace(op, std::move(*matmul));
+        }
     // Attention by query blocks; the blocks of a kernel that holds nothing
     // else that writes go over a grid of workgroups (the kernel's column
     // extent) as well as its rows: a column per block where their count is
@@ -332,11 +343,19 @@ struct GpuMapWorkgroupsPass
       if (matmul != matmuls.end() && tileBytes(matmul->second) <= memory.bytesLeft()) {
         memory.reserve(tileBytes(matmul->second));
         const MatmulTileShape &shape = matmul->second.shape;
+        if (matmul->second.warpMma != WarpMma::None) {
+          note("matmul tiles " + std::to_string(shape.rows) + "x" +
+               std::to_string(shape.columns) + "x" + std::to_string(shape.depth) +
+               " on tensor cores (mma m16n8k16 per warp" +
+               (matmul->second.warpMma == WarpMma::Emulated ? ", emulated" : "") + ")");
+          op = tileMatmulByWarps(matmul->second, values, begin, end);
+        } else {
         note("matmul tiles " + std::to_string(shape.rows) + "x" +
                           std::to_string(shape.columns) + "x" + std::to_string(shape.depth) +
                           " through workgroup memory (" + std::to_string(shape.threadRows) + "x" +
                           std::to_string(shape.threadColumns) + " per thread)");
         op = tileMatmul(matmul->second, values, begin, end);
+        }
       } else if (loop && (rowReduction = cooperativeRowReduction(loop, splitRows, rows, threads,
                                                                    memory))) {
         note("row reductions over the workgroup" + combiningPhrase(*rowReduction, values));

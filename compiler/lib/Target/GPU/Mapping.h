@@ -354,6 +354,13 @@ struct MatmulTileShape {
 /// and k). The row dimensions are those from `firstRowDim` to the one
 /// before last, flattened (an implicit GEMM's output rows and positions);
 /// the ones before are batches, which column loads may vary with too.
+/// How a target multiplies tiles of half-precision operands on tensor
+/// cores: not at all, by NVVM's mma.sync, or by an emulation of it through
+/// workgroup memory (the same kernels on a GPU without it, for tests).
+enum class WarpMma { None, Nvvm, Emulated };
+/// "none" (or empty), "nvvm" or "emulated".
+std::optional<WarpMma> parseWarpMma(llvm::StringRef name);
+
 struct TiledMatmul {
   mlir::scf::ParallelOp loop;
   Reduction reduction;
@@ -361,6 +368,10 @@ struct TiledMatmul {
   llvm::SmallVector<mlir::memref::LoadOp> columnLoads;
   unsigned firstRowDim;
   MatmulTileShape shape;
+  /// Set by useWarpMma: warps multiply the tiles on tensor cores.
+  WarpMma warpMma = WarpMma::None;
+  /// Workgroup memory beside the tiles (the emulation's).
+  int64_t scratchBytes = 0;
 };
 
 /// `loop` as a TiledMatmul for `threads` threads, when its shape is one
@@ -383,6 +394,19 @@ int64_t rowAlignment(const TiledMatmul &matmul);
 /// the outermost loop.
 mlir::Operation *tileMatmul(TiledMatmul &matmul, const ThreadValues &values, mlir::Value begin,
                             mlir::Value end);
+
+/// Whether the matmul goes by tensor-core warps (WarpMatmul.cpp): its nest
+/// multiplies a float16 or bfloat16 row load by a column load of the same
+/// type, widened, into a float32 sum, the workgroup has 4 or 8 warps and
+/// the tiles fit in `sharedBytes`. Then sets its shape (32x32 outputs per
+/// warp, 2 warps across, 32 deep) and warpMma.
+bool useWarpMma(TiledMatmul &matmul, int64_t threads, WarpMma kind, int64_t sharedBytes);
+
+/// Computes a matmul useWarpMma took: stages of zero-padded tiles in
+/// workgroup memory, each warp's outputs in float32 registers, updated by
+/// mma m16n8k16 products of fragments read from the tiles.
+mlir::Operation *tileMatmulByWarps(TiledMatmul &matmul, const ThreadValues &values,
+                                   mlir::Value begin, mlir::Value end);
 
 } // namespace kiln::gpu
 

@@ -1,7 +1,7 @@
 // A matmul-like row reduction computed by tiles through workgroup memory:
 // the GPU mapping's strategy for matmuls and batched matmuls, their
 // epilogues fused after them (see Mapping.h and Passes.td).
-#include "Mapping.h"
+#include "MatmulTiler.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -69,7 +69,7 @@ int64_t kiln::gpu::tileBytes(const TiledMatmul &matmul) {
     return llvm::divideCeil(load.getType().getIntOrFloatBitWidth(), 8);
   };
   const MatmulTileShape &shape = matmul.shape;
-  int64_t total = 0;
+  int64_t total = matmul.scratchBytes;
   for (memref::LoadOp load : matmul.rowLoads)
     total += shape.rows * shape.depth * bytes(load);
   for (memref::LoadOp load : matmul.columnLoads)
@@ -188,34 +188,152 @@ std::optional<TiledMatmul> kiln::gpu::matchTiledMatmul(scf::ParallelOp loop, int
   return matmul;
 }
 
-Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values, Value begin,
-                                 Value end) {
+kiln::gpu::MatmulTiler::MatmulTiler(TiledMatmul &matmul, const ThreadValues &values, Value begin, Value end)
+    : matmul(matmul), values(values), b(matmul.loop), loc(matmul.loop.getLoc()),
+      nest(matmul.reduction.nest.front()), accumulator(matmul.reduction.accumulators.front()) {
   scf::ParallelOp loop = matmul.loop;
   if (begin)
     clampFirstDim(loop, begin, end);
+  b.setInsertionPoint(loop);
   const MatmulTileShape &shape = matmul.shape;
   unsigned numLoops = loop.getNumLoops();
-  scf::ForOp nest = matmul.reduction.nest.front();
-  Accumulator &accumulator = matmul.reduction.accumulators.front();
-  OpBuilder b(loop);
-  Location loc = loop.getLoc();
-  auto index = [&](int64_t value) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  };
-  auto below = [&](Value value, Value bound) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, value, bound).getResult();
-  };
-
-  // The tiles in workgroup memory, row-major: row tiles [rows x depth],
-  // column tiles [depth x columns].
   auto tile = [&](memref::LoadOp load, int64_t elements) {
     return workgroupBuffer(b, loc, load.getType(), elements);
   };
-  SmallVector<Value> rowTiles, columnTiles;
   for (memref::LoadOp load : matmul.rowLoads)
     rowTiles.push_back(tile(load, shape.rows * shape.depth));
   for (memref::LoadOp load : matmul.columnLoads)
     columnTiles.push_back(tile(load, shape.depth * shape.columns));
+  rowTrips = tripCounts(b, loc, loop, matmul.firstRowDim, numLoops - 1, flatRows);
+  // The batch dimensions one after another, then the tiles.
+  outermost = serialLoops(b, loc, loop, matmul.firstRowDim, outer);
+  columnEnd = loop.getUpperBound()[numLoops - 1];
+  columnStep = loop.getStep()[numLoops - 1];
+  row0 = sequential(index(0), flatRows, index(shape.rows));
+  column0 = sequential(loop.getLowerBound()[numLoops - 1], columnEnd,
+                       arith::MulIOp::create(b, loc, columnStep, index(shape.columns)));
+  kEnd = nest.getUpperBound();
+  kStep = nest.getStep();
+}
+
+Value kiln::gpu::MatmulTiler::index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
+
+Value kiln::gpu::MatmulTiler::below(Value value, Value bound) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, value, bound).getResult();
+}
+
+Value kiln::gpu::MatmulTiler::sequential(Value lb, Value ub, Value step) {
+  auto serial = scf::ForOp::create(b, loc, lb, ub, step);
+  if (!outermost)
+    outermost = serial;
+  b.setInsertionPoint(serial.getBody()->getTerminator());
+  return serial.getInductionVar();
+}
+
+void kiln::gpu::MatmulTiler::mapRows(Value flat, IRMapping &at) {
+  for (auto [i, value] :
+       llvm::enumerate(delinearize(b, loc, flat, rowTrips, matmul.loop, matmul.firstRowDim)))
+    at.map(matmul.loop.getInductionVars()[matmul.firstRowDim + i], value);
+}
+
+Value kiln::gpu::MatmulTiler::column(Value offset) {
+  return arith::AddIOp::create(b, loc, column0, arith::MulIOp::create(b, loc, offset, columnStep));
+}
+
+SmallVector<Value> kiln::gpu::MatmulTiler::outputIndices(const IRMapping &at) {
+  SmallVector<Value> indices;
+  for (Value i : accumulator.store.getIndices())
+    indices.push_back(at.lookupOrDefault(i));
+  return indices;
+}
+
+Value kiln::gpu::MatmulTiler::loadOutput(const IRMapping &at, Value inside) {
+  Type type = accumulator.load.getType();
+  auto load = scf::IfOp::create(b, loc, TypeRange{type}, inside, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(load.thenBlock());
+  scf::YieldOp::create(
+      b, loc,
+      memref::LoadOp::create(b, loc, accumulator.store.getMemRef(), outputIndices(at)).getResult());
+  b.setInsertionPointToStart(load.elseBlock());
+  scf::YieldOp::create(
+      b, loc, arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type))).getResult());
+  return load.getResult(0);
+}
+
+void kiln::gpu::MatmulTiler::storeOutput(Value value, const IRMapping &at, Value inside) {
+  auto store = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  memref::StoreOp::create(b, loc, value, accumulator.store.getMemRef(), outputIndices(at));
+}
+
+scf::ForOp kiln::gpu::MatmulTiler::openStages(ValueRange initial) {
+  auto stages = scf::ForOp::create(b, loc, nest.getLowerBound(), kEnd,
+                                   arith::MulIOp::create(b, loc, kStep, index(matmul.shape.depth)),
+                                   initial);
+  return stages;
+}
+
+void kiln::gpu::MatmulTiler::loadStage(Value k0, bool zeroOutside) {
+  const MatmulTileShape &shape = matmul.shape;
+  Value columnIv = matmul.loop.getInductionVars().back();
+  // All threads load the stage's tiles, element e at e / width, e % width
+  // (consecutive threads on consecutive elements).
+  auto loadTile = [&](memref::LoadOp load, Value tileBuffer, int64_t height, int64_t width,
+                      bool byRow) {
+    auto elements =
+        scf::ForOp::create(b, loc, values.thread, index(height * width), values.threadCount);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(elements.getBody());
+    Value e = elements.getInductionVar();
+    Value across = arith::DivUIOp::create(b, loc, e, index(width));
+    Value along = arith::RemUIOp::create(b, loc, e, index(width));
+    // Row tiles: across rows, along k; column tiles: across k, along
+    // columns.
+    Value kk = byRow ? along : across;
+    Value other = byRow ? across : along;
+    Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
+    Value otherIndex = byRow ? arith::AddIOp::create(b, loc, row0, other).getResult() : column(other);
+    Value inside = arith::AndIOp::create(b, loc, below(kIndex, kEnd),
+                                         below(otherIndex, byRow ? flatRows : columnEnd));
+    auto guarded = scf::IfOp::create(b, loc, TypeRange{}, inside, /*withElse=*/zeroOutside);
+    b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+    IRMapping at = outer;
+    at.map(nest.getInductionVar(), kIndex);
+    if (byRow)
+      mapRows(otherIndex, at);
+    else
+      at.map(columnIv, otherIndex);
+    Value element = cloneWithAddress(b, load, at);
+    memref::StoreOp::create(b, loc, element, tileBuffer, ValueRange{e});
+    if (zeroOutside) {
+      b.setInsertionPoint(guarded.elseBlock()->getTerminator());
+      Value zero = arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(load.getType())));
+      memref::StoreOp::create(b, loc, zero, tileBuffer, ValueRange{e});
+    }
+  };
+  for (auto [load, tileBuffer] : llvm::zip(matmul.rowLoads, rowTiles))
+    loadTile(load, tileBuffer, shape.rows, shape.depth, /*byRow=*/true);
+  for (auto [load, tileBuffer] : llvm::zip(matmul.columnLoads, columnTiles))
+    loadTile(load, tileBuffer, shape.depth, shape.columns, /*byRow=*/false);
+  ::mlir::gpu::BarrierOp::create(b, loc);
+}
+
+Operation *kiln::gpu::MatmulTiler::finish() {
+  matmul.loop.erase();
+  return outermost;
+}
+
+Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values, Value begin,
+                                 Value end) {
+  MatmulTiler tiler(matmul, values, begin, end);
+  OpBuilder &b = tiler.b;
+  Location loc = tiler.loc;
+  const MatmulTileShape &shape = matmul.shape;
+  scf::ForOp nest = tiler.nest;
+  Accumulator &accumulator = tiler.accumulator;
+  auto index = [&](int64_t value) { return tiler.index(value); };
 
   // The thread's place in the grid of gridColumns x gridRows threads: its
   // outputs are rows ty + gridRows * r, columns tx + gridColumns * c.
@@ -224,136 +342,49 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
   Value tx = arith::RemUIOp::create(b, loc, values.thread, index(gridColumns));
   Value ty = arith::DivUIOp::create(b, loc, values.thread, index(gridColumns));
 
-  // The row dimensions' trips, and their flattened count.
-  Value flatRows;
-  SmallVector<Value> rowTrips =
-      tripCounts(b, loc, loop, matmul.firstRowDim, numLoops - 1, flatRows);
-  // Maps the row dimensions' variables to their values at flattened row
-  // `flat`.
-  auto mapRows = [&](Value flat, IRMapping &at) {
-    for (auto [i, value] :
-         llvm::enumerate(delinearize(b, loc, flat, rowTrips, loop, matmul.firstRowDim)))
-      at.map(loop.getInductionVars()[matmul.firstRowDim + i], value);
-  };
-
-  // The batch dimensions one after another, then the tiles.
-  IRMapping outer;
-  Operation *outermost = serialLoops(b, loc, loop, matmul.firstRowDim, outer);
-  auto sequential = [&](Value lb, Value ub, Value step) {
-    auto serial = scf::ForOp::create(b, loc, lb, ub, step);
-    if (!outermost)
-      outermost = serial;
-    b.setInsertionPoint(serial.getBody()->getTerminator());
-    return serial.getInductionVar();
-  };
-  Value columnEnd = loop.getUpperBound()[numLoops - 1];
-  Value columnStep = loop.getStep()[numLoops - 1];
-  Value row0 = sequential(index(0), flatRows, index(shape.rows));
-  Value column0 = sequential(loop.getLowerBound()[numLoops - 1], columnEnd,
-                             arith::MulIOp::create(b, loc, columnStep, index(shape.columns)));
-  Value columnIv = loop.getInductionVars()[numLoops - 1];
-
   // This thread's outputs and whether each is inside the loop's bounds.
-  SmallVector<IRMapping> rowAt(shape.threadRows, outer);
+  SmallVector<IRMapping> rowAt(shape.threadRows, tiler.outer);
   SmallVector<Value> columns, rowInside, columnInside;
   for (int64_t r = 0; r < shape.threadRows; ++r) {
-    Value flat = arith::AddIOp::create(b, loc, row0,
+    Value flat = arith::AddIOp::create(b, loc, tiler.row0,
                                        arith::AddIOp::create(b, loc, ty, index(gridRows * r)));
-    rowInside.push_back(below(flat, flatRows));
-    mapRows(flat, rowAt[r]);
+    rowInside.push_back(tiler.below(flat, tiler.flatRows));
+    tiler.mapRows(flat, rowAt[r]);
   }
   for (int64_t c = 0; c < shape.threadColumns; ++c) {
-    Value offset = arith::AddIOp::create(b, loc, tx, index(gridColumns * c));
-    columns.push_back(arith::AddIOp::create(b, loc, column0,
-                                            arith::MulIOp::create(b, loc, offset, columnStep)));
-    columnInside.push_back(below(columns.back(), columnEnd));
+    columns.push_back(tiler.column(arith::AddIOp::create(b, loc, tx, index(gridColumns * c))));
+    columnInside.push_back(tiler.below(columns.back(), tiler.columnEnd));
   }
+  Value columnIv = matmul.loop.getInductionVars().back();
   // The values the loop's variables have at output (r, c).
   auto outputAt = [&](int64_t r, int64_t c) {
     IRMapping at = rowAt[r];
     at.map(columnIv, columns[c]);
     return at;
   };
-  auto outputIndices = [&](int64_t r, int64_t c) {
-    IRMapping at = outputAt(r, c);
-    SmallVector<Value> indices;
-    for (Value i : accumulator.store.getIndices())
-      indices.push_back(at.lookupOrDefault(i));
-    return indices;
+  auto inside = [&](int64_t r, int64_t c) {
+    return arith::AndIOp::create(b, loc, rowInside[r], columnInside[c]).getResult();
   };
-  Type type = accumulator.load.getType();
-  Value memref = accumulator.store.getMemRef();
 
   // Each output starts from its value (the loop combined into it in k
   // order from there; so does this).
   SmallVector<Value> initial;
   for (int64_t r = 0; r < shape.threadRows; ++r)
-    for (int64_t c = 0; c < shape.threadColumns; ++c) {
-      Value inside = arith::AndIOp::create(b, loc, rowInside[r], columnInside[c]);
-      auto load = scf::IfOp::create(b, loc, TypeRange{type}, inside, /*withElse=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(load.thenBlock());
-      scf::YieldOp::create(b, loc,
-                           memref::LoadOp::create(b, loc, memref, outputIndices(r, c)).getResult());
-      b.setInsertionPointToStart(load.elseBlock());
-      scf::YieldOp::create(b, loc,
-                           arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)))
-                               .getResult());
-      initial.push_back(load.getResult(0));
-    }
+    for (int64_t c = 0; c < shape.threadColumns; ++c)
+      initial.push_back(tiler.loadOutput(outputAt(r, c), inside(r, c)));
 
-  // The stages along k.
-  Value kEnd = nest.getUpperBound(), kStep = nest.getStep();
-  auto stages = scf::ForOp::create(b, loc, nest.getLowerBound(), kEnd,
-                                   arith::MulIOp::create(b, loc, kStep, index(shape.depth)),
-                                   initial);
+  scf::ForOp stages = tiler.openStages(initial);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(stages.getBody());
     Value k0 = stages.getInductionVar();
-    // All threads load the stage's tiles, element e at e / width, e % width
-    // (consecutive threads on consecutive elements), what lies outside the
-    // loop's bounds left unloaded (no output or step reads it).
-    auto loadTile = [&](memref::LoadOp load, Value tileBuffer, int64_t height, int64_t width,
-                        bool byRow) {
-      auto elements = scf::ForOp::create(b, loc, values.thread, index(height * width),
-                                         values.threadCount);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(elements.getBody());
-      Value e = elements.getInductionVar();
-      Value across = arith::DivUIOp::create(b, loc, e, index(width));
-      Value along = arith::RemUIOp::create(b, loc, e, index(width));
-      // Row tiles: across rows, along k; column tiles: across k, along
-      // columns.
-      Value kk = byRow ? along : across;
-      Value other = byRow ? across : along;
-      Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
-      Value otherIndex =
-          byRow ? arith::AddIOp::create(b, loc, row0, other).getResult()
-                : arith::AddIOp::create(b, loc, column0,
-                                        arith::MulIOp::create(b, loc, other, columnStep))
-                      .getResult();
-      Value inside = arith::AndIOp::create(b, loc, below(kIndex, kEnd),
-                                           below(otherIndex, byRow ? flatRows : columnEnd));
-      auto guarded = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
-      b.setInsertionPoint(guarded.thenBlock()->getTerminator());
-      IRMapping at = outer;
-      at.map(nest.getInductionVar(), kIndex);
-      if (byRow)
-        mapRows(otherIndex, at);
-      else
-        at.map(columnIv, otherIndex);
-      Value element = cloneWithAddress(b, load, at);
-      memref::StoreOp::create(b, loc, element, tileBuffer, ValueRange{e});
-    };
-    for (auto [load, tileBuffer] : llvm::zip(matmul.rowLoads, rowTiles))
-      loadTile(load, tileBuffer, shape.rows, shape.depth, /*byRow=*/true);
-    for (auto [load, tileBuffer] : llvm::zip(matmul.columnLoads, columnTiles))
-      loadTile(load, tileBuffer, shape.depth, shape.columns, /*byRow=*/false);
-    ::mlir::gpu::BarrierOp::create(b, loc);
+    // What lies outside the loop's bounds is left unloaded: no output or
+    // step reads it.
+    tiler.loadStage(k0, /*zeroOutside=*/false);
 
     // The stage's k steps: as many as are left, at most its depth.
-    Value left = arith::CeilDivUIOp::create(b, loc, arith::SubIOp::create(b, loc, kEnd, k0), kStep);
+    Value left = arith::CeilDivUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, tiler.kEnd, k0), tiler.kStep);
     Value count = arith::MinUIOp::create(b, loc, left, index(shape.depth));
     auto steps = scf::ForOp::create(b, loc, index(0), count, index(1),
                                     stages.getRegionIterArgs());
@@ -361,11 +392,12 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(steps.getBody());
       Value kk = steps.getInductionVar();
-      Value kIndex = arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, kStep));
+      Value kIndex =
+          arith::AddIOp::create(b, loc, k0, arith::MulIOp::create(b, loc, kk, tiler.kStep));
       // This thread's row-tile elements (one per output row) and
       // column-tile ones (one per output column) of step kk.
       SmallVector<SmallVector<Value>> rowValues, columnValues;
-      for (Value tileBuffer : rowTiles) {
+      for (Value tileBuffer : tiler.rowTiles) {
         rowValues.emplace_back();
         for (int64_t r = 0; r < shape.threadRows; ++r) {
           Value at = arith::AddIOp::create(
@@ -376,7 +408,7 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
           rowValues.back().push_back(memref::LoadOp::create(b, loc, tileBuffer, ValueRange{at}));
         }
       }
-      for (Value tileBuffer : columnTiles) {
+      for (Value tileBuffer : tiler.columnTiles) {
         columnValues.emplace_back();
         for (int64_t c = 0; c < shape.threadColumns; ++c) {
           Value at = arith::AddIOp::create(
@@ -415,14 +447,8 @@ Operation *kiln::gpu::tileMatmul(TiledMatmul &matmul, const ThreadValues &values
 
   // The outputs inside the bounds.
   for (int64_t r = 0; r < shape.threadRows; ++r)
-    for (int64_t c = 0; c < shape.threadColumns; ++c) {
-      Value inside = arith::AndIOp::create(b, loc, rowInside[r], columnInside[c]);
-      auto store = scf::IfOp::create(b, loc, inside, /*withElse=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(store.thenBlock()->getTerminator());
-      memref::StoreOp::create(b, loc, stages.getResult(r * shape.threadColumns + c), memref,
-                              outputIndices(r, c));
-    }
-  loop.erase();
-  return outermost;
+    for (int64_t c = 0; c < shape.threadColumns; ++c)
+      tiler.storeOutput(stages.getResult(r * shape.threadColumns + c), outputAt(r, c),
+                        inside(r, c));
+  return tiler.finish();
 }

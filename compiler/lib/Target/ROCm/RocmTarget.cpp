@@ -28,6 +28,10 @@ public:
     return "{max-workgroups=65535 min-work-per-workgroup=1}";
   }
 
+  // Matmul kernels read half operands as they are (no tensor-core
+  // strategy for AMD yet: the threads' tiles multiply them in float32).
+  bool matmulTakesHalfOperands() const override { return true; }
+
   std::vector<PipelineStage> kernelStages() const override {
     // Reductions meet in shared memory (LDS), as on NVIDIA.
     std::vector<PipelineStage> stages = gpuKernelStages(/*subgroupReductions=*/false);

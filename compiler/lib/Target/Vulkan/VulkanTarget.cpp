@@ -30,7 +30,13 @@ constexpr int64_t kVectorBits = 128;
 
 class VulkanBackend final : public Target {
 public:
-  explicit VulkanBackend(std::string name) : name(std::move(name)) {}
+  /// `emulatedMma`: matmuls of half operands go by the NVIDIA target's
+  /// tensor-core tiles and fragments, the mma emulated in workgroup memory
+  /// (target "vulkan:emulated-mma": that strategy, run on any device).
+  VulkanBackend(std::string name, bool emulatedMma)
+      : name(std::move(name)), emulatedMma(emulatedMma) {}
+
+  bool matmulTakesHalfOperands() const override { return emulatedMma; }
 
   kernel::TargetAttr describe(mlir::MLIRContext &context) const override {
     return kernel::TargetAttr::get(&context, "vulkan", name, "vulkan-spirv",
@@ -60,7 +66,8 @@ public:
   std::vector<PipelineStage> kernelStages() const override {
     // SPIR-V's GLSL set has no erf, and its precision for the rest is the
     // device's: the shared stages' math is Kiln's own.
-    std::vector<PipelineStage> stages = gpuKernelStages(/*subgroupReductions=*/true);
+    std::vector<PipelineStage> stages =
+        gpuKernelStages(/*subgroupReductions=*/true, emulatedMma ? "emulated" : "");
     stages.push_back({"spirv", "kiln-spirv-form-kernels,gpu.module(lower-affine,math-expand-ops,"
                                "arith-expand{include-bf16=true},canonicalize,cse),"
                                "kiln-spirv-convert,spirv.module(spirv-lower-abi-attrs,"
@@ -75,6 +82,7 @@ public:
 
 private:
   std::string name;
+  bool emulatedMma;
 };
 
 } // namespace
@@ -82,11 +90,14 @@ private:
 void kiln::vulkan::registerVulkanTarget() {
   TargetRegistry::add({"vulkan",
                        "'vulkan' (SPIR-V for any Vulkan 1.2 device, run by the runtime's "
-                       "Vulkan driver)",
+                       "Vulkan driver), or 'vulkan:emulated-mma' (the same, with matmuls of "
+                       "half operands by the NVIDIA tensor-core strategy, emulated: for tests)",
                        [](llvm::StringRef name) -> llvm::Expected<std::unique_ptr<Target>> {
-                         if (name != "vulkan")
+                         if (name != "vulkan" && name != "vulkan:emulated-mma")
                            return llvm::createStringError(
-                               "unknown Vulkan target '" + name.str() + "': use 'vulkan'");
-                         return std::make_unique<VulkanBackend>(name.str());
+                               "unknown Vulkan target '" + name.str() +
+                               "': use 'vulkan' or 'vulkan:emulated-mma'");
+                         return std::make_unique<VulkanBackend>(name.str(),
+                                                                name == "vulkan:emulated-mma");
                        }});
 }

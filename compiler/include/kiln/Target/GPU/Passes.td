@@ -163,6 +163,10 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
     Option<"subgroups", "subgroups", "bool", /*default=*/"true",
            "Combine reduction partials with subgroup operations (false: by "
            "the workgroup-memory tree alone, for a target without them)">,
+    Option<"warpMma", "warp-mma", "std::string", /*default=*/"\"none\"",
+           "Matmuls of float16 or bfloat16 operands on tensor cores: none, "
+           "nvvm (mma.sync) or emulated (the same tiles and fragments, the "
+           "product through workgroup memory: for tests on any GPU)">,
     Option<"atomics", "atomics", "bool", /*default=*/"true",
            "The target has atomic read-modify-writes of storage: 32- and "
            "64-bit integer add, max and min, and float32 add (false: such "
@@ -170,7 +174,8 @@ def GpuMapWorkgroupsPass : Pass<"kiln-gpu-map-workgroups", "mlir::func::FuncOp">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
+                           "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
 }
 
 def FormKernelModulesPass : Pass<"kiln-gpu-form-kernel-modules", "mlir::ModuleOp"> {

@@ -358,9 +358,14 @@ LogicalResult MatmulOp::verify() {
   if (!sameSize(size(result, rank - 2), size(lhs, rank - 2)) ||
       !sameSize(size(result, rank - 1), rhsN))
     return emitOpError("result shape must be [..., M, N]");
-  if (lhs.getElementType() != rhs.getElementType() ||
-      lhs.getElementType() != result.getElementType())
-    return emitOpError("element types must match");
+  // Half operands may give a float32 result: the products accumulate in
+  // float32, as ATen's do (GPU targets read the halves directly, for
+  // tensor cores).
+  Type element = lhs.getElementType();
+  bool halfToF32 = (element.isF16() || element.isBF16()) && result.getElementType().isF32();
+  if (element != rhs.getElementType() || (element != result.getElementType() && !halfToF32))
+    return emitOpError("element types must match (or be float16 or bfloat16 operands with a "
+                       "float32 result)");
   return success();
 }
 

@@ -53,6 +53,7 @@ StringRef nodeOf(Operation *op) {
 
 struct WidenHalfPrecisionPass
     : kiln::kernel::impl::WidenHalfPrecisionPassBase<WidenHalfPrecisionPass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     Type f32 = Float32Type::get(&getContext());
@@ -88,8 +89,9 @@ struct WidenHalfPrecisionPass
                       llvm::any_of(op->getResultTypes(), isHalf);
       if (!computes || (movesElementsOnly(op) && !inNodeOperand))
         return;
+      bool keepOperands = halfMatmulOperands && isa<MatmulOp>(op);
       for (OpOperand &operand : op->getOpOperands()) {
-        if (!isHalf(operand.get().getType()))
+        if (!isHalf(operand.get().getType()) || keepOperands)
           continue;
         Value wide = sameNodeWide(operand.get(), op);
         operand.assign(wide ? wide

@@ -63,7 +63,16 @@ def WidenHalfPrecisionPass : Pass<"kiln-widen-half-precision", "mlir::func::Func
     scatter without a reduction) stay in half precision. A convert between
     float16 and bfloat16 goes through float32. Run before kernels form: the
     converts fuse into the kernels around them.
+
+    With half-matmul-operands (GPU targets), a matmul keeps its half
+    operands and gives a float32 result: its kernel reads the halves
+    (tensor cores multiply them) and accumulates in float32, which rounds
+    the same as widening them first.
   }];
+  let options = [
+    Option<"halfMatmulOperands", "half-matmul-operands", "bool", /*default=*/"false",
+           "Matmuls take float16 and bfloat16 operands as they are">,
+  ];
   let dependentDialects = ["kiln::graph::GraphDialect"];
 }
 
