@@ -8,8 +8,11 @@ The JSON is the contract with the C++ importer (kiln._C.compiler.compile):
                                                 placeholders, then get_attr constants
      "nodes":   [{"name", "target", "args", "kwargs", "outputs", "loc"}],
      "outputs": [ARG or null],
-     "deterministic"?: true}                    torch.use_deterministic_algorithms(True)
+     "deterministic"?: true,                    torch.use_deterministic_algorithms(True)
                                                 was on: float scatter sums add in order
+     "float32_matmul_precision"?: "high" | "medium"}
+                                                torch.get_float32_matmul_precision():
+                                                float32 matmuls may round to TF32
 
 ARG is a ref {"ref": name, "index": i}, a JSON scalar, a list of ARGs,
 {"dtype": name}, {"float": "inf" | "-inf" | "nan"} or {"size": SIZE}, a
@@ -368,6 +371,10 @@ def serialize_graph(gm: torch.fx.GraphModule, name: str = "graph_0") -> Serializ
     }
     if symbols.names:
         graph["symbols"] = symbols.to_json()
+    if torch.get_float32_matmul_precision() != "highest":
+        # TF32 allowed for float32 matmuls (GPU targets' tensor cores), as
+        # PyTorch allows it to cuBLAS; Dynamo recompiles when it changes.
+        graph["float32_matmul_precision"] = torch.get_float32_matmul_precision()
     if torch.are_deterministic_algorithms_enabled():
         # Float scatter sums add in order (Dynamo recompiles when this changes).
         graph["deterministic"] = True

@@ -425,6 +425,40 @@ def test_tensor_core_matmuls_emulated_match_eager(name, tmp_path):
         assert "matmul tiles 64x64x32 on tensor cores (mma m16n8k16 per warp, emulated)" in text, text
 
 
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """x rounded to TF32 (10 mantissa bits, to nearest, ties away from zero)."""
+    return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+@pytest.mark.parametrize("precision", ["highest", "high"])
+def test_float32_matmuls_use_tf32_tensor_cores_only_when_allowed(precision, tmp_path):
+    """torch.set_float32_matmul_precision("high") lets float32 matmuls round
+    their operands to TF32, as cuBLAS does: the tensor-core strategy then
+    takes them (mma m16n8k8, emulated here), and the result is the product
+    of the rounded operands. At "highest" (the default) they stay float32."""
+    from kiln.inspect import format_graph, load_dump
+
+    was = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        for m, k, n in ((37, 48, 80), (130, 33, 70)):
+            torch._dynamo.reset()
+            dump = tmp_path / f"{m}x{k}x{n}"
+            a, b = torch.randn(m, k), torch.randn(k, n)
+            got = _compile(lambda a, b: a @ b, target="vulkan:emulated-mma", dump_dir=str(dump))(a, b)
+            assert_ran_on_vulkan(target="vulkan:emulated-mma")
+            text = "\n".join(format_graph(graph) for graph in load_dump(dump))
+            if precision == "high":
+                want = (_tf32(a).double() @ _tf32(b).double()).float()
+                assert "on tensor cores (mma m16n8k8 in TF32 per warp, emulated)" in text, text
+            else:
+                want = a @ b
+                assert "tensor cores" not in text, text
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
+    finally:
+        torch.set_float32_matmul_precision(was)
+
+
 @pytest.mark.skipif(spirv_tools_missing() is not None, reason=str(spirv_tools_missing()))
 def test_kernels_pass_spirv_val(tmp_path):
     model = Block()

@@ -2292,6 +2292,16 @@ OwningOpRef<ModuleOp> Importer::run(StringRef text) {
   numSymbols = symbols ? symbols->size() : 0;
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   b.setInsertionPointToEnd(module->getBody());
+  if (std::optional<StringRef> precision = graph->getString("float32_matmul_precision")) {
+    if (*precision != "highest" && *precision != "high" && *precision != "medium") {
+      emitError(fileLoc) << "float32_matmul_precision must be highest, high or medium (as "
+                            "torch.set_float32_matmul_precision), not '"
+                         << *precision << "'";
+      return nullptr;
+    }
+    if (*precision != "highest")
+      (*module)->setAttr(graph::kAllowTf32Attr, b.getUnitAttr());
+  }
 
   SmallVector<Type> inputTypes;
   SmallVector<std::string> inputNames;

@@ -10,9 +10,15 @@
 // RUN: rm -rf %t.h && kiln-compile --target cuda:sm_80 --dump-dir %t.h %S/Inputs/f16_linear_gelu.json -o %t.h.kiln
 // RUN: FileCheck %s --check-prefix=F16-PTX < %t.h/kernels/kernel_0_matmul.ptx
 // RUN: FileCheck %s --check-prefix=PTXAS < %t.h/kernels/kernel_0_matmul.ptxas.txt
-// Float32 matmuls keep the threads' tiles (no TF32 unless asked for).
+// Float32 matmuls keep the threads' tiles unless the graph allows TF32
+// (torch.set_float32_matmul_precision("high") when it was captured); then
+// m16n8k8 in TF32. Another precision name is an import error.
 // RUN: rm -rf %t.f && kiln-compile --target cuda:sm_90 --dump-dir %t.f %S/../Vulkan/Inputs/mlp.json -o %t.f.kiln
 // RUN: FileCheck %s --check-prefix=F32-PTX < %t.f/kernels/kernel_0_matmul.ptx
+// RUN: rm -rf %t.t && kiln-compile --target cuda:sm_90 --dump-dir %t.t %S/Inputs/mlp_tf32.json -o %t.t.kiln
+// RUN: FileCheck %s --check-prefix=TF32-PTX < %t.t/kernels/kernel_0_matmul.ptx
+// RUN: FileCheck %s --check-prefix=PTXAS < %t.t/kernels/kernel_0_matmul.ptxas.txt
+// RUN: not kiln-compile --target cuda:sm_90 %S/Inputs/mlp_bad_precision.json -o %t.x.kiln 2>&1 | FileCheck %s --check-prefix=BAD-PRECISION
 
 // BF16: 1 kernels
 // BF16: kernel_0_matmul [1 workgroups]: matmul convert convert relu convert
@@ -30,3 +36,7 @@
 // F16-PTX-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 
 // F32-PTX-NOT: mma.sync
+
+// TF32-PTX-COUNT-16: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+
+// BAD-PRECISION: float32_matmul_precision must be highest, high or medium (as torch.set_float32_matmul_precision), not 'low'

@@ -5,6 +5,7 @@
 #include "Attention.h"
 #include "Mapping.h"
 
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
@@ -64,6 +65,8 @@ struct GpuMapWorkgroupsPass
       return signalPassFailure();
     }
     warpMmaKind = *parsedMma;
+    auto module = func->getParentOfType<ModuleOp>();
+    allowTf32 = module && module->hasAttr(kiln::graph::kAllowTf32Attr);
     int64_t threads = kMaxThreads;
     if (int64_t max = (*target).getMaxWorkgroupSize(); max > 0)
       threads = std::min(threads, max);
@@ -86,6 +89,8 @@ struct GpuMapWorkgroupsPass
   int64_t vectorBits = 0;
   /// How matmul tiles of half operands multiply (the warp-mma option).
   WarpMma warpMmaKind = WarpMma::None;
+  /// Float32 matmuls may round to TF32 (the graph's kiln_graph.allow_tf32).
+  bool allowTf32 = false;
 
   /// Vulkan's guaranteed workgroup memory, for a target that names none.
   static constexpr int64_t kDefaultSharedBytes = 16384;
@@ -231,7 +236,7 @@ struct GpuMapWorkgroupsPass
     for (Operation *op : topLevel)
       if (auto loop = dyn_cast<scf::ParallelOp>(op))
         if (auto matmul = matchTiledMatmul(loop, threads, sharedBytes)) {
-          (void)useWarpMma(*matmul, threads, warpMmaKind, sharedBytes);
+          (void)useWarpMma(*matmul, threads, warpMmaKind, allowTf32, sharedBytes);
           matmuls.try_emplace(op, std::move(*matmul));
         }
     // Attention by query blocks; the blocks of a kernel that holds nothing
@@ -346,7 +351,8 @@ struct GpuMapWorkgroupsPass
         if (matmul->second.warpMma != WarpMma::None) {
           note("matmul tiles " + std::to_string(shape.rows) + "x" +
                std::to_string(shape.columns) + "x" + std::to_string(shape.depth) +
-               " on tensor cores (mma m16n8k16 per warp" +
+               " on tensor cores (mma " +
+               (matmul->second.tf32 ? "m16n8k8 in TF32" : "m16n8k16") + " per warp" +
                (matmul->second.warpMma == WarpMma::Emulated ? ", emulated" : "") + ")");
           op = tileMatmulByWarps(matmul->second, values, begin, end);
         } else {

@@ -368,8 +368,10 @@ struct TiledMatmul {
   llvm::SmallVector<mlir::memref::LoadOp> columnLoads;
   unsigned firstRowDim;
   MatmulTileShape shape;
-  /// Set by useWarpMma: warps multiply the tiles on tensor cores.
+  /// Set by useWarpMma: warps multiply the tiles on tensor cores, float32
+  /// operands rounded to TF32 (`tf32`).
   WarpMma warpMma = WarpMma::None;
+  bool tf32 = false;
   /// Workgroup memory beside the tiles (the emulation's).
   int64_t scratchBytes = 0;
 };
@@ -397,14 +399,17 @@ mlir::Operation *tileMatmul(TiledMatmul &matmul, const ThreadValues &values, mli
 
 /// Whether the matmul goes by tensor-core warps (WarpMatmul.cpp): its nest
 /// multiplies a float16 or bfloat16 row load by a column load of the same
-/// type, widened, into a float32 sum, the workgroup has 4 or 8 warps and
-/// the tiles fit in `sharedBytes`. Then sets its shape (32x32 outputs per
-/// warp, 2 warps across, 32 deep) and warpMma.
-bool useWarpMma(TiledMatmul &matmul, int64_t threads, WarpMma kind, int64_t sharedBytes);
+/// type, widened, into a float32 sum (or float32 loads, with `allowTf32`),
+/// the workgroup has 4 or 8 warps and the tiles fit in `sharedBytes`. Then
+/// sets its shape (32x32 outputs per warp, 2 warps across, two mma steps
+/// deep), warpMma and tf32.
+bool useWarpMma(TiledMatmul &matmul, int64_t threads, WarpMma kind, bool allowTf32,
+                int64_t sharedBytes);
 
 /// Computes a matmul useWarpMma took: stages of zero-padded tiles in
 /// workgroup memory, each warp's outputs in float32 registers, updated by
-/// mma m16n8k16 products of fragments read from the tiles.
+/// mma products (m16n8k16 for halves, m16n8k8 for TF32) of fragments read
+/// from the tiles.
 mlir::Operation *tileMatmulByWarps(TiledMatmul &matmul, const ThreadValues &values,
                                    mlir::Value begin, mlir::Value end);
 

@@ -1,14 +1,19 @@
-// Matmuls of float16 or bfloat16 operands on tensor cores: the tiled
-// strategy (MatmulTiler.h) with each warp's 32x32 outputs computed by
-// mma.sync m16n8k16, float32 accumulators in registers (see Mapping.h).
+// Matmuls on tensor cores: the tiled strategy (MatmulTiler.h) with each
+// warp's 32x32 outputs computed by mma.sync, float32 accumulators in
+// registers (see Mapping.h): m16n8k16 for float16 or bfloat16 operands,
+// m16n8k8 for float32 ones rounded to TF32 where the user allows it.
 //
-// The fragments follow PTX's layout for mma.m16n8k16 with .f16/.bf16
-// multiplicands (lane l, g = l / 4, t = l % 4; two halves per 32-bit
-// register, the lower index in the low half):
+// The fragments follow PTX's layouts (lane l, g = l / 4, t = l % 4):
+// m16n8k16 .f16/.bf16, two halves per 32-bit register, the lower index in
+// the low half:
 //   A (16x16, row): a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
 //                   a3 = A[g+8][2t+8..];
 //   B (16x8, col):  b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g];
-//   C, D (16x8 f32): c0, c1 = C[g][2t], C[g][2t+1]; c2, c3 = C[g+8][2t..].
+// m16n8k8 .tf32, one element per register:
+//   A (16x8, row):  a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4];
+//   B (8x8, col):   b0 = B[t][g], b1 = B[t+4][g];
+// and for both, C, D (16x8 f32): c0, c1 = C[g][2t], C[g][2t+1]; c2, c3 =
+// C[g+8][2t], C[g+8][2t+1].
 // The emulated form computes the same product through workgroup memory, so
 // that everything around the instruction runs (and is tested) on any GPU.
 #include "MatmulTiler.h"
@@ -25,23 +30,30 @@ namespace {
 constexpr int64_t kWarpSize = 32;
 /// A warp's outputs: 32x32, two 16-row by four 8-column mma tiles.
 constexpr int64_t kWarpRows = 32, kWarpColumns = 32;
-constexpr int64_t kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 16;
+constexpr int64_t kMmaRows = 16, kMmaColumns = 8;
 /// Warps side by side in a workgroup's tile; the others stack its rows.
 constexpr int64_t kWarpsAcross = 2;
-/// k per stage: two mma steps between barriers.
-constexpr int64_t kStageDepth = 32;
+
+/// The mma's k and the tiles' depth (two mma steps between barriers; float32
+/// tiles half as deep, so that they fit Vulkan's 16 KiB with the emulation's
+/// scratch).
+int64_t mmaDepth(Type element) { return element.isF32() ? 8 : 16; }
+int64_t stageDepth(Type element) { return 2 * mmaDepth(element); }
 
 /// The operand element when the nest's body is acc + extf(row) * extf(col)
-/// in float32 (either order each), besides address arithmetic; else null.
-Type halfProductElement(const TiledMatmul &matmul) {
+/// in float32 for float16 or bfloat16 loads, or acc + row * col for float32
+/// loads where `allowTf32` (either order each), besides address
+/// arithmetic; else null.
+Type productElement(const TiledMatmul &matmul, bool allowTf32) {
   if (matmul.rowLoads.size() != 1 || matmul.columnLoads.size() != 1)
     return {};
   const Accumulator &accumulator = matmul.reduction.accumulators.front();
   memref::LoadOp row = matmul.rowLoads.front(), column = matmul.columnLoads.front();
   memref::LoadOp accumulated = accumulator.load;
   scf::ForOp nest = matmul.reduction.nest.front();
-  Type half = row.getType();
-  if (!(half.isF16() || half.isBF16()) || column.getType() != half ||
+  Type element = row.getType();
+  bool half = element.isF16() || element.isBF16();
+  if (!(half || (element.isF32() && allowTf32)) || column.getType() != element ||
       !accumulator.type().isF32())
     return {};
   auto add = dyn_cast<arith::AddFOp>(accumulator.combine);
@@ -51,35 +63,40 @@ Type halfProductElement(const TiledMatmul &matmul) {
   auto multiply = product.getDefiningOp<arith::MulFOp>();
   if (!multiply)
     return {};
-  auto widened = [](Value value, memref::LoadOp load) {
+  // A load's value, widened from a half.
+  auto from = [&](Value value, memref::LoadOp load) {
+    if (!half)
+      return value == load.getResult();
     auto extend = value.getDefiningOp<arith::ExtFOp>();
     return extend && extend.getIn() == load.getResult();
   };
-  if (!((widened(multiply.getLhs(), row) && widened(multiply.getRhs(), column)) ||
-        (widened(multiply.getLhs(), column) && widened(multiply.getRhs(), row))))
+  if (!((from(multiply.getLhs(), row) && from(multiply.getRhs(), column)) ||
+        (from(multiply.getLhs(), column) && from(multiply.getRhs(), row))))
     return {};
   // Nothing else computes values: the rest is the accumulator's load and
   // store and index arithmetic for addresses.
-  Operation *known[] = {row, column, accumulator.load, accumulator.store, add, multiply,
+  Operation *known[] = {row, column, accumulated, accumulator.store, add, multiply,
                         multiply.getLhs().getDefiningOp(), multiply.getRhs().getDefiningOp()};
   for (Operation &op : nest.getBody()->without_terminator())
     if (!llvm::is_contained(known, &op) &&
         !llvm::all_of(op.getResultTypes(), [](Type type) { return type.isIntOrIndex(); }))
       return {};
-  return half;
+  return element;
 }
 
-int64_t emulationScratchBytes(int64_t threads) {
-  return threads / kWarpSize * (kMmaRows * kMmaDepth + kMmaDepth * kMmaColumns) * 4;
+int64_t emulationScratchBytes(int64_t threads, Type element) {
+  int64_t depth = mmaDepth(element);
+  return threads / kWarpSize * (kMmaRows * depth + depth * kMmaColumns) * 4;
 }
 
 /// Builds a warp's mma.sync of fragments in 32-bit registers.
 class WarpMmaBuilder {
 public:
-  WarpMmaBuilder(MatmulTiler &tiler, WarpMma kind, Type half, Value lane, Value warp,
+  WarpMmaBuilder(MatmulTiler &tiler, WarpMma kind, Type element, Value lane, Value warp,
                  Value scratchA, Value scratchB)
-      : tiler(tiler), b(tiler.b), loc(tiler.loc), kind(kind), half(half), lane(lane), warp(warp),
-        scratchA(scratchA), scratchB(scratchB) {
+      : tiler(tiler), b(tiler.b), loc(tiler.loc), kind(kind), element(element),
+        depth(mmaDepth(element)), lane(lane), warp(warp), scratchA(scratchA),
+        scratchB(scratchB) {
     g = arith::DivUIOp::create(b, loc, lane, tiler.index(4));
     t = arith::RemUIOp::create(b, loc, lane, tiler.index(4));
   }
@@ -101,43 +118,58 @@ public:
     return arith::OrIOp::create(b, loc, bits(low), shifted);
   }
 
-  /// Half `which` of a register, as float32 (the emulation's).
+  /// A float32 rounded to TF32 (10 mantissa bits, to nearest, ties away
+  /// from zero: cvt.rna.tf32.f32), in a 32-bit register.
+  Value tf32(Value value) {
+    Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), value);
+    Value rounded = arith::AddIOp::create(b, loc, bits, i32Constant(0x1000));
+    return arith::AndIOp::create(b, loc, rounded, i32Constant(int32_t(0xFFFFE000)));
+  }
+
+  /// Part `which` of a register, as float32 (the emulation's).
   Value unpack(Value reg, int which) {
+    if (element.isF32())
+      return arith::BitcastOp::create(b, loc, b.getF32Type(), reg);
     if (which)
       reg = arith::ShRUIOp::create(b, loc, reg, i32Constant(16));
     Value bits = arith::TruncIOp::create(b, loc, b.getI16Type(), reg);
-    Value value = arith::BitcastOp::create(b, loc, half, bits);
+    Value value = arith::BitcastOp::create(b, loc, element, bits);
     return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
   }
 
-  /// A register of two consecutive elements of a row-major tile.
-  Value pair(Value tile, Value first, int64_t stride) {
+  /// A register of the tile's element at `first` and, for halves, the one
+  /// `stride` after it.
+  Value reg(Value tile, Value first, int64_t stride) {
     Value x = memref::LoadOp::create(b, loc, tile, ValueRange{first});
+    if (element.isF32())
+      return tf32(x);
     Value y = memref::LoadOp::create(b, loc, tile, ValueRange{add(first, stride)});
     return pack(x, y);
   }
 
   /// A's fragment for the 16 rows from tile row `row` and k from `k`.
   SmallVector<Value, 4> fragmentA(Value tile, Value row, Value k) {
-    int64_t depth = tiler.matmul.shape.depth;
+    int64_t tileDepth = tiler.matmul.shape.depth;
     Value r = arith::AddIOp::create(b, loc, row, g);
-    Value kk = arith::AddIOp::create(b, loc, mul(t, 2), k);
+    // Halves: a pair per register, 2t, 2t + 1 (and + 8); TF32: t (and + 4).
+    Value kk = arith::AddIOp::create(b, loc, mul(t, element.isF32() ? 1 : 2), k);
     auto at = [&](int64_t dr, int64_t dk) {
-      return arith::AddIOp::create(b, loc, mul(add(r, dr), depth), add(kk, dk)).getResult();
+      return arith::AddIOp::create(b, loc, mul(add(r, dr), tileDepth), add(kk, dk)).getResult();
     };
-    return {pair(tile, at(0, 0), 1), pair(tile, at(8, 0), 1), pair(tile, at(0, 8), 1),
-            pair(tile, at(8, 8), 1)};
+    int64_t half = depth / 2;
+    return {reg(tile, at(0, 0), 1), reg(tile, at(8, 0), 1), reg(tile, at(0, half), 1),
+            reg(tile, at(8, half), 1)};
   }
 
   /// B's fragment for the 8 columns from tile column `column` and k from `k`.
   SmallVector<Value, 2> fragmentB(Value tile, Value column, Value k) {
     int64_t columns = tiler.matmul.shape.columns;
     Value n = arith::AddIOp::create(b, loc, column, g);
-    Value kk = arith::AddIOp::create(b, loc, mul(t, 2), k);
+    Value kk = arith::AddIOp::create(b, loc, mul(t, element.isF32() ? 1 : 2), k);
     auto at = [&](int64_t dk) {
       return arith::AddIOp::create(b, loc, mul(add(kk, dk), columns), n).getResult();
     };
-    return {pair(tile, at(0), columns), pair(tile, at(8), columns)};
+    return {reg(tile, at(0), columns), reg(tile, at(depth / 2), columns)};
   }
 
   /// D = A * B + C for the warp: this lane's four accumulators.
@@ -148,20 +180,22 @@ public:
 private:
   SmallVector<Value, 4> nvvm(ArrayRef<Value> a, ArrayRef<Value> bRegs, ArrayRef<Value> c) {
     MLIRContext *context = b.getContext();
-    // bf16 multiplicands are i32 registers; f16 ones, vector<2xf16>.
+    // bf16 and tf32 multiplicands are i32 registers; f16 ones, vector<2xf16>.
     auto operands = [&](ArrayRef<Value> regs) {
       SmallVector<Value> values(regs);
-      if (half.isF16())
+      if (element.isF16())
         for (Value &value : values)
-          value = LLVM::BitcastOp::create(b, loc, VectorType::get({2}, half), value);
+          value = LLVM::BitcastOp::create(b, loc, VectorType::get({2}, element), value);
       return values;
     };
-    NVVM::MMATypes type = half.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    NVVM::MMATypes type = element.isBF16()  ? NVVM::MMATypes::bf16
+                          : element.isF16() ? NVVM::MMATypes::f16
+                                            : NVVM::MMATypes::tf32;
     Type f32 = b.getF32Type();
     auto result = LLVM::LLVMStructType::getLiteral(context, {f32, f32, f32, f32});
     auto op = NVVM::MmaOp::create(
         b, loc, result, operands(a), operands(bRegs), c,
-        ArrayRef<int64_t>{kMmaRows, kMmaColumns, kMmaDepth}, std::nullopt, std::nullopt,
+        ArrayRef<int64_t>{kMmaRows, kMmaColumns, depth}, std::nullopt, std::nullopt,
         std::array<NVVM::MMATypes, 2>{type, type},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
     SmallVector<Value, 4> d;
@@ -173,41 +207,40 @@ private:
   /// Every lane scatters its fragments into the warp's scratch matrices
   /// (float32), then computes its four outputs from them.
   SmallVector<Value, 4> emulated(ArrayRef<Value> a, ArrayRef<Value> bRegs, ArrayRef<Value> c) {
-    Value aBase = mul(warp, kMmaRows * kMmaDepth), bBase = mul(warp, kMmaDepth * kMmaColumns);
-    auto storeA = [&](Value value, Value row, Value k) {
-      Value at = arith::AddIOp::create(
-          b, loc, aBase, arith::AddIOp::create(b, loc, mul(row, kMmaDepth), k));
-      memref::StoreOp::create(b, loc, value, scratchA, ValueRange{at});
+    Value aBase = mul(warp, kMmaRows * depth), bBase = mul(warp, depth * kMmaColumns);
+    auto aAt = [&](Value row, Value k) {
+      return arith::AddIOp::create(b, loc, aBase, arith::AddIOp::create(b, loc, mul(row, depth), k))
+          .getResult();
     };
-    auto storeB = [&](Value value, Value k, Value n) {
-      Value at = arith::AddIOp::create(
-          b, loc, bBase, arith::AddIOp::create(b, loc, mul(k, kMmaColumns), n));
-      memref::StoreOp::create(b, loc, value, scratchB, ValueRange{at});
+    auto bAt = [&](Value k, Value n) {
+      return arith::AddIOp::create(b, loc, bBase,
+                                   arith::AddIOp::create(b, loc, mul(k, kMmaColumns), n))
+          .getResult();
     };
-    Value k0 = mul(t, 2);
+    // Register j's elements (the k of each, from the fragment's layout).
+    bool single = element.isF32();
+    int64_t perRegister = single ? 1 : 2;
+    Value k0 = mul(t, perRegister);
     for (int64_t reg = 0; reg < 4; ++reg)
-      for (int which = 0; which < 2; ++which)
-        storeA(unpack(a[reg], which), add(g, reg % 2 ? 8 : 0), add(k0, (reg / 2) * 8 + which));
+      for (int which = 0; which < perRegister; ++which)
+        memref::StoreOp::create(
+            b, loc, unpack(a[reg], which), scratchA,
+            ValueRange{aAt(add(g, reg % 2 ? 8 : 0), add(k0, (reg / 2) * (depth / 2) + which))});
     for (int64_t reg = 0; reg < 2; ++reg)
-      for (int which = 0; which < 2; ++which)
-        storeB(unpack(bRegs[reg], which), add(k0, reg * 8 + which), g);
+      for (int which = 0; which < perRegister; ++which)
+        memref::StoreOp::create(b, loc, unpack(bRegs[reg], which), scratchB,
+                                ValueRange{bAt(add(k0, reg * (depth / 2) + which), g)});
     ::mlir::gpu::BarrierOp::create(b, loc);
     SmallVector<Value, 4> d;
     for (int64_t i = 0; i < 4; ++i) {
-      Value row = add(g, i / 2 ? 8 : 0), column = add(k0, i % 2);
-      auto sum = scf::ForOp::create(b, loc, tiler.index(0), tiler.index(kMmaDepth),
-                                    tiler.index(1), ValueRange{c[i]});
+      Value row = add(g, i / 2 ? 8 : 0), column = add(mul(t, 2), i % 2);
+      auto sum = scf::ForOp::create(b, loc, tiler.index(0), tiler.index(depth), tiler.index(1),
+                                    ValueRange{c[i]});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(sum.getBody());
       Value k = sum.getInductionVar();
-      Value x = memref::LoadOp::create(
-          b, loc, scratchA,
-          ValueRange{arith::AddIOp::create(b, loc, aBase,
-                                           arith::AddIOp::create(b, loc, mul(row, kMmaDepth), k))});
-      Value y = memref::LoadOp::create(
-          b, loc, scratchB,
-          ValueRange{arith::AddIOp::create(
-              b, loc, bBase, arith::AddIOp::create(b, loc, mul(k, kMmaColumns), column))});
+      Value x = memref::LoadOp::create(b, loc, scratchA, ValueRange{aAt(row, k)});
+      Value y = memref::LoadOp::create(b, loc, scratchB, ValueRange{bAt(k, column)});
       Value next = arith::AddFOp::create(b, loc, sum.getRegionIterArgs()[0],
                                          arith::MulFOp::create(b, loc, x, y));
       scf::YieldOp::create(b, loc, next);
@@ -223,7 +256,8 @@ private:
   OpBuilder &b;
   Location loc;
   WarpMma kind;
-  Type half;
+  Type element;
+  int64_t depth;
   Value lane, warp, scratchA, scratchB, g, t;
 };
 
@@ -239,17 +273,21 @@ std::optional<WarpMma> kiln::gpu::parseWarpMma(StringRef name) {
   return std::nullopt;
 }
 
-bool kiln::gpu::useWarpMma(TiledMatmul &matmul, int64_t threads, WarpMma kind,
+bool kiln::gpu::useWarpMma(TiledMatmul &matmul, int64_t threads, WarpMma kind, bool allowTf32,
                            int64_t sharedBytes) {
-  if (kind == WarpMma::None || (threads != 128 && threads != 256) || !halfProductElement(matmul))
+  if (kind == WarpMma::None || (threads != 128 && threads != 256))
+    return false;
+  Type element = productElement(matmul, allowTf32);
+  if (!element)
     return false;
   TiledMatmul candidate = matmul;
   candidate.warpMma = kind;
+  candidate.tf32 = element.isF32();
   int64_t warps = threads / kWarpSize;
-  candidate.shape = {kWarpRows * (warps / kWarpsAcross), kWarpColumns * kWarpsAcross, kStageDepth,
-                     /*threadRows=*/0, /*threadColumns=*/0};
+  candidate.shape = {kWarpRows * (warps / kWarpsAcross), kWarpColumns * kWarpsAcross,
+                     stageDepth(element), /*threadRows=*/0, /*threadColumns=*/0};
   if (kind == WarpMma::Emulated)
-    candidate.scratchBytes = emulationScratchBytes(threads);
+    candidate.scratchBytes = emulationScratchBytes(threads, element);
   if (tileBytes(candidate) > sharedBytes)
     return false;
   matmul = std::move(candidate);
@@ -258,22 +296,23 @@ bool kiln::gpu::useWarpMma(TiledMatmul &matmul, int64_t threads, WarpMma kind,
 
 Operation *kiln::gpu::tileMatmulByWarps(TiledMatmul &matmul, const ThreadValues &values,
                                         Value begin, Value end) {
-  Type half = halfProductElement(matmul);
-  assert(half && "useWarpMma accepted it");
+  Type element = productElement(matmul, matmul.tf32);
+  assert(element && "useWarpMma accepted it");
+  int64_t depth = mmaDepth(element);
   int64_t warps = values.threads / kWarpSize;
   Value scratchA, scratchB;
   if (matmul.warpMma == WarpMma::Emulated) {
     OpBuilder before(matmul.loop);
     Type f32 = before.getF32Type();
-    scratchA = workgroupBuffer(before, matmul.loop.getLoc(), f32, warps * kMmaRows * kMmaDepth);
-    scratchB = workgroupBuffer(before, matmul.loop.getLoc(), f32, warps * kMmaDepth * kMmaColumns);
+    scratchA = workgroupBuffer(before, matmul.loop.getLoc(), f32, warps * kMmaRows * depth);
+    scratchB = workgroupBuffer(before, matmul.loop.getLoc(), f32, warps * depth * kMmaColumns);
   }
   MatmulTiler tiler(matmul, values, begin, end);
   OpBuilder &b = tiler.b;
   Location loc = tiler.loc;
   Value warp = arith::DivUIOp::create(b, loc, values.thread, tiler.index(kWarpSize));
   Value lane = arith::RemUIOp::create(b, loc, values.thread, tiler.index(kWarpSize));
-  WarpMmaBuilder mma(tiler, matmul.warpMma, half, lane, warp, scratchA, scratchB);
+  WarpMmaBuilder mma(tiler, matmul.warpMma, element, lane, warp, scratchA, scratchB);
   // The warp's outputs start at tile row warpRow and column warpColumn.
   Value warpRow = mma.mul(arith::DivUIOp::create(b, loc, warp, tiler.index(kWarpsAcross)), kWarpRows);
   Value warpColumn =
@@ -332,8 +371,8 @@ Operation *kiln::gpu::tileMatmulByWarps(TiledMatmul &matmul, const ThreadValues 
     Value rowTile = tiler.rowTiles.front(), columnTile = tiler.columnTiles.front();
     // The stage's mma steps (a loop, which LLVM unrolls for NVVM: the
     // emulation's code stays half the size).
-    auto steps = scf::ForOp::create(b, loc, tiler.index(0), tiler.index(kStageDepth),
-                                    tiler.index(kMmaDepth), stages.getRegionIterArgs());
+    auto steps = scf::ForOp::create(b, loc, tiler.index(0), tiler.index(matmul.shape.depth),
+                                    tiler.index(depth), stages.getRegionIterArgs());
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(steps.getBody());

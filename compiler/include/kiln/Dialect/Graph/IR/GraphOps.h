@@ -71,6 +71,12 @@ class OwnElementTypes : public mlir::OpTrait::TraitBase<ConcreteType, OwnElement
 #include "kiln/Dialect/Graph/IR/GraphOps.h.inc"
 
 namespace kiln::graph {
+/// The (unit) module attribute of a graph whose float32 matmuls may round
+/// their operands to TF32 (the user's torch.set_float32_matmul_precision
+/// is "high" or "medium", as for cuBLAS): GPU targets then put them on
+/// tensor cores. The graph JSON's "float32_matmul_precision" sets it.
+inline constexpr llvm::StringLiteral kAllowTf32Attr = "kiln_graph.allow_tf32";
+
 /// The NumPy broadcast of two shapes, or failure if they are incompatible.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
