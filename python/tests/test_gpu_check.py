@@ -34,6 +34,15 @@ def test_dry_run_prepares_valid_artifacts_and_stops_before_the_driver(tmp_path):
         assert entry["kernels"] > 0
         for name in (entry["artifact"], "inputs.npz", "outputs.npz"):
             assert (graph / name).stat().st_size > 0, name
+    # The kernel set at real sizes (traced on fake tensors: nothing that
+    # size ran here), compiled for the chip, for `run` to check and time
+    # there against torch.
+    kernels = {entry["name"]: entry for entry in manifest["kernels"]}
+    assert {"add", "softmax", "layer_norm", "attention_bf16", "matmul_bf16_8192",
+            "matmul_f32_1024"} <= kernels.keys()
+    for entry in kernels.values():
+        assert entry["kernels"] > 0 and (out / entry["graph"] / entry["artifact"]).stat().st_size > 0
+    assert kernels["matmul_bf16_8192"]["shapes"] == [[8192, 8192], [8192, 8192]]
     # The folder is self-contained: its own kiln-run and script; `run` there,
     # without a driver, says so and fails.
     rerun = subprocess.run([sys.executable, str(out / "check.py"), "run", str(out)],

@@ -192,3 +192,27 @@ def test_dump_has_each_kernels_llvm_ir_and_assembly(tmp_path):
         assert f"define void @{symbol}(" in ll
         assert asm.startswith(f"# {kernel['name']}: exported as {symbol} ")
         assert f"\n{symbol}:" in asm
+
+
+def test_kiln_run_saves_its_random_inputs_bfloat16_as_float32(tmp_path):
+    """--save-inputs writes the inputs it ran on (--random's, seeded), so that
+    a reference can be computed from them elsewhere (the GPU check does);
+    .npy has no bfloat16, so bfloat16 tensors are saved widened to float32,
+    exactly, outputs too."""
+    import numpy as np
+
+    kiln_run = _tool("kiln-run")
+    fn = lambda a, b: (a @ b).relu()  # noqa: E731
+    dump = tmp_path / "dump"
+    a, b = torch.randn(5, 7, dtype=torch.bfloat16), torch.randn(7, 3, dtype=torch.bfloat16)
+    torch.compile(fn, backend="kiln", dynamic=False, options={"fallback": "error", "dump_dir": str(dump)})(a, b)
+    artifact = dump / "graph_0" / "artifact.kiln"
+    saved_in, saved_out = tmp_path / "in.npz", tmp_path / "out.npz"
+    subprocess.run([str(kiln_run), str(artifact), "--random", "--seed", "3", "--save-inputs", str(saved_in),
+                    "--save-outputs", str(saved_out), "--quiet"], check=True, capture_output=True, text=True)
+    inputs, outputs = np.load(saved_in), np.load(saved_out)
+    assert inputs.files == ["input_0", "input_1"] and outputs.files == ["output_0"]
+    x, y = (torch.from_numpy(inputs[key]) for key in inputs.files)
+    assert x.dtype == torch.float32 and x.shape == (5, 7) and torch.equal(x, x.bfloat16().float())
+    want = fn(x.bfloat16(), y.bfloat16())
+    torch.testing.assert_close(torch.from_numpy(outputs["output_0"]), want.float(), rtol=1e-2, atol=1e-2)

@@ -48,6 +48,8 @@ Options:
   --devices             list the device drivers and their devices, then exit
   --threads N           threads that run kernels (default: $KILN_NUM_THREADS,
                         else every hardware thread)
+  --save-inputs FILE    write the inputs (--random's too) to FILE, an .npz
+                        archive with members input_0, input_1, ...
   --save-outputs FILE   write the outputs of the first run to FILE, an .npz
                         archive with members output_0, output_1, ...
   --profile             with --repeat: each launch's median time, slowest first
@@ -132,7 +134,8 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
       value = arg.substr(equals + 1);
     } else if (name == "--inputs" || name == "--seed" || name == "--repeat" ||
                name == "--warmup" || name == "--threads" ||
-               name == "--save-outputs" || name == "--dim" || name == "--device") {
+               name == "--save-outputs" || name == "--save-inputs" || name == "--dim" ||
+               name == "--device") {
       if (i + 1 >= argc)
         return bad(name + " needs a value");
       value = argv[++i];
@@ -149,10 +152,10 @@ ParseResult parseArguments(int argc, char **argv, Options &options) {
       for (const std::string &path : options.inputs.paths)
         if (path.empty())
           return bad("--inputs has an empty file name in '" + value + "'");
-    } else if (name == "--save-outputs") {
+    } else if (name == "--save-outputs" || name == "--save-inputs") {
       if (value.empty())
-        return bad("--save-outputs needs a file name");
-      options.saveOutputs = value;
+        return bad(name + " needs a file name");
+      (name == "--save-outputs" ? options.saveOutputs : options.saveInputs) = value;
     } else if (name == "--seed") {
       if (!parseCount(value, UINT64_MAX, options.inputs.seed))
         return bad("--seed needs a non-negative integer, not '" + value + "'");

@@ -21,6 +21,21 @@ void printRunError(const std::string &message) {
 
 namespace {
 
+/// `array` as .npy holds it: bfloat16, which .npy has no type for, widened
+/// to float32 (exactly: its bits are a float32's high half).
+NamedArray forNpy(NamedArray array) {
+  if (array.desc.dtype != DType::BF16)
+    return array;
+  std::vector<uint8_t> wide(array.data.size() * 2);
+  for (size_t i = 0; i < array.data.size() / 2; ++i) {
+    uint32_t bits = uint32_t(array.data[2 * i] | (array.data[2 * i + 1] << 8)) << 16;
+    std::memcpy(wide.data() + 4 * i, &bits, 4);
+  }
+  array.desc.dtype = DType::F32;
+  array.data = std::move(wide);
+  return array;
+}
+
 /// An output's bytes, copied from the device.
 Status readOutput(Device &device, const OutputRef &ref,
                   const std::vector<std::shared_ptr<Buffer>> &allocated,
@@ -110,6 +125,16 @@ int runGraph(const RunGraphOptions &options) {
     printRunError(status.message());
     return 1;
   }
+  if (!options.saveInputs.empty()) {
+    std::vector<NamedArray> inputs;
+    for (size_t i = 0; i < arrays.size(); ++i)
+      inputs.push_back(forNpy({"input_" + std::to_string(i), arrays[i].desc, arrays[i].data}));
+    status = writeNpz(options.saveInputs, inputs);
+    if (!status.ok()) {
+      printRunError(status.message());
+      return 1;
+    }
+  }
   // Kernels may rely on the alignment device buffers have, so the arrays are
   // copied into them rather than used in place.
   DeviceAllocator allocator(device);
@@ -166,7 +191,7 @@ int runGraph(const RunGraphOptions &options) {
     }
     printOutput(i, outputs[i].type, data.data());
     if (!options.saveOutputs.empty())
-      saved.push_back({"output_" + std::to_string(i), outputs[i].type, std::move(data)});
+      saved.push_back(forNpy({"output_" + std::to_string(i), outputs[i].type, std::move(data)}));
   }
   if (!options.saveOutputs.empty()) {
     status = writeNpz(options.saveOutputs, saved);

@@ -25,6 +25,7 @@ struct RunGraphOptions {
   uint64_t repeat = 0;        // timed runs after the first
   uint64_t warmup = 0;        // untimed runs before them
   std::string saveOutputs;    // .npz of the first run's outputs, if set
+  std::string saveInputs;     // .npz of the inputs, if set
   bool quiet = false;         // only the output and time lines
   bool profile = false;       // each launch's median time
 };
