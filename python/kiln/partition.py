@@ -264,9 +264,9 @@ class KilnSupport(OperatorSupportBase):
 
 
 # The torch devices of the tensors each target kind takes besides the kiln
-# device's: CPU tensors, which for Vulkan the runtime bridge copies to the
-# device and back; another kind (cuda) its own device's tensors.
-_TENSOR_DEVICES = {"cpu": ("cpu",), "vulkan": ("cpu",)}
+# device's: CPU tensors, which for Vulkan and CUDA the runtime bridge copies
+# to the device and back; CUDA tensors, which CUDA kernels read in place.
+_TENSOR_DEVICES = {"cpu": ("cpu",), "vulkan": ("cpu",), "cuda": ("cpu", "cuda")}
 
 
 def kiln_device_driver() -> str | None:

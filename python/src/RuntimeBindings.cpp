@@ -8,6 +8,7 @@
 
 #include "kiln/runtime/Runtime.h"
 
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/extension.h>
 
 #include <atomic>
@@ -207,6 +208,26 @@ private:
   rt::Device &device_;
 };
 
+/// torch's current stream on a CUDA device, as the runtime device's stream
+/// for this thread while it lives (nothing for other devices). Found
+/// through c10's device guard, so no CUDA header is needed.
+struct ExternalStream {
+  ExternalStream(rt::Device &device, c10::Device tensors) : device(device) {
+    if (!tensors.is_cuda())
+      return;
+    c10::impl::VirtualGuardImpl guard(c10::DeviceType::CUDA);
+    status = device.useExternalStream(guard.getStream(tensors).native_handle());
+    set = status.ok();
+  }
+  ~ExternalStream() {
+    if (set)
+      (void)device.useExternalStream(nullptr);
+  }
+  rt::Device &device;
+  rt::Status status = rt::Status::OK();
+  bool set = false;
+};
+
 /// An input's copy in device memory, kept between calls: a tensor whose
 /// data pointer and version counter are unchanged (a parameter) is not
 /// copied again.
@@ -248,8 +269,10 @@ public:
     // Kernels take the tensors' memory as it is where it is the program's
     // device's: CPU tensors on the host, kiln tensors on the kiln device's.
     bool direct = tensorDevice.is_cpu() ? onHost_ : true;
-    // A graph on kiln tensors in GPU memory may still take a CPU tensor.
-    bool uploadCpu = direct && !tensorDevice.is_cpu() && !eager::memoryIsHost();
+    // A graph on kiln tensors in GPU memory (or on CUDA tensors) may still
+    // take a CPU tensor.
+    bool uploadCpu = direct && !tensorDevice.is_cpu() &&
+                     (tensorDevice.is_cuda() || !eager::memoryIsHost());
     for (size_t i = 0; i < args.size(); ++i) {
       const at::Tensor &arg = uploadCpu && args[i].is_cpu() ? args[i].to(tensorDevice) : args[i];
       auto dtype = dtypeOf(arg.scalar_type());
@@ -273,9 +296,14 @@ public:
       // process groups.
       rt::Communicator *communicator =
           artifact.collectives.empty() ? nullptr : &torchCommunicator();
-      if (direct)
+      if (direct) {
+        // On CUDA tensors the kernels go on torch's current stream, the
+        // outputs come from its caching allocator (TorchAllocator).
+        ExternalStream stream(*device_, tensorDevice);
+        KILN_RETURN_IF_ERROR(stream.status);
         return program_->run(pointers, descs, allocator, allocated, outputs, nullptr, &versions,
                              true, communicator);
+      }
       rt::Status uploaded = upload(args, inputs, pointers);
       if (!uploaded.ok())
         return uploaded;
@@ -471,11 +499,19 @@ private:
       c10::Device device = args[i].device();
       if (device.is_cpu())
         continue;
-      if (!device.is_privateuseone())
+      if (device.is_cuda()) {
+        // CUDA tensors run in place where the kernels are the runtime's
+        // CUDA driver's (target "cuda"): the same GPU's memory.
+        if (device_->driverName() != "cuda")
+          throw std::runtime_error(
+              "kiln: graph '" + program_->artifact().graphName + "' input " + std::to_string(i) +
+              " is on " + device.str() + ", but this graph's kernels run on the runtime's " +
+              std::string(device_->driverName()) + " driver (compile with target=\"cuda\")");
+      } else if (!device.is_privateuseone()) {
         throw std::runtime_error("kiln: graph '" + program_->artifact().graphName + "' input " +
                                  std::to_string(i) + " is on " + device.str() +
-                                 "; Kiln takes CPU and kiln tensors");
-      if (!eager::isRegistered() || device_ != &eager::eagerRuntimeDevice())
+                                 "; Kiln takes CPU, CUDA and kiln tensors");
+      } else if (!eager::isRegistered() || device_ != &eager::eagerRuntimeDevice())
         throw std::runtime_error(
             "kiln: graph '" + program_->artifact().graphName + "' input " + std::to_string(i) +
             " is on " + device.str() + ", whose memory is the runtime's " +

@@ -2,6 +2,7 @@
 // RUN: rm -rf %t && kiln-compile --target cuda:sm_90 --dump-dir %t %S/../Vulkan/Inputs/mlp.json -o %t.kiln | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t/kernels/kernel_0_matmul.ptx
 // RUN: FileCheck %s --check-prefix=PTXAS < %t/kernels/kernel_0_matmul.ptxas.txt
+// RUN: FileCheck %s --check-prefix=SHUFFLES < %t/kernels/kernel_0_matmul.ptx
 // RUN: ptxas -arch=sm_90 %t/kernels/kernel_0_matmul.ptx -o %t.cubin
 // RUN: rm -rf %t.a && kiln-compile --target cuda:sm_90a --dump-dir %t.a %S/../Vulkan/Inputs/mlp.json -o %t.a.kiln
 // RUN: FileCheck %s --check-prefix=SM90A < %t.a/kernels/kernel_0_matmul.ptx
@@ -24,6 +25,10 @@
 // ptxas's report: no stack, no spills.
 // PTXAS: Compiling entry function 'kernel_0_matmul' for 'sm_90'
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// The layer norm's and softmax's row reductions combine within warps by
+// shuffles, then across them in shared memory.
+// SHUFFLES: shfl.sync.bfly.b32
 
 // SM90A: .target sm_90a
 

@@ -47,6 +47,7 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, CUdevice)              \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult, CUcontext)                                     \
   X(cuCtxSynchronize, "cuCtxSynchronize", CUresult, void)                                        \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, CUstream)                              \
   X(cuMemAlloc, "cuMemAlloc_v2", CUresult, CUdeviceptr *, size_t)                                \
   X(cuMemFree, "cuMemFree_v2", CUresult, CUdeviceptr)                                            \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUresult, CUdeviceptr, const void *, size_t)                \

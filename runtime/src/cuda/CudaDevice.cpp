@@ -12,6 +12,10 @@ namespace kiln::runtime::cuda {
 
 namespace {
 
+/// The calling thread's external stream (Device::useExternalStream), or
+/// null for the context's default stream.
+thread_local CUstream externalStream = nullptr;
+
 CUdeviceptr pointer(const void *address) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(address));
 }
@@ -142,16 +146,19 @@ void CudaDevice::deallocate(void *address, size_t, uint64_t) noexcept {
 
 Status CudaDevice::copyHostToDevice(void *device, const void *host, size_t bytes) {
   KILN_RETURN_IF_ERROR(enter());
+  KILN_RETURN_IF_ERROR(waitForExternalStream());
   return api_->check(api_->cuMemcpyHtoD(pointer(device), host, bytes), "cuMemcpyHtoD");
 }
 
 Status CudaDevice::copyDeviceToHost(void *host, const void *device, size_t bytes) {
   KILN_RETURN_IF_ERROR(enter());
+  KILN_RETURN_IF_ERROR(waitForExternalStream());
   return api_->check(api_->cuMemcpyDtoH(host, pointer(device), bytes), "cuMemcpyDtoH");
 }
 
 Status CudaDevice::copyDeviceToDevice(void *target, const void *source, size_t bytes) {
   KILN_RETURN_IF_ERROR(enter());
+  KILN_RETURN_IF_ERROR(waitForExternalStream());
   return api_->check(api_->cuMemcpyDtoD(pointer(target), pointer(source), bytes), "cuMemcpyDtoD");
 }
 
@@ -198,18 +205,34 @@ Status CudaDevice::launch(const Executable &executable, uint32_t kernel, const L
   KILN_RETURN_IF_ERROR(api_->check(
       api_->cuLaunchKernel(cuda.function(kernel), static_cast<unsigned>(grid.x),
                            static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z), block.x,
-                           block.y, block.z, /*sharedMemBytes=*/0, /*stream=*/nullptr,
+                           block.y, block.z, /*sharedMemBytes=*/0, externalStream,
                            arguments.data(), nullptr),
       "cuLaunchKernel", info.name));
-  if (syncEachLaunch_)
-    return api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize",
-                       "after kernel " + info.name + ", KILN_CUDA_SYNC=1");
+  if (syncEachLaunch_) {
+    std::string what = "after kernel " + info.name + ", KILN_CUDA_SYNC=1";
+    return externalStream ? api_->check(api_->cuStreamSynchronize(externalStream),
+                                        "cuStreamSynchronize", what)
+                          : api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize", what);
+  }
   return Status::OK();
 }
 
 Status CudaDevice::synchronize() {
   KILN_RETURN_IF_ERROR(enter());
+  if (externalStream)
+    return waitForExternalStream();
   return api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+Status CudaDevice::useExternalStream(void *stream) {
+  externalStream = static_cast<CUstream>(stream);
+  return Status::OK();
+}
+
+Status CudaDevice::waitForExternalStream() const {
+  if (!externalStream)
+    return Status::OK();
+  return api_->check(api_->cuStreamSynchronize(externalStream), "cuStreamSynchronize");
 }
 
 } // namespace kiln::runtime::cuda

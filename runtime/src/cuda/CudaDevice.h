@@ -43,6 +43,8 @@ public:
   loadExecutable(const ExecutableDesc &executable, const std::vector<KernelInfo> &kernels) override;
   Status launch(const Executable &executable, uint32_t kernel, const LaunchParams &params) override;
   Status synchronize() override;
+  /// The calling thread's launches on `stream` (a CUstream), its waits on it.
+  Status useExternalStream(void *stream) override;
 
 protected:
   void deallocate(void *address, size_t size, uint64_t handle) noexcept override;
@@ -51,6 +53,10 @@ private:
   CudaDevice(std::shared_ptr<const CudaApi> api, CUdevice device, CUcontext context);
   /// Makes the primary context current on the calling thread.
   Status enter() const;
+  /// Waits for the calling thread's external stream, if it has one (before
+  /// a copy, which runs on the legacy default stream: torch's streams do
+  /// not synchronize with it).
+  Status waitForExternalStream() const;
 
   std::shared_ptr<const CudaApi> api_;
   CUdevice device_;

@@ -248,3 +248,36 @@ TEST(CudaDeviceTest, FindingTheGpuNamesItsCapabilityOrWhyThereIsNone) {
   EXPECT_EQ(none.status().code(), StatusCode::Unavailable);
   EXPECT_ERROR_HAS(none.status(), "no CUDA driver: cannot load /nonexistent/libcuda.so.1");
 }
+
+TEST(CudaDeviceTest, AnExternalStreamTakesTheThreadsLaunchesAndWaits) {
+  DriverLibrary fake(KILN_FAKE_CUDA_PATH);
+  Fake control;
+  std::unique_ptr<Device> device = std::move(*createDevice("cuda"));
+  std::unique_ptr<Executable> loaded = std::move(*device->loadExecutable(executable(), kernels()));
+  std::vector<void *> two{at(4096), at(8192)};
+  std::vector<int64_t> symbol{5};
+  void *torchStream = at(0xabc0);
+  ASSERT_TRUE(device->useExternalStream(torchStream).ok());
+  ASSERT_TRUE(device->launch(*loaded, 0, launchOf(2, two, symbol)).ok());
+  ASSERT_TRUE(device->synchronize().ok());
+  StatusOr<DeviceBuffer> memory = device->allocate(16);
+  ASSERT_TRUE(memory.ok());
+  std::vector<uint8_t> host(16);
+  ASSERT_TRUE(device->copyDeviceToHost(host.data(), memory->address(), 16).ok());
+  // Back to the context's own stream.
+  ASSERT_TRUE(device->useExternalStream(nullptr).ok());
+  ASSERT_TRUE(device->launch(*loaded, 0, launchOf(2, two, symbol)).ok());
+  ASSERT_TRUE(device->synchronize().ok());
+  std::string log = control.log();
+  EXPECT_NE(log.find("cuLaunchKernel scale grid=2,1,1 block=128,1,1 shared=0 stream=0xabc0 params="),
+            std::string::npos) << log;
+  EXPECT_NE(log.find("cuStreamSynchronize 0xabc0\ncuStreamSynchronize 0xabc0\n"), std::string::npos)
+      << log; // synchronize(), then before the copy
+  EXPECT_NE(log.find("cuLaunchKernel scale grid=2,1,1 block=128,1,1 shared=0 params="), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("cuCtxSynchronize"), std::string::npos) << log;
+  // Drivers without native streams refuse one.
+  std::unique_ptr<Device> cpu = std::move(*createDevice("cpu"));
+  EXPECT_ERROR_HAS(cpu->useExternalStream(torchStream), "the cpu driver takes no external stream");
+  EXPECT_TRUE(cpu->useExternalStream(nullptr).ok());
+}

@@ -9,6 +9,7 @@
 // terminated); a launch logs its grid, block and each parameter's value.
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -142,6 +143,14 @@ int cuDevicePrimaryCtxRelease_v2(int) {
 
 int cuCtxSetCurrent(void *) { return 0; }
 
+int cuStreamSynchronize(void *stream) {
+  FAKE_CALL("cuStreamSynchronize");
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", stream);
+  record(std::string("cuStreamSynchronize ") + text);
+  return 0;
+}
+
 int cuCtxSynchronize() {
   FAKE_CALL("cuCtxSynchronize");
   record("cuCtxSynchronize");
@@ -216,7 +225,13 @@ int cuLaunchKernel(Module *function, unsigned gx, unsigned gy, unsigned gz, unsi
   std::string line = "cuLaunchKernel " + function->entry + " grid=" + std::to_string(gx) + "," +
                      std::to_string(gy) + "," + std::to_string(gz) + " block=" +
                      std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
-                     " shared=" + std::to_string(shared) + " params=";
+                     " shared=" + std::to_string(shared);
+  if (stream) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%p", stream);
+    line += std::string(" stream=") + text;
+  }
+  line += " params=";
   for (uint32_t i = 0; i < function->numParams; ++i) {
     uint64_t value = 0;
     std::memcpy(&value, params[i], 8);

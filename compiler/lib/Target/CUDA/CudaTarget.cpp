@@ -37,14 +37,14 @@ public:
   bool matmulTakesHalfOperands() const override { return true; }
 
   std::vector<PipelineStage> kernelStages() const override {
-    // Reductions meet in shared memory: warp shuffles (gpu.subgroup_reduce)
-    // are not lowered for NVVM yet. Matmuls of half operands go on tensor
-    // cores (mma.sync, sm_80 and later).
+    // Reductions combine across warps by shuffles (shfl.sync); matmuls of
+    // half operands go on tensor cores (mma.sync, sm_80 and later).
     std::vector<PipelineStage> stages =
-        gpuKernelStages(/*subgroupReductions=*/false, /*warpMma=*/"nvvm");
+        gpuKernelStages(/*subgroupReductions=*/true, /*warpMma=*/"nvvm");
     stages.push_back({"nvvm", "kiln-gpu-form-kernel-modules,nvvm-attach-target{chip=" + chip +
                                   " features=" + std::string(kPtxFeatures) + " O=3},"
-                                  "gpu.module(fold-memref-alias-ops,expand-strided-metadata,"
+                                  "gpu.module(kiln-gpu-subgroups-to-shuffles{subgroup-size=32},"
+                                  "fold-memref-alias-ops,expand-strided-metadata,"
                                   "lower-affine,convert-scf-to-cf,"
                                   "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
                                   "convert-math-to-llvm,canonicalize,cse),"

@@ -158,6 +158,16 @@ public:
   /// Waits for all work issued so far; an error the device reported for it
   /// (a kernel fault) is returned here.
   virtual Status synchronize() = 0;
+  /// Issues the calling thread's launches on `stream`, a stream of the
+  /// driver's native API that the caller owns and keeps alive (torch's
+  /// current CUDA stream), until called again with null (the device's
+  /// own); synchronize() and the copies then wait for that stream. Devices
+  /// without native streams refuse a non-null one.
+  virtual Status useExternalStream(void *stream) {
+    if (!stream)
+      return Status::OK();
+    return Status::error("the " + std::string(driverName()) + " driver takes no external stream");
+  }
 
   /// Whether the host reads and writes this device's addresses directly
   /// (the CPU driver): a collective then runs on the buffers themselves.

@@ -197,4 +197,26 @@ def FormKernelModulesPass : Pass<"kiln-gpu-form-kernel-modules", "mlir::ModuleOp
                            "mlir::memref::MemRefDialect"];
 }
 
+def GpuSubgroupsToShufflesPass
+    : Pass<"kiln-gpu-subgroups-to-shuffles", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower subgroup reductions and ids for a target of fixed subgroup size";
+  let description = [{
+    For a target whose subgroups (warps) have a fixed size and that lowers
+    gpu.shuffle but not gpu.subgroup_reduce (NVVM): each gpu.subgroup_reduce
+    of a 32-bit (or narrower) scalar becomes a butterfly of gpu.shuffle xor
+    (log2 of the size steps, every lane ending with the result), vectors
+    broken down first; gpu.subgroup_id becomes the linear thread id over the
+    subgroup size, gpu.num_subgroups the workgroup's threads over it (rounded
+    up), and gpu.subgroup_size the constant. Runs on gpu.module after
+    kiln-gpu-form-kernel-modules, before convert-gpu-to-nvvm (which lowers
+    the shuffles to shfl.sync and gpu.lane_id to %laneid).
+  }];
+  let options = [
+    Option<"subgroupSize", "subgroup-size", "unsigned", /*default=*/"32",
+           "Lanes in a subgroup (NVIDIA's warp: 32)">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 #endif
