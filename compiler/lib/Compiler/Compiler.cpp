@@ -216,6 +216,9 @@ public:
           result_.llvmIR += text;
         result_.kernelFiles.push_back({kernel.name + "." + kernel.irExtension, std::move(text)});
       }
+      if (!kernel.binary.empty())
+        result_.kernelBinaries.push_back(
+            {kernel.name + "." + kernel.binaryExtension, std::move(kernel.binary)});
       if (!kernel.assembly.empty()) {
         std::string text = "#" + header + kernel.assembly;
         result_.assembly += text;
@@ -794,6 +797,9 @@ llvm::Error kiln::writeStages(const CompiledGraph &compiled, llvm::StringRef dir
       return llvm::createStringError(ec, "cannot create " + kernels.str().str());
     for (const auto &[name, text] : compiled.kernelFiles)
       if (llvm::Error err = write("kernels/" + name, text))
+        return err;
+    for (const auto &[name, bytes] : compiled.kernelBinaries)
+      if (llvm::Error err = write("kernels/" + name, std::string(bytes.begin(), bytes.end())))
         return err;
   }
   if (!compiled.assembly.empty())

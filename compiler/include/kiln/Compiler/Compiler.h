@@ -41,6 +41,8 @@ struct CompiledGraph {
   std::string llvmIR, assembly; // all kernels, if keepStages
   /// "<kernel>.ll" and "<kernel>.s" per kernel, if keepStages.
   std::vector<std::pair<std::string, std::string>> kernelFiles;
+  /// (file name, bytes) of kernels' binaries, with keepStages (KernelCode::binary).
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> kernelBinaries;
   /// Distinct kernels natively compiled for this graph, and kernels that
   /// reused the code of an identical one (in this graph or an earlier one).
   int kernelsCompiled = 0, kernelsReused = 0;

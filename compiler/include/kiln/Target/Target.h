@@ -41,6 +41,10 @@ struct KernelCode {
   std::string ir;       // the target's lowest IR (LLVM IR, PTX, ...), if kept
   std::string assembly; // if kept
   std::string irExtension = "ll", assemblyExtension = "s"; // for dump file names
+  /// The kernel's binary (an AMD code object), if kept, for disassemblers:
+  /// kiln-compile's dumps write it as kernels/<name>.<binaryExtension>.
+  std::vector<uint8_t> binary;
+  std::string binaryExtension;
 };
 
 /// What serializing a module of kernels produced.

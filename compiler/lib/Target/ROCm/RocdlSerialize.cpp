@@ -94,6 +94,8 @@ llvm::Expected<kiln::SerializedKernels> kiln::rocm::serializeRocdlKernels(Module
     if (keepText) {
       code.assembly = assembly[name];
       code.assemblyExtension = "amdgcn.s";
+      code.binary.assign(object.begin(), object.end());
+      code.binaryExtension = "hsaco";
     }
     result.kernels.push_back(std::move(code));
     images.push_back({name, std::vector<uint8_t>(object.begin(), object.end())});
