@@ -444,4 +444,28 @@ def partition_graph(
         for node in split.graph.nodes
         if node.op == "call_module" and str(node.target).startswith(PARTITION_PREFIX)
     ]
+    _pin_prim_outputs(split, names)
     return split, names
+
+
+def _pin_prim_outputs(split: torch.fx.GraphModule, names: list[str]) -> None:
+    """A partition's inputs computed in eager by a prim: converted to the
+    dtype the partition was compiled for (`x.to(dtype)`, free when it is
+    already that). Some prims' meta functions give the wrong dtype
+    (prims.signbit, from torch.copysign's decomposition, says float32 and
+    returns bool), and the partition's inputs are typed by them."""
+    graph = split.graph
+    for node in list(graph.nodes):
+        if node.op != "call_module" or node.target not in names:
+            continue
+        for arg in list(node.all_input_nodes):
+            value = arg.meta.get("val")
+            target = getattr(arg, "target", None)
+            if (arg.op != "call_function" or not isinstance(value, torch.Tensor)
+                    or getattr(target, "namespace", None) != "prims"):
+                continue
+            with graph.inserting_before(node):
+                pinned = graph.call_method("to", (arg, value.dtype))
+            pinned.meta["val"] = value
+            node.replace_input_with(arg, pinned)
+    split.recompile()

@@ -242,3 +242,44 @@ def test_compile_error_at_an_op_inside_a_partition(monkeypatch):
     ops = sorted(fb["op"] for fb in record.fallbacks)
     assert ops == ["aten.mul.Tensor", "aten.special_bessel_j0.default"], ops
     assert record.partitions >= 2 and record.kernel_count >= 2, record
+
+
+@pytest.mark.parametrize("size", [5, 130])
+def test_a_prim_whose_meta_lies_about_its_dtype_feeds_kiln_its_declared_dtype(size):
+    """torch.copysign decomposes to prims.signbit, whose meta says float32
+    while it returns bool; it runs in eager and feeds a Kiln partition
+    typed by that meta. The boundary converts it to the declared dtype, so
+    the partition gets what it was compiled for and the answer is eager's."""
+    torch._dynamo.reset()
+    fn = lambda a, b: torch.copysign(a, b) * 2  # noqa: E731
+    a, b = torch.randn(size), torch.randn(size)
+    b[0] = -0.0  # signbit, not sign: -0.0 copies its minus
+    torch.testing.assert_close(compile_kiln(fn)(a, b), fn(a, b), rtol=0, atol=0)
+    record = kiln.compile_records()[-1]
+    assert record.status == "partitioned" and record.partitions >= 1, record
+    assert any(f["op"] == "prims.signbit.default" for f in record.fallbacks), record.fallbacks
+
+
+# Eager results of every dtype Kiln takes, crossing into a Kiln partition:
+# each op is forced to eager, its consumer (the add) is Kiln's.
+_EAGER_RESULTS = {
+    torch.bool: lambda x: (x > 0) | (x < -1),
+    torch.int64: lambda x: x.to(torch.int64) * 3,
+    torch.int32: lambda x: x.to(torch.int32) * 3,
+    torch.float16: lambda x: x.half() * 3,
+    torch.bfloat16: lambda x: x.bfloat16() * 3,
+    torch.float64: lambda x: x.double() * 3,
+}
+
+
+@pytest.mark.parametrize("dtype", list(_EAGER_RESULTS), ids=str)
+def test_eager_results_of_every_dtype_cross_into_kiln(dtype):
+    torch._dynamo.reset()
+    make = _EAGER_RESULTS[dtype]
+    fn = lambda x: make(x) + make(x * 2)  # noqa: E731
+    x = torch.randn(37) * 4
+    out = compile_kiln(fn, fallback="error", force_eager=["aten.mul"])(x)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out, fn(x), rtol=0, atol=0)
+    record = kiln.compile_records()[-1]
+    assert record.status == "partitioned" and record.partitions >= 1, record
