@@ -49,9 +49,13 @@ def test_int64_and_bool_are_supported():
 
 
 def test_wrong_device_for_target():
+    """A target takes the tensors of the devices its runtime driver reaches:
+    CPU tensors for cuda (copied, as for Vulkan), none for the compile-only
+    rocm targets."""
     (gm,) = capture_aten(lambda x: x * 2, torch.randn(3))
-    (u,) = find_unsupported(gm, KilnSupport(ELEMENTWISE, target="cuda"))
+    (u,) = find_unsupported(gm, KilnSupport(ELEMENTWISE, target="rocm:gfx942"))
     assert "device cpu" in u.reason
+    assert find_unsupported(gm, KilnSupport(ELEMENTWISE, target="cuda:sm_90")) == []
 
 
 def test_symbolic_shapes_unsupported():
