@@ -455,6 +455,7 @@ def _pin_prim_outputs(split: torch.fx.GraphModule, names: list[str]) -> None:
     (prims.signbit, from torch.copysign's decomposition, says float32 and
     returns bool), and the partition's inputs are typed by them."""
     graph = split.graph
+    pinned_any = False
     for node in list(graph.nodes):
         if node.op != "call_module" or node.target not in names:
             continue
@@ -468,4 +469,6 @@ def _pin_prim_outputs(split: torch.fx.GraphModule, names: list[str]) -> None:
                 pinned = graph.call_method("to", (arg, value.dtype))
             pinned.meta["val"] = value
             node.replace_input_with(arg, pinned)
-    split.recompile()
+            pinned_any = True
+    if pinned_any:
+        split.recompile()

@@ -51,4 +51,28 @@ Status CudaApi::check(CUresult result, const char *call, const std::string &what
                        " (" + std::to_string(result) + "): " + description);
 }
 
+StatusOr<FirstGpu> findFirstGpu(const CudaApi &api) {
+  CUresult initialized = api.cuInit(0);
+  if (initialized == CUDA_ERROR_NO_DEVICE)
+    return Status::error(StatusCode::Unavailable, "the CUDA driver found no GPU");
+  KILN_RETURN_IF_ERROR(api.check(initialized, "cuInit"));
+  int count = 0;
+  KILN_RETURN_IF_ERROR(api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (count == 0)
+    return Status::error(StatusCode::Unavailable, "the CUDA driver found no GPU");
+  FirstGpu gpu;
+  KILN_RETURN_IF_ERROR(api.check(api.cuDeviceGet(&gpu.device, 0), "cuDeviceGet"));
+  char name[256] = {};
+  KILN_RETURN_IF_ERROR(
+      api.check(api.cuDeviceGetName(name, sizeof(name) - 1, gpu.device), "cuDeviceGetName"));
+  gpu.name = name;
+  KILN_RETURN_IF_ERROR(api.check(
+      api.cuDeviceGetAttribute(&gpu.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, gpu.device),
+      "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(api.check(
+      api.cuDeviceGetAttribute(&gpu.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, gpu.device),
+      "cuDeviceGetAttribute"));
+  return gpu;
+}
+
 } // namespace kiln::runtime::cuda

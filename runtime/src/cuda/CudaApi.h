@@ -76,6 +76,14 @@ struct CudaApi {
   Status check(CUresult result, const char *call, const std::string &what = "") const;
 };
 
+/// GPU 0 as the driver reports it: Unavailable when the driver finds none.
+struct FirstGpu {
+  CUdevice device = 0;
+  int major = 0, minor = 0;
+  std::string name;
+};
+StatusOr<FirstGpu> findFirstGpu(const CudaApi &api);
+
 } // namespace kiln::runtime::cuda
 
 #endif // KILN_RUNTIME_CUDA_CUDAAPI_H

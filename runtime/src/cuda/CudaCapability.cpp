@@ -39,30 +39,10 @@ StatusOr<std::pair<CudaCapability, std::string>> findCudaGpu() {
   StatusOr<std::shared_ptr<const cuda::CudaApi>> loaded = cuda::CudaApi::load();
   if (!loaded.ok())
     return loaded.status();
-  const cuda::CudaApi &api = **loaded;
-  cuda::CUresult initialized = api.cuInit(0);
-  if (initialized == cuda::CUDA_ERROR_NO_DEVICE)
-    return Status::error(StatusCode::Unavailable, "the CUDA driver found no GPU");
-  KILN_RETURN_IF_ERROR(api.check(initialized, "cuInit"));
-  int count = 0;
-  KILN_RETURN_IF_ERROR(api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"));
-  if (count == 0)
-    return Status::error(StatusCode::Unavailable, "the CUDA driver found no GPU");
-  cuda::CUdevice device = 0;
-  KILN_RETURN_IF_ERROR(api.check(api.cuDeviceGet(&device, 0), "cuDeviceGet"));
-  CudaCapability capability;
-  KILN_RETURN_IF_ERROR(api.check(
-      api.cuDeviceGetAttribute(&capability.major,
-                               cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-      "cuDeviceGetAttribute"));
-  KILN_RETURN_IF_ERROR(api.check(
-      api.cuDeviceGetAttribute(&capability.minor,
-                               cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
-      "cuDeviceGetAttribute"));
-  char name[256] = {};
-  KILN_RETURN_IF_ERROR(
-      api.check(api.cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName"));
-  return std::make_pair(capability, std::string(name));
+  StatusOr<cuda::FirstGpu> gpu = cuda::findFirstGpu(**loaded);
+  if (!gpu.ok())
+    return gpu.status();
+  return std::make_pair(CudaCapability{gpu->major, gpu->minor}, gpu->name);
 }
 
 std::string cudaChipFor(CudaCapability capability) {

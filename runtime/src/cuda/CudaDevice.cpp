@@ -72,39 +72,22 @@ StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::create() {
   if (!loaded.ok())
     return loaded.status();
   std::shared_ptr<const CudaApi> api = *loaded;
-  CUresult initialized = api->cuInit(0);
-  if (initialized == CUDA_ERROR_NO_DEVICE)
-    return Status::error(StatusCode::Unavailable, "the CUDA driver found no GPU");
-  KILN_RETURN_IF_ERROR(api->check(initialized, "cuInit"));
-  int count = 0;
-  KILN_RETURN_IF_ERROR(api->check(api->cuDeviceGetCount(&count), "cuDeviceGetCount"));
-  if (count == 0)
-    return Status::error(StatusCode::Unavailable, "the CUDA driver found no GPU");
-  CUdevice device = 0;
-  KILN_RETURN_IF_ERROR(api->check(api->cuDeviceGet(&device, 0), "cuDeviceGet"));
+  StatusOr<FirstGpu> gpu = findFirstGpu(*api);
+  if (!gpu.ok())
+    return gpu.status();
   CUcontext context = nullptr;
-  KILN_RETURN_IF_ERROR(
-      api->check(api->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain"));
-  std::unique_ptr<CudaDevice> created(new CudaDevice(api, device, context));
+  KILN_RETURN_IF_ERROR(api->check(api->cuDevicePrimaryCtxRetain(&context, gpu->device),
+                                  "cuDevicePrimaryCtxRetain"));
+  std::unique_ptr<CudaDevice> created(new CudaDevice(api, gpu->device, context));
   KILN_RETURN_IF_ERROR(created->enter());
-  char name[256] = {};
-  KILN_RETURN_IF_ERROR(api->check(api->cuDeviceGetName(name, sizeof(name) - 1, device),
-                                  "cuDeviceGetName"));
-  int major = 0, minor = 0;
-  KILN_RETURN_IF_ERROR(api->check(
-      api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-      "cuDeviceGetAttribute"));
-  KILN_RETURN_IF_ERROR(api->check(
-      api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
-      "cuDeviceGetAttribute"));
   KILN_RETURN_IF_ERROR(api->check(api->cuDeviceGetAttribute(&created->multiprocessors_,
                                                             CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                                            device),
+                                                            gpu->device),
                                   "cuDeviceGetAttribute"));
-  created->name_ = name;
-  created->capability_ = {major, minor};
-  created->format_ = std::string(kCudaFormatPrefix) + "sm_" + std::to_string(major) +
-                     std::to_string(minor);
+  created->name_ = gpu->name;
+  created->capability_ = {gpu->major, gpu->minor};
+  created->format_ = std::string(kCudaFormatPrefix) + "sm_" + std::to_string(gpu->major) +
+                     std::to_string(gpu->minor);
   const char *sync = std::getenv("KILN_CUDA_SYNC");
   created->syncEachLaunch_ = sync && std::strcmp(sync, "1") == 0;
   return created;
